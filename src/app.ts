@@ -1,0 +1,241 @@
+import { EnvelopArmorPlugin } from "@escape.tech/graphql-armor";
+import { useCSRFPrevention } from "@graphql-yoga/plugin-csrf-prevention";
+import { useDisableIntrospection } from "@graphql-yoga/plugin-disable-introspection";
+import { useSofa } from "@graphql-yoga/plugin-sofa";
+import type { Tracer } from "@opentelemetry/api";
+import { GraphQLError } from "graphql";
+import { createYoga, type Plugin, useReadinessCheck } from "graphql-yoga";
+import type { Redis } from "ioredis";
+import type { Logger } from "pino";
+import { createAuthenticator } from "./auth/authenticate.js";
+import type { AuthState } from "./auth/caller.js";
+import type { Config } from "./config.js";
+import type { Context } from "./context.js";
+import type { Database } from "./db/database.js";
+import { AppError, BadUserInputError, ConflictError, type ErrorCode, isErrorCode, NotFoundError } from "./errors.js";
+import type { Events } from "./events.js";
+import { Prisma } from "./generated/prisma/client.js";
+import { graphiqlExamples, renderLocalGraphiQL, useGraphiQLAssets } from "./graphiql.js";
+import { useIdempotency } from "./idempotency.js";
+import { useGraphqlInputHygiene } from "./input-hygiene.js";
+import { useMetrics } from "./metrics.js";
+import type { DeviceManagement } from "./modules/members/device-management.js";
+import { limitAuthenticationFailures, useRateLimit } from "./rate-limit.js";
+import { currentRequestId, withRequestId } from "./request-context.js";
+import { useRequestLog } from "./request-log.js";
+import { errorResponse, graphqlErrorsResponse } from "./rest/error-response.js";
+import { buildOpenApiDocument } from "./rest/openapi.js";
+import { compileRoutes } from "./rest/request-validation.js";
+import { useRestGuard } from "./rest/rest-plugin.js";
+import { REST_BASE, restRoutes } from "./rest/routes.js";
+import { schema } from "./schema.js";
+import { createServices } from "./services.js";
+import { useTracing } from "./tracing.js";
+
+export type AppDeps = {
+  database: Database;
+  config: Pick<Config, "production" | "bodyLimitBytes"> &
+    Partial<Pick<Config, "jwt" | "rateLimitPerMinute" | "authFailuresPerMinute" | "trustProxy" | "introspection" | "graphiql">>;
+  logger: Logger;
+  deviceManagement?: DeviceManagement;
+  /** Shared events (Redis) for replicas; in memory when absent. */
+  events?: Events;
+  /** Shares rate-limit counters between replicas; in memory when absent. */
+  redis?: Redis;
+  /** Redis key prefix of the rate-limit counters. */
+  rateLimitKeyPrefix?: string;
+  /** OpenTelemetry tracer: a span per request and per GraphQL execution. */
+  tracer?: Tracer;
+  /** True once the process is shutting down: /ready answers 503 so load balancers stop sending. */
+  isShuttingDown?: () => boolean;
+};
+
+/** Yoga's own request error codes, renamed to ours so both transports agree. */
+const yogaCodes: Record<string, ErrorCode> = { REQUEST_ENTITY_TOO_LARGE: "PAYLOAD_TOO_LARGE" };
+
+/** Known database failures as our errors; null for anything unexpected. */
+function translateDatabaseError(error: unknown): AppError | null {
+  if (!(error instanceof Prisma.PrismaClientKnownRequestError)) return null;
+  const cause = (error.meta?.driverAdapterError as { cause?: { originalCode?: string } } | undefined)?.cause;
+  // PostgreSQL text cannot hold NUL (0x00) or invalid UTF-8: that is the caller's input.
+  if (cause?.originalCode === "22021" || cause?.originalCode === "22P05") {
+    return new BadUserInputError("Text must not contain NUL characters (\\u0000)");
+  }
+  if (error.code === "P2002") return new ConflictError("A record with the same unique values already exists");
+  if (error.code === "P2025") return new NotFoundError("Record", "requested");
+  if (error.code === "P2028") return new AppError("SERVICE_UNAVAILABLE", "The database is busy; retry the request");
+  return null;
+}
+
+export function createApp(deps: AppDeps) {
+  const { database, config, logger } = deps;
+  const services = createServices(database.db, { deviceManagement: deps.deviceManagement, events: deps.events });
+  const authenticate = limitAuthenticationFailures(createAuthenticator(database.db, config.jwt), {
+    perMinute: config.authFailuresPerMinute ?? 30,
+    redis: deps.redis,
+    keyPrefix: deps.rateLimitKeyPrefix,
+  });
+  const authByRequest = new WeakMap<Request, Promise<AuthState>>();
+  const authenticateOnce = (request: Request) => {
+    let auth = authByRequest.get(request);
+    if (!auth) {
+      auth = authenticate(request);
+      authByRequest.set(request, auth);
+    }
+    return auth;
+  };
+  const routes = compileRoutes(schema, restRoutes);
+  let openApi: unknown;
+
+  function logUnexpected(error: unknown) {
+    logger.error({ err: error, requestId: currentRequestId() }, "unexpected error");
+  }
+
+  const requestIdHeader: Plugin = {
+    onResponse({ response }) {
+      response.headers.set("x-request-id", currentRequestId());
+    },
+  };
+
+  const bodyLimit: Plugin = {
+    onRequest({ request, endResponse }) {
+      const length = Number(request.headers.get("content-length") ?? 0);
+      if (length > config.bodyLimitBytes) {
+        endResponse(errorResponse("PAYLOAD_TOO_LARGE", `The request body is larger than ${config.bodyLimitBytes} bytes`));
+      }
+    },
+  };
+
+  const yoga = createYoga<Record<string, unknown>, Context>({
+    schema,
+    graphqlEndpoint: "/graphql",
+    maxRequestBodySize: config.bodyLimitBytes,
+    landingPage: false,
+    logging: {
+      debug: (...args) => logger.debug(args.map(String).join(" ")),
+      info: (...args) => logger.info(args.map(String).join(" ")),
+      warn: (...args) => logger.warn(args.map(String).join(" ")),
+      error: (...args) => logger.error(args.map(String).join(" ")),
+    },
+    renderGraphiQL: renderLocalGraphiQL,
+    graphiql: !(config.graphiql ?? !config.production)
+      ? false
+      : {
+          title: "Compliance Workspace Gateway",
+          headers: JSON.stringify({ "X-API-Key": "" }, null, 2),
+          defaultQuery: graphiqlExamples,
+        },
+    maskedErrors: {
+      maskError(error): Error {
+        const original = error instanceof GraphQLError ? (error.originalError ?? error) : error;
+        if (original instanceof AppError) return error as GraphQLError;
+        // Request errors (syntax, validation, variable values) carry no path: they are the caller's.
+        if (
+          error instanceof GraphQLError &&
+          !error.path &&
+          (!error.originalError || error.originalError instanceof GraphQLError)
+        ) {
+          const status = (error.extensions.http as { status?: number } | undefined)?.status;
+          const byStatus = status === 405 ? "METHOD_NOT_ALLOWED" : status === 403 ? "FORBIDDEN" : undefined;
+          const own = isErrorCode(error.extensions.code) ? error.extensions.code : undefined;
+          const code = own ?? byStatus ?? yogaCodes[String(error.extensions.code)] ?? "BAD_USER_INPUT";
+          if (code === error.extensions.code) return error;
+          return new GraphQLError(error.message, {
+            nodes: error.nodes,
+            source: error.source,
+            positions: error.positions,
+            extensions: { ...error.extensions, code },
+          });
+        }
+        const translated = translateDatabaseError(original);
+        const path = error instanceof GraphQLError ? error.path : undefined;
+        if (translated) return new GraphQLError(translated.message, { path, extensions: translated.extensions });
+        logUnexpected(original);
+        return new GraphQLError("Internal server error", { path, extensions: { code: "INTERNAL_SERVER_ERROR" } });
+      },
+    },
+    context: async ({ request }) => ({
+      requestId: currentRequestId(),
+      auth: await authenticateOnce(request),
+      services,
+      logger,
+    }),
+    plugins: [
+      // First, so that it times every request, including those other plugins answer early.
+      useMetrics({ routes, poolStats: database.poolStats }),
+      ...((config.graphiql ?? !config.production) ? [useGraphiQLAssets()] : []),
+      requestIdHeader,
+      useRequestLog(logger),
+      ...(deps.tracer ? [useTracing(deps.tracer)] : []),
+      useReadinessCheck({
+        endpoint: "/ready",
+        async check() {
+          if (deps.isShuttingDown?.()) return Response.json({ status: "shutting down" }, { status: 503 });
+          try {
+            await database.ping();
+            return Response.json({ status: "ready" });
+          } catch (error) {
+            logger.warn({ err: error }, "readiness check: the database does not answer");
+            return Response.json({ status: "database unavailable" }, { status: 503 });
+          }
+        },
+      }),
+      useRateLimit({
+        perMinute: config.rateLimitPerMinute ?? 1200,
+        redis: deps.redis,
+        trustProxy: config.trustProxy,
+        keyPrefix: deps.rateLimitKeyPrefix,
+      }),
+      bodyLimit,
+      useGraphqlInputHygiene(),
+      useRestGuard({
+        routes,
+        bodyLimitBytes: config.bodyLimitBytes,
+        authenticate: authenticateOnce,
+        rememberAuth: (request, auth) => authByRequest.set(request, Promise.resolve(auth)),
+        openApiDocument: () => {
+          openApi ??= buildOpenApiDocument(schema, routes);
+          return openApi;
+        },
+      }),
+      useIdempotency({ db: database.db, authenticate: authenticateOnce, logger }),
+      // Limits on the shape of GraphQL documents. REST operations are fixed documents and skip
+      // validation, so these only ever concern /graphql.
+      EnvelopArmorPlugin({
+        maxDepth: { n: 10, ignoreIntrospection: true },
+        maxAliases: { n: 15 },
+        maxTokens: { n: 2_000 },
+        maxDirectives: { n: 20 },
+        costLimit: { maxCost: 5_000, ignoreIntrospection: true },
+        blockFieldSuggestion: { enabled: true },
+      }),
+      // A simple POST with a form content type cannot carry a GraphQL request: no cross-site writes.
+      useCSRFPrevention({ requestHeaders: ["x-api-key", "authorization", "x-graphql-yoga-csrf"] }),
+      ...((config.introspection ?? !config.production) ? [] : [useDisableIntrospection()]),
+      useSofa({
+        basePath: REST_BASE,
+        routes: restRoutes,
+        openAPI: { endpoint: false } as never,
+        swaggerUI: { endpoint: false } as never,
+        errorHandler(errors) {
+          for (const error of errors) {
+            if (!(error instanceof GraphQLError)) logUnexpected(error);
+          }
+          // Sofa types its own Response class; ours is the same WHATWG Response.
+          return graphqlErrorsResponse(errors) as never;
+        },
+      }),
+    ],
+  });
+
+  return {
+    yoga,
+    services,
+    /** Handles one request in process, as the HTTP server does. */
+    fetch(request: Request): Promise<Response> {
+      return withRequestId(request.headers.get("x-request-id"), async () => yoga.fetch(request));
+    },
+  };
+}
+
+export type App = ReturnType<typeof createApp>;

@@ -1,0 +1,174 @@
+import { createRemoteJWKSet, type JWTVerifyGetKey, jwtVerify } from "jose";
+import { LRUCache } from "lru-cache";
+import type { Config } from "../config.js";
+import type { Db } from "../db/database.js";
+import { BadUserInputError, ForbiddenError, UnauthenticatedError } from "../errors.js";
+import type { MemberRole } from "../generated/prisma/enums.js";
+import { apiKeyMatches, parseApiKey } from "./api-keys.js";
+import type { AuthState, Caller } from "./caller.js";
+import { isPermission, rolePermissions } from "./permissions.js";
+import { hashSessionToken, isSessionToken } from "./sessions.js";
+
+const LAST_USED_RESOLUTION_MS = 60_000;
+/**
+ * How long a credential row, session or membership is reused without asking the database again:
+ * a revocation, expiry or deactivation takes effect within this time (on every replica).
+ */
+export const CREDENTIAL_CACHE_MS = 2_000;
+
+export type Authenticator = (request: Request) => Promise<AuthState>;
+
+const apiKeySelect = {
+  id: true,
+  organizationId: true,
+  secretHash: true,
+  scopes: true,
+  expiresAt: true,
+  revokedAt: true,
+  lastUsedAt: true,
+} as const;
+type ApiKeyRow = {
+  id: string;
+  organizationId: string;
+  secretHash: Uint8Array;
+  scopes: string[];
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+  lastUsedAt: Date | null;
+};
+
+function cookie(request: Request, name: string): string | null {
+  for (const part of request.headers.get("cookie")?.split(";") ?? []) {
+    const [key, ...value] = part.trim().split("=");
+    if (key === name) return decodeURIComponent(value.join("="));
+  }
+  return null;
+}
+
+const looksLikeJwt = (value: string) => /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(value);
+
+/**
+ * Decides who is calling: API key (X-API-Key, which wins when present), JWT (Authorization:
+ * Bearer <jwt>) or session (cookie session_token, or a bearer value that is not a JWT). User
+ * credentials name the organization in X-Organization-Id and need an active membership there.
+ */
+export function createAuthenticator(db: Db, jwt: Config["jwt"] = {}): Authenticator {
+  const cacheOptions = { max: 10_000, ttl: CREDENTIAL_CACHE_MS };
+  const keys = new LRUCache<string, ApiKeyRow | { missing: true }>(cacheOptions);
+  const sessions = new LRUCache<string, { userId: string; expiresAt: Date }>(cacheOptions);
+  const memberships = new LRUCache<string, { role: MemberRole; isActive: boolean } | { missing: true }>(cacheOptions);
+  const jwtKey: Uint8Array | JWTVerifyGetKey | null = jwt.secret
+    ? new TextEncoder().encode(jwt.secret)
+    : jwt.jwksUrl
+      ? createRemoteJWKSet(new URL(jwt.jwksUrl))
+      : null;
+
+  async function byApiKey(key: string, organizationHeader: string | null): Promise<AuthState> {
+    const lookupId = parseApiKey(key);
+    // Unknown ids are cached too, so an unknown key and a wrong secret cost the same.
+    let cached = lookupId ? keys.get(lookupId) : undefined;
+    if (lookupId && !cached) {
+      cached = (await db.apiKey.findUnique({ where: { lookupId }, select: apiKeySelect })) ?? { missing: true };
+      keys.set(lookupId, cached);
+    }
+    const row = cached && !("missing" in cached) ? cached : undefined;
+    const now = new Date();
+    if (!apiKeyMatches(key, row?.secretHash ?? null) || !row || row.revokedAt || (row.expiresAt && row.expiresAt <= now)) {
+      return { error: new UnauthenticatedError("The API key is invalid, expired or revoked") };
+    }
+    if (organizationHeader !== null && organizationHeader !== row.organizationId) {
+      return { error: new ForbiddenError("X-Organization-Id does not match the API key's organization") };
+    }
+    if (!row.lastUsedAt || now.getTime() - row.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
+      row.lastUsedAt = now;
+      await db.apiKey.update({ where: { id: row.id }, data: { lastUsedAt: now }, select: { id: true } });
+    }
+    const caller: Caller = {
+      kind: "apiKey",
+      organizationId: row.organizationId,
+      userId: null,
+      apiKeyId: row.id,
+      permissions: new Set(row.scopes.filter(isPermission)),
+    };
+    return { caller };
+  }
+
+  async function userIdFromJwt(token: string): Promise<string | AuthState> {
+    if (!jwtKey) return { error: new UnauthenticatedError("JWT authentication is not enabled on this server") };
+    try {
+      const { payload } = await jwtVerify(token, jwtKey as Uint8Array, {
+        issuer: jwt.issuer,
+        audience: jwt.audience,
+        algorithms: jwt.secret ? ["HS256"] : undefined,
+      });
+      if (typeof payload.sub !== "string" || !payload.sub) {
+        return { error: new UnauthenticatedError("The token names no subject (sub)") };
+      }
+      return payload.sub;
+    } catch {
+      return { error: new UnauthenticatedError("The token is invalid or expired") };
+    }
+  }
+
+  async function userIdFromSession(token: string): Promise<string | AuthState> {
+    if (!isSessionToken(token)) return { error: new UnauthenticatedError("The session is invalid or expired") };
+    const tokenHash = hashSessionToken(token);
+    const cacheKey = Buffer.from(tokenHash).toString("base64url");
+    let session = sessions.get(cacheKey);
+    if (!session) {
+      session = (await db.session.findUnique({ where: { tokenHash }, select: { userId: true, expiresAt: true } })) ?? undefined;
+      if (session) sessions.set(cacheKey, session);
+    }
+    if (!session || session.expiresAt <= new Date()) {
+      return { error: new UnauthenticatedError("The session is invalid or expired") };
+    }
+    return session.userId;
+  }
+
+  async function asMember(kind: "jwt" | "session", userId: string, organizationId: string | null): Promise<AuthState> {
+    if (!organizationId) {
+      return {
+        error: new BadUserInputError("X-Organization-Id is required with a user credential", [
+          { path: "X-Organization-Id", message: "is required with a JWT or session" },
+        ]),
+      };
+    }
+    const cacheKey = `${userId} ${organizationId}`;
+    let member = memberships.get(cacheKey);
+    if (!member) {
+      member = (await db.member.findUnique({
+        where: { organizationId_userId: { organizationId, userId } },
+        select: { role: true, isActive: true },
+      })) ?? { missing: true };
+      memberships.set(cacheKey, member);
+    }
+    if ("missing" in member || !member.isActive) {
+      return { error: new ForbiddenError("You are not an active member of this organization") };
+    }
+    return {
+      caller: { kind, organizationId, userId, apiKeyId: null, permissions: new Set(rolePermissions[member.role]) },
+    };
+  }
+
+  return async function authenticate(request) {
+    const organizationHeader = request.headers.get("x-organization-id")?.trim() || null;
+    const apiKey = request.headers.get("x-api-key")?.trim();
+    if (apiKey) return byApiKey(apiKey, organizationHeader);
+
+    const authorization = request.headers.get("authorization");
+    let bearer: string | null = null;
+    if (authorization) {
+      const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+      if (!match) return { error: new UnauthenticatedError("Authorization must be 'Bearer <token>'") };
+      bearer = match[1] as string;
+    }
+    const sessionCookie = cookie(request, "session_token");
+    if (!bearer && !sessionCookie) return { anonymous: true };
+
+    const kind = bearer && looksLikeJwt(bearer) ? "jwt" : "session";
+    const userId =
+      kind === "jwt" ? await userIdFromJwt(bearer as string) : await userIdFromSession((bearer ?? sessionCookie) as string);
+    if (typeof userId !== "string") return userId;
+    return asMember(kind, userId, organizationHeader);
+  };
+}

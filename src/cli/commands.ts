@@ -1,0 +1,249 @@
+import {
+  createApiKey,
+  createOrganization,
+  createUser,
+  parseDuration,
+  parseScopes,
+  revokeApiKey,
+} from "../admin/admin.service.js";
+import { seedDemo } from "../admin/seed.js";
+import { permissions } from "../auth/permissions.js";
+import { createSession } from "../auth/sessions.js";
+import type { Db } from "../db/database.js";
+import { AppError } from "../errors.js";
+import { MemberRole } from "../generated/prisma/enums.js";
+
+/** A mistake in how the CLI was called: printed with a usage hint, exit code 2. */
+export class UsageError extends Error {
+  constructor(
+    message: string,
+    /** The command whose usage to point at; undefined for the program. */
+    readonly command?: Command,
+  ) {
+    super(message);
+  }
+}
+
+export type OptionSpec = {
+  type: "string" | "boolean";
+  /** Shown in help; string options only. */
+  valueName?: string;
+  description: string;
+  required?: boolean;
+};
+
+export type CommandResult = {
+  /** Printed with --json: one object with exactly these keys. */
+  json: Record<string, unknown>;
+  /** Printed without --json. */
+  text: string;
+};
+
+/** Validated arguments, ready to run against a database. */
+export type Prepared = (db: Db) => Promise<CommandResult>;
+
+export type Command = {
+  /** The words that name it, e.g. ["apikey", "create"]. */
+  path: string[];
+  summary: string;
+  description?: string;
+  options: Record<string, OptionSpec>;
+  examples: string[];
+  /** Checks the option values (throwing UsageError) and returns the work to do. */
+  prepare(values: Record<string, string | boolean | undefined>): Prepared;
+};
+
+const roles = Object.values(MemberRole);
+
+function str(values: Record<string, string | boolean | undefined>, name: string): string | undefined {
+  const value = values[name];
+  return typeof value === "string" ? value : undefined;
+}
+
+/** Argument checks done with service helpers still count as usage errors. */
+function asUsage<T>(command: Command, fn: () => T): T {
+  try {
+    return fn();
+  } catch (error) {
+    if (error instanceof AppError) throw new UsageError(error.message, command);
+    throw error;
+  }
+}
+
+function count(items: unknown[], one: string, many = `${one}s`): string {
+  return `${items.length} ${items.length === 1 ? one : many}`;
+}
+
+const orgCreate: Command = {
+  path: ["org", "create"],
+  summary: "Create an organization",
+  options: {
+    name: { type: "string", valueName: "NAME", description: "name of the organization", required: true },
+  },
+  examples: ["org create --name Acme --json"],
+  prepare(values) {
+    const name = str(values, "name") as string;
+    return async (db) => {
+      const org = await createOrganization(db, name);
+      return { json: { id: org.id, name: org.name }, text: `Created organization ${org.id} (${org.name})` };
+    };
+  },
+};
+
+const userCreate: Command = {
+  path: ["user", "create"],
+  summary: "Create a user (or reuse the one with that e-mail), optionally as a member of an organization",
+  options: {
+    email: { type: "string", valueName: "EMAIL", description: "e-mail address; an existing user is reused", required: true },
+    name: { type: "string", valueName: "NAME", description: "display name of a new user", required: true },
+    org: { type: "string", valueName: "ORG", description: "organization id (org_...) to add the user to as a member" },
+    role: { type: "string", valueName: "ROLE", description: `member role with --org: ${roles.join(", ")} (default employee)` },
+  },
+  examples: [
+    "user create --email ada@example.com --name 'Ada Lovelace' --json",
+    "user create --email ada@example.com --name 'Ada Lovelace' --org org_... --role admin --json",
+  ],
+  prepare(values) {
+    const email = str(values, "email") as string;
+    const name = str(values, "name") as string;
+    const organizationId = str(values, "org");
+    const role = str(values, "role");
+    if (role !== undefined && !organizationId)
+      throw new UsageError("--role needs --org (the role is the one in that organization)", this);
+    if (role !== undefined && !(roles as string[]).includes(role)) {
+      throw new UsageError(`Unknown role ${JSON.stringify(role)}; use one of ${roles.join(", ")}`, this);
+    }
+    return async (db) => {
+      const result = await createUser(db, { email, name, organizationId, role: role as MemberRole | undefined });
+      const text = result.memberId
+        ? `User ${result.userId} is member ${result.memberId} of ${organizationId} (role ${role ?? "employee"})`
+        : `User ${result.userId} (${email.trim().toLowerCase()})`;
+      return { json: { userId: result.userId, memberId: result.memberId }, text };
+    };
+  },
+};
+
+const apikeyCreate: Command = {
+  path: ["apikey", "create"],
+  summary: "Create an API key for an organization; the key is printed only once",
+  options: {
+    org: { type: "string", valueName: "ORG", description: "organization id (org_...)", required: true },
+    name: { type: "string", valueName: "NAME", description: "a name to recognize the key by", required: true },
+    scopes: {
+      type: "string",
+      valueName: "SCOPES",
+      description: `"all" (default) or a comma-separated list of: ${permissions.join(", ")}`,
+    },
+    "expires-in": {
+      type: "string",
+      valueName: "DURATION",
+      description: "lifetime such as 30s, 15m, 12h or 30d (default: no expiry)",
+    },
+  },
+  examples: [
+    "apikey create --org org_... --name ci --json",
+    "apikey create --org org_... --name reader --scopes task:read --expires-in 30d",
+  ],
+  prepare(values) {
+    const organizationId = str(values, "org") as string;
+    const name = str(values, "name") as string;
+    const scopes = asUsage(this, () => parseScopes(str(values, "scopes") ?? "all"));
+    const expiresIn = str(values, "expires-in");
+    const expiresInMs = expiresIn === undefined ? undefined : asUsage(this, () => parseDuration(expiresIn));
+    if (expiresInMs === 0) throw new UsageError("--expires-in must be longer than zero", this);
+    return async (db) => {
+      const key = await createApiKey(db, { organizationId, name, scopes, expiresInMs });
+      const text = [
+        `Created API key ${key.id} for ${organizationId}`,
+        `  scopes:  ${key.scopes.length === permissions.length ? "all" : key.scopes.join(", ")}`,
+        `  expires: ${key.expiresAt ?? "never"}`,
+        "",
+        `  ${key.key}`,
+        "",
+        "This is the only time the key is shown: store it now. Send it in the X-API-Key header.",
+      ].join("\n");
+      return { json: { id: key.id, key: key.key, scopes: key.scopes, expiresAt: key.expiresAt }, text };
+    };
+  },
+};
+
+const apikeyRevoke: Command = {
+  path: ["apikey", "revoke"],
+  summary: "Revoke an API key (revoking twice keeps the first time)",
+  options: {
+    id: { type: "string", valueName: "ID", description: "API key id (apk_...)", required: true },
+  },
+  examples: ["apikey revoke --id apk_... --json"],
+  prepare(values) {
+    const id = str(values, "id") as string;
+    return async (db) => {
+      const result = await revokeApiKey(db, id);
+      return {
+        json: { id: result.id, revokedAt: result.revokedAt },
+        text: `API key ${result.id} revoked at ${result.revokedAt}`,
+      };
+    };
+  },
+};
+
+const sessionCreate: Command = {
+  path: ["session", "create"],
+  summary: "Create a session for a user; the token is printed only once",
+  options: {
+    user: { type: "string", valueName: "USER", description: "user id (usr_...)", required: true },
+    ttl: { type: "string", valueName: "DURATION", description: "lifetime such as 15m, 12h or 30d (default 1h)" },
+  },
+  examples: ["session create --user usr_... --json", "session create --user usr_... --ttl 12h"],
+  prepare(values) {
+    const userId = str(values, "user") as string;
+    const ttlMs = asUsage(this, () => parseDuration(str(values, "ttl") ?? "1h"));
+    if (ttlMs === 0) throw new UsageError("--ttl must be longer than zero", this);
+    return async (db) => {
+      const session = await createSession(db, userId, ttlMs);
+      const text = [
+        `Created a session for ${userId}, valid until ${session.expiresAt}`,
+        "",
+        `  ${session.token}`,
+        "",
+        "Send it as the cookie session_token=<token> or as Authorization: Bearer <token>, with X-Organization-Id.",
+      ].join("\n");
+      return { json: { token: session.token, expiresAt: session.expiresAt }, text };
+    };
+  },
+};
+
+const seed: Command = {
+  path: ["seed"],
+  summary: "Create a new demo organization with members, tasks, vendors, risks, policies, task items and an API key",
+  options: {},
+  examples: ["seed --json"],
+  prepare() {
+    return async (db) => {
+      const demo = await seedDemo(db);
+      const text = [
+        `Created demo organization ${demo.organizationId}`,
+        `  ${count(demo.memberIds, "member")}, ${count(demo.taskIds, "task")}, ${count(demo.vendorIds, "vendor")}, ` +
+          `${count(demo.riskIds, "risk")}, ${count(demo.policyIds, "policy", "policies")}, ${count(demo.taskItemIds, "task item")}`,
+        `  first task: ${demo.taskIds[0]}`,
+        "",
+        `  API key (every scope): ${demo.apiKey}`,
+        "",
+        "This is the only time the key is shown: store it now. Send it in the X-API-Key header.",
+      ].join("\n");
+      const json = {
+        organizationId: demo.organizationId,
+        apiKey: demo.apiKey,
+        userIds: demo.userIds,
+        memberIds: demo.memberIds,
+        taskIds: demo.taskIds,
+        vendorIds: demo.vendorIds,
+        riskIds: demo.riskIds,
+        policyIds: demo.policyIds,
+        taskItemIds: demo.taskItemIds,
+      };
+      return { json, text };
+    };
+  },
+};
+
+export const commands: Command[] = [orgCreate, userCreate, apikeyCreate, apikeyRevoke, sessionCreate, seed];

@@ -1,0 +1,26 @@
+import type { Logger } from "pino";
+import type { AuthState, Caller } from "./auth/caller.js";
+import type { Permission } from "./auth/permissions.js";
+import { ForbiddenError, UnauthenticatedError } from "./errors.js";
+import type { Services } from "./services.js";
+
+export type Context = {
+  requestId: string;
+  auth: AuthState;
+  services: Services;
+  logger: Logger;
+};
+
+/** The authenticated caller with the request id, as services receive it. */
+export type Actor = Caller & { requestId: string };
+
+/** Every resolver starts here: the caller must be authenticated and hold `permission`. */
+export function authorize(ctx: Context, permission: Permission): Actor {
+  const { auth } = ctx;
+  if ("error" in auth) throw auth.error;
+  if ("anonymous" in auth) throw new UnauthenticatedError();
+  if (!auth.caller.permissions.has(permission)) {
+    throw new ForbiddenError(`This operation needs the permission ${permission}`);
+  }
+  return { ...auth.caller, requestId: ctx.requestId };
+}

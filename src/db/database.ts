@@ -1,0 +1,125 @@
+import { PGlite } from "@electric-sql/pglite";
+import { PrismaPg } from "@prisma/adapter-pg";
+import pg from "pg";
+import { PrismaPGlite } from "pglite-prisma-adapter";
+import { PrismaClient } from "../generated/prisma/client.js";
+import { lockDataDir } from "./data-dir-lock.js";
+import { applyMigrations, type MigrationSession, readMigrations } from "./migrate.js";
+
+export type Db = PrismaClient;
+
+export type DatabaseOptions =
+  /** PostgreSQL server. */
+  | { kind: "postgres"; url: string; poolSize?: number; onIdleError?: (error: Error) => void }
+  /** Embedded PGlite; `dataDir` undefined means in memory (tests). */
+  | { kind: "embedded"; dataDir?: string };
+
+export type Database = {
+  db: Db;
+  kind: DatabaseOptions["kind"];
+  /** Answers when the database answers; used by readiness checks. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+  /** Called with every SQL statement Prisma sends (tests count them). */
+  onQuery(listener: ((sql: string) => void) | undefined): void;
+  /** Connections of the PostgreSQL pool (metrics); the embedded database has no pool. */
+  poolStats?(): PoolStats;
+};
+
+export type PoolStats = { total: number; idle: number; waiting: number; max: number };
+
+export async function openDatabase(options: DatabaseOptions): Promise<Database> {
+  let queryListener: ((sql: string) => void) | undefined;
+  const log = [{ emit: "event", level: "query" }] as const;
+
+  if (options.kind === "postgres") {
+    const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10 });
+    // An idle connection that the server drops (restart, failover, admin) emits here; unhandled, it
+    // would end the process. The pool discards it and the next query opens a fresh one.
+    pool.on("error", (error) => options.onIdleError?.(error));
+    const client = await pool.connect();
+    try {
+      await applyMigrations(pgSession(client), readMigrations());
+    } finally {
+      client.release();
+    }
+    const db = new PrismaClient({ adapter: new PrismaPg(pool), log: [...log] });
+    db.$on("query", (event) => queryListener?.(event.query));
+    return {
+      db,
+      kind: "postgres",
+      async ping() {
+        await pool.query("SELECT 1");
+      },
+      async close() {
+        await db.$disconnect();
+        if (!pool.ended) await pool.end();
+      },
+      onQuery(listener) {
+        queryListener = listener;
+      },
+      poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: pool.options.max }),
+    };
+  }
+
+  const unlock = options.dataDir ? lockDataDir(options.dataDir) : () => {};
+  let pglite: PGlite;
+  try {
+    pglite = new PGlite(options.dataDir);
+    await pglite.waitReady;
+    await applyMigrations(pgliteSession(pglite), readMigrations());
+  } catch (error) {
+    unlock();
+    throw error;
+  }
+  const db = new PrismaClient({ adapter: new PrismaPGlite(pglite), log: [...log] });
+  db.$on("query", (event) => queryListener?.(event.query));
+  return {
+    db,
+    kind: "embedded",
+    async ping() {
+      await pglite.query("SELECT 1");
+    },
+    async close() {
+      await db.$disconnect();
+      await pglite.close();
+      unlock();
+    },
+    onQuery(listener) {
+      queryListener = listener;
+    },
+  };
+}
+
+function pgSession(client: pg.PoolClient): MigrationSession {
+  return {
+    async query(sql, params) {
+      return (await client.query(sql, params)).rows;
+    },
+    async transaction(script, after) {
+      await client.query("BEGIN");
+      try {
+        await client.query(script);
+        await client.query(after.sql, after.params);
+        await client.query("COMMIT");
+      } catch (error) {
+        await client.query("ROLLBACK");
+        throw error;
+      }
+    },
+  };
+}
+
+function pgliteSession(pglite: PGlite): MigrationSession {
+  return {
+    async query(sql, params) {
+      return (await pglite.query<Record<string, unknown>>(sql, params)).rows;
+    },
+    async transaction(script, after) {
+      await pglite.transaction(async (tx) => {
+        await tx.exec(script);
+        await tx.query(after.sql, after.params);
+      });
+    },
+  };
+}

@@ -1,0 +1,133 @@
+import type { GraphiQLOptions, Plugin } from "graphql-yoga";
+
+/** What GraphiQL opens with: the five operations of the specification, ready to run. */
+export const graphiqlExamples = `# Put your API key in the Headers tab: {"X-API-Key": "cwk_..."}
+# Pick an operation with the run button's menu and fill in the Variables tab.
+
+query GetTask($taskId: ID!) {
+  task(taskId: $taskId) { id title status description taskTemplateId createdAt updatedAt }
+}
+
+query TaskItemStats($entityId: ID!, $entityType: TaskItemEntityType! = vendor) {
+  taskItemStats(entityId: $entityId, entityType: $entityType) {
+    total
+    byStatus { todo in_progress in_review done canceled }
+  }
+}
+
+mutation CreateComment($entityId: ID!, $entityType: CommentEntityType! = task, $userId: ID) {
+  createComment(content: "Evidence reviewed", entityId: $entityId, entityType: $entityType, userId: $userId) {
+    id content createdAt
+    author { id name email image deactivated }
+    attachments { id name type size createdAt }
+  }
+}
+
+mutation UnlinkDevice($memberId: ID!) {
+  unlinkDevice(id: $memberId) {
+    id role department jobTitle isActive deviceLabelId
+    user { id name email }
+  }
+}
+
+mutation CreatePolicyVersion($policyId: ID!, $changelog: String) {
+  createPolicyVersion(id: $policyId, changelog: $changelog) { versionId version }
+}
+`;
+
+const ASSETS = "/graphiql";
+
+type GraphiQLBundle = typeof import("@graphql-yoga/render-graphiql/graphiql");
+
+/** GraphiQL's scripts and styles, shipped in @graphql-yoga/render-graphiql, served by us: no CDN. */
+const assetFiles: Record<string, { type: string; content: (bundle: GraphiQLBundle) => string | Uint8Array }> = {
+  "graphiql.js": { type: "text/javascript; charset=utf-8", content: (b) => b.js },
+  "graphiql.css": { type: "text/css; charset=utf-8", content: (b) => b.css },
+  "editor.worker.js": { type: "text/javascript; charset=utf-8", content: (b) => b.editorWorkerService },
+  "json.worker.js": { type: "text/javascript; charset=utf-8", content: (b) => b.jsonWorker },
+  "graphql.worker.js": { type: "text/javascript; charset=utf-8", content: (b) => b.graphqlWorker },
+  "favicon.ico": {
+    type: "image/x-icon",
+    content: (b) => Buffer.from(b.favicon.slice(b.favicon.indexOf(",") + 1), "base64"),
+  },
+};
+
+let bundle: Promise<GraphiQLBundle> | undefined;
+// About 9 MB of text: loaded on the first request for it, never when GraphiQL is off.
+const loadBundle = () => {
+  bundle ??= import("@graphql-yoga/render-graphiql/graphiql");
+  return bundle;
+};
+
+const escapeHtml = (text: string) => text.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`);
+// JSON inside <script>: no "</script>" or "<!--" can end or change the element.
+const scriptJson = (value: unknown) => JSON.stringify(value).replace(/</g, "\\u003c");
+
+/**
+ * Yoga's GraphiQL page with its assets from our own server instead of unpkg.com. Monaco needs its
+ * workers as same-origin URLs: they are fetched and handed over as blob URLs, as Yoga's page does.
+ */
+export function renderLocalGraphiQL(options: GraphiQLOptions): string {
+  const title = escapeHtml(options.title ?? "GraphiQL");
+  const workers = {
+    editorWorkerService: `${ASSETS}/editor.worker.js`,
+    json: `${ASSETS}/json.worker.js`,
+    graphql: `${ASSETS}/graphql.worker.js`,
+  };
+  return `<!doctype html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8" />
+    <title>${title}</title>
+    <link rel="icon" href="${ASSETS}/favicon.ico" />
+    <link rel="stylesheet" href="${ASSETS}/graphiql.css" />
+  </head>
+  <body id="body" class="no-focus-outline">
+    <noscript>You need to enable JavaScript to run this app.</noscript>
+    <div id="root">Loading ${title}...</div>
+    <script>
+      const workerUrls = ${scriptJson(workers)};
+      const workers = {};
+      const prepareWorkers = () =>
+        Promise.all(
+          Object.entries(workerUrls).map(async ([label, url]) => {
+            const source = await (await fetch(url)).text();
+            workers[label] = URL.createObjectURL(new Blob([source], { type: "application/javascript" }));
+          }),
+        );
+      self.MonacoEnvironment = { globalAPI: false, getWorkerUrl: (_moduleId, label) => workers[label] };
+    </script>
+    <script src="${ASSETS}/graphiql.js"></script>
+    <script>
+      prepareWorkers().finally(() => YogaGraphiQL.renderYogaGraphiQL(document.getElementById("root"), ${scriptJson(options)}));
+    </script>
+  </body>
+</html>
+`;
+}
+
+/** Serves GraphiQL's assets at /graphiql/...; only installed while GraphiQL is on. */
+export function useGraphiQLAssets(): Plugin {
+  const encoded = new Map<object, Uint8Array<ArrayBuffer>>();
+  return {
+    async onRequest({ request, url, endResponse }) {
+      if (!url.pathname.startsWith(`${ASSETS}/`)) return;
+      const file = assetFiles[url.pathname.slice(ASSETS.length + 1)];
+      if (!file || (request.method !== "GET" && request.method !== "HEAD")) {
+        endResponse(new Response("Not found", { status: 404, headers: { "content-type": "text/plain; charset=utf-8" } }));
+        return;
+      }
+      let content = encoded.get(file);
+      if (!content) {
+        const raw = file.content(await loadBundle());
+        content = typeof raw === "string" ? new TextEncoder().encode(raw) : new Uint8Array(raw);
+        encoded.set(file, content);
+      }
+      endResponse(
+        new Response(content, {
+          headers: { "content-type": file.type, "cache-control": "public, max-age=3600", "x-content-type-options": "nosniff" },
+        }),
+      );
+    },
+  };
+}

@@ -1,0 +1,157 @@
+import { type DocumentNode, getOperationAST } from "graphql";
+import type { Plugin } from "graphql-yoga";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { PoolStats } from "./db/database.js";
+import type { CompiledRoute } from "./rest/request-validation.js";
+import { REST_BASE } from "./rest/routes.js";
+
+type Transport = "graphql" | "rest" | "other";
+
+const methods = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
+const fixedRoutes = new Set(["/metrics", "/health", "/ready"]);
+/** Distinct client-chosen operation names kept as label values; the rest are counted as "other". */
+const MAX_OPERATION_NAMES = 100;
+const operationNamePattern = /^[_A-Za-z][_0-9A-Za-z]{0,63}$/;
+
+export type MetricsOptions = {
+  routes: CompiledRoute[];
+  /** Connections of the PostgreSQL pool; absent for the embedded database, which has no pool. */
+  poolStats?: () => PoolStats;
+};
+
+/**
+ * Prometheus metrics of one app: HTTP requests by route pattern (never the raw path, whose ids
+ * would make a series per record), GraphQL operations on both transports, the database pool and
+ * the process. `GET /metrics` serves them and needs no credential.
+ */
+export function useMetrics({ routes, poolStats }: MetricsOptions): Plugin {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+
+  const httpRequests = new Counter({
+    name: "http_requests_total",
+    help: "HTTP requests answered, by method, route pattern, status and transport",
+    labelNames: ["method", "route", "status", "transport"] as const,
+    registers: [registry],
+  });
+  const httpDuration = new Histogram({
+    name: "http_request_duration_seconds",
+    help: "Time from receiving a request to sending its response headers, by method, route pattern and transport",
+    labelNames: ["method", "route", "transport"] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  const operations = new Counter({
+    name: "graphql_operations_total",
+    help: "GraphQL operations executed, on /graphql and through REST routes, by type, name, transport and result",
+    labelNames: ["operation_type", "operation_name", "transport", "result"] as const,
+    registers: [registry],
+  });
+  const operationDuration = new Histogram({
+    name: "graphql_operation_duration_seconds",
+    help: "Time to execute a GraphQL operation (resolvers and database), by type, name and transport",
+    labelNames: ["operation_type", "operation_name", "transport"] as const,
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+
+  if (poolStats) {
+    const gauges = [
+      ["db_pool_connections", "Connections the database pool holds, idle or in use", "total"],
+      ["db_pool_idle_connections", "Connections of the database pool waiting for a query", "idle"],
+      ["db_pool_waiting_requests", "Queries waiting for a connection of the database pool", "waiting"],
+      ["db_pool_max_connections", "Most connections the database pool may open", "max"],
+    ] as const;
+    for (const [name, help, key] of gauges) {
+      new Gauge({
+        name,
+        help,
+        registers: [registry],
+        collect() {
+          this.set(poolStats()[key]);
+        },
+      });
+    }
+  }
+
+  const seenNames = new Set<string>();
+  function operationLabel(name: string | null | undefined): string {
+    if (!name) return "anonymous";
+    if (!operationNamePattern.test(name)) return "other";
+    if (seenNames.has(name)) return name;
+    if (seenNames.size >= MAX_OPERATION_NAMES) return "other";
+    seenNames.add(name);
+    return name;
+  }
+
+  function routeOf(method: string, pathname: string): { route: string; transport: Transport } {
+    if (pathname === "/graphql") return { route: pathname, transport: "graphql" };
+    if (pathname === REST_BASE || pathname.startsWith(`${REST_BASE}/`)) {
+      const path = pathname.slice(REST_BASE.length);
+      // The document and its docs are not API calls.
+      if (pathname === `${REST_BASE}/openapi.json`) return { route: pathname, transport: "other" };
+      if (path === "/docs" || path.startsWith("/docs/")) return { route: `${REST_BASE}/docs`, transport: "other" };
+      const route = routes.find((r) => r.method === method && r.pattern.test(path)) ?? routes.find((r) => r.pattern.test(path));
+      return { route: route ? `${REST_BASE}${route.path}` : "unmatched", transport: "rest" };
+    }
+    if (fixedRoutes.has(pathname)) return { route: pathname, transport: "other" };
+    if (pathname.startsWith("/graphiql/")) return { route: "/graphiql", transport: "other" };
+    return { route: "unmatched", transport: "other" };
+  }
+
+  const started = new WeakMap<object, number>();
+
+  function observeOperation(document: DocumentNode, operationName: string | null | undefined, context: unknown) {
+    const operation = getOperationAST(document, operationName);
+    const type = operation?.operation ?? "unknown";
+    const request = (context as { request?: Request }).request;
+    const rest = !!request && new URL(request.url).pathname.startsWith(`${REST_BASE}/`);
+    const transport: Transport = rest ? "rest" : "graphql";
+    // Sofa names its operations itself: the root field is the stable name of a REST operation.
+    const firstField = operation?.selectionSet.selections.find((s) => s.kind === "Field");
+    const name = rest
+      ? firstField && "name" in firstField
+        ? firstField.name.value
+        : "unknown"
+      : operationLabel(operationName ?? operation?.name?.value);
+    const start = performance.now();
+    return (hasErrors: boolean) => {
+      operations.inc({ operation_type: type, operation_name: name, transport, result: hasErrors ? "error" : "success" });
+      if (type !== "subscription") {
+        operationDuration.observe({ operation_type: type, operation_name: name, transport }, (performance.now() - start) / 1000);
+      }
+    };
+  }
+
+  return {
+    async onRequest({ request, url, serverContext, endResponse }) {
+      started.set(serverContext, performance.now());
+      if (url.pathname === "/metrics" && (request.method === "GET" || request.method === "HEAD")) {
+        endResponse(new Response(await registry.metrics(), { headers: { "content-type": registry.contentType } }));
+      }
+    },
+    onResponse({ request, response, serverContext }) {
+      const method = methods.has(request.method) ? request.method : "other";
+      const { route, transport } = routeOf(request.method, new URL(request.url).pathname);
+      httpRequests.inc({ method, route, status: String(response.status), transport });
+      const start = started.get(serverContext);
+      if (start !== undefined) httpDuration.observe({ method, route, transport }, (performance.now() - start) / 1000);
+    },
+    onExecute({ args }) {
+      const done = observeOperation(args.document, args.operationName, args.contextValue);
+      return {
+        onExecuteDone({ result }) {
+          done(!(Symbol.asyncIterator in result) && !!result.errors?.length);
+        },
+      };
+    },
+    onSubscribe({ args }) {
+      const done = observeOperation(args.document, args.operationName, args.contextValue);
+      return {
+        onSubscribeResult({ result }) {
+          done(!(Symbol.asyncIterator in result) && !!result.errors?.length);
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,30 @@
+import { builder } from "../../builder.js";
+import { authorize } from "../../context.js";
+import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
+
+const AuditEvent = builder.prismaObject("AuditEvent", {
+  description: "One change in the organization: who made it, with which credential, what and when.",
+  fields: (t) => ({
+    id: t.exposeID("id"),
+    action: t.exposeString("action", { description: "What happened, e.g. comment.created, member.device_unlinked" }),
+    entityType: t.exposeString("entityType", { description: "Type of the record changed" }),
+    entityId: t.exposeString("entityId", { description: "Id of the record changed" }),
+    actorUserId: t.exposeString("actorUserId", { nullable: true, description: "The user who acted (JWT or session)" }),
+    actorApiKeyId: t.exposeString("actorApiKeyId", { nullable: true, description: "The API key that acted" }),
+    data: t.expose("data", { type: "JSON", nullable: true, description: "The values that changed, where they matter" }),
+    requestId: t.exposeString("requestId", { nullable: true, description: "X-Request-Id of the request that made the change" }),
+    createdAt: t.expose("createdAt", { type: "DateTime" }),
+  }),
+});
+
+const AuditEventPage = definePage("AuditEvent", AuditEvent);
+
+builder.queryField("auditEvents", (t) =>
+  t.field({
+    type: AuditEventPage,
+    description: "The organization's audit events, newest first. Needs `audit:read`.",
+    args: { ...pageArgs },
+    resolve: (_root, args, ctx, info) =>
+      ctx.services.audit.list(authorize(ctx, "audit:read"), args, itemsQuery(ctx, info, "AuditEvent")),
+  }),
+);

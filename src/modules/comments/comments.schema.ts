@@ -1,0 +1,132 @@
+import { builder } from "../../builder.js";
+import { authorize } from "../../context.js";
+import { CommentEntityType as CommentEntityTypeValues } from "../../generated/prisma/enums.js";
+import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
+
+export const CommentEntityType = builder.enumType(CommentEntityTypeValues, { name: "CommentEntityType" });
+
+const Author = builder.prismaObject("Member", {
+  variant: "Author",
+  description: "The author of a comment.",
+  select: { userId: true, isActive: true, user: { select: { name: true, email: true, image: true } } },
+  fields: (t) => ({
+    id: t.exposeID("userId", { description: "The author's user id" }),
+    name: t.string({ resolve: (member) => member.user.name }),
+    email: t.string({ resolve: (member) => member.user.email }),
+    image: t.string({ nullable: true, description: "URL of the author's picture", resolve: (member) => member.user.image }),
+    deactivated: t.boolean({
+      description: "True when the author is no longer an active member",
+      resolve: (member) => !member.isActive,
+    }),
+  }),
+});
+
+builder.prismaObject("Attachment", {
+  description: "Metadata of a file attached to a comment; download the bytes at /v1/attachments/{id}.",
+  select: { id: true },
+  fields: (t) => ({
+    id: t.exposeID("id"),
+    name: t.exposeString("name", { description: "The file name supplied on upload" }),
+    type: t.exposeString("type", { description: "The media type supplied on upload" }),
+    size: t.exposeInt("size", { description: "Size in bytes" }),
+    createdAt: t.expose("createdAt", { type: "DateTime" }),
+  }),
+});
+
+const Comment = builder.prismaObject("Comment", {
+  description: "A comment on a task, vendor, risk or policy.",
+  fields: (t) => ({
+    id: t.exposeID("id"),
+    content: t.exposeString("content"),
+    author: t.relation("author", { type: Author }),
+    attachments: t.relation("attachments", { query: { orderBy: [{ createdAt: "asc" }, { id: "asc" }] } }),
+    createdAt: t.expose("createdAt", { type: "DateTime" }),
+  }),
+});
+
+const AttachmentInput = builder.inputType("AttachmentInput", {
+  description: "A file to attach, sent inline as base64.",
+  fields: (t) => ({
+    fileName: t.string({ required: true, description: "File name, 1 to 255 characters, no path separators" }),
+    fileType: t.string({ required: true, description: "Media type (type/subtype), e.g. application/pdf" }),
+    fileData: t.string({ required: true, description: "The file content, standard base64; at most 10 MiB decoded" }),
+    description: t.string({ description: "Free text describing the file (at most 500 characters)" }),
+    userId: t.id({ description: "Uploader's user id; default: the comment's author. Must be an active member." }),
+  }),
+});
+
+builder.mutationField("createComment", (t) =>
+  t.prismaField({
+    type: "Comment",
+    description: "Create a comment on an entity, with optional attachments. Needs `comment:create`.",
+    args: {
+      content: t.arg.string({ required: true, description: "Comment text, 1 to 2000 characters" }),
+      entityId: t.arg.id({ required: true, description: "Id of the entity commented on" }),
+      entityType: t.arg({ type: CommentEntityType, required: true }),
+      contextUrl: t.arg.string({
+        description:
+          "Absolute http(s) URL of the page the comment was made on, for notification deep links (at most 2048 characters)",
+      }),
+      attachments: t.arg({ type: [AttachmentInput], description: "At most 10 files, 25 MiB together" }),
+      userId: t.arg.id({ description: "The author's user id: required with an API key, ignored with a user credential" }),
+    },
+    resolve: (query, _root, args, ctx) => ctx.services.comments.create(authorize(ctx, "comment:create"), args, query),
+  }),
+);
+
+const CommentPage = definePage("Comment", Comment);
+
+builder.queryField("comments", (t) =>
+  t.field({
+    type: CommentPage,
+    description: "Comments on an entity, newest first, with authors and attachment metadata. Needs `comment:read`.",
+    args: {
+      entityId: t.arg.id({ required: true, description: "Id of the entity" }),
+      entityType: t.arg({ type: CommentEntityType, required: true }),
+      ...pageArgs,
+    },
+    resolve: (_root, args, ctx, info) =>
+      ctx.services.comments.list(authorize(ctx, "comment:read"), args, itemsQuery(ctx, info, "Comment")),
+  }),
+);
+
+const AttachmentContent = builder
+  .objectRef<{ id: string; name: string; type: string; size: number; createdAt: Date; contentBase64: string }>(
+    "AttachmentContent",
+  )
+  .implement({
+    description: "An attachment with its bytes. Over REST, GET /v1/attachments/{id} answers with the bytes themselves.",
+    fields: (t) => ({
+      id: t.exposeID("id"),
+      name: t.exposeString("name"),
+      type: t.exposeString("type", { description: "The media type supplied on upload" }),
+      size: t.exposeInt("size", { description: "Size in bytes" }),
+      createdAt: t.expose("createdAt", { type: "DateTime" }),
+      contentBase64: t.exposeString("contentBase64", { description: "The file content, standard base64" }),
+    }),
+  });
+
+builder.queryField("attachment", (t) =>
+  t.field({
+    type: AttachmentContent,
+    description: "Download an attachment of a comment. Needs `comment:read`.",
+    args: { id: t.arg.id({ required: true, description: "The attachment id" }) },
+    resolve: (_root, args, ctx) => ctx.services.comments.attachment(authorize(ctx, "comment:read"), args.id),
+  }),
+);
+
+builder.subscriptionType({});
+
+builder.subscriptionField("commentAdded", (t) =>
+  t.prismaField({
+    type: "Comment",
+    description: "Each new comment on the entity, as it is created (server-sent events). Needs `comment:read`.",
+    args: {
+      entityId: t.arg.id({ required: true, description: "Id of the entity" }),
+      entityType: t.arg({ type: CommentEntityType, required: true }),
+    },
+    subscribe: (_root, args, ctx) => ctx.services.comments.subscribe(authorize(ctx, "comment:read"), args),
+    resolve: (query, event, _args, ctx) =>
+      ctx.services.comments.byId(authorize(ctx, "comment:read"), (event as { id: string }).id, query),
+  }),
+);

@@ -1,0 +1,207 @@
+import { filter, pipe } from "graphql-yoga";
+import { z } from "zod";
+import type { Actor } from "../../context.js";
+import type { Db } from "../../db/database.js";
+import { BadUserInputError, NotFoundError } from "../../errors.js";
+import type { Events } from "../../events.js";
+import type { Prisma } from "../../generated/prisma/client.js";
+import type { CommentEntityType } from "../../generated/prisma/enums.js";
+import { newId } from "../../ids.js";
+import { type PageArgs, pageQuery, toPage, withKeys } from "../../pagination.js";
+import { codePointLength, parseInput } from "../../validation.js";
+import { auditEvent } from "../audit/audit.service.js";
+import { assertEntityExists } from "../entities.js";
+import { executableReason, isSafeFileName } from "./attachment-rules.js";
+
+const MiB = 1024 * 1024;
+export const attachmentLimits = { count: 10, bytesEach: 10 * MiB, bytesTotal: 25 * MiB };
+
+// A flat character class: a nested group would backtrack (and overflow the stack) on 13 MB strings.
+const isBase64 = (s: string) => s.length % 4 === 0 && /^[A-Za-z0-9+/]*={0,2}$/.test(s);
+const mediaType = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/i;
+
+function decodedSize(data: string): number {
+  const padding = data.endsWith("==") ? 2 : data.endsWith("=") ? 1 : 0;
+  return (data.length / 4) * 3 - padding;
+}
+
+const attachmentInput = z.object({
+  fileName: z
+    .string()
+    .refine((s) => codePointLength(s) >= 1 && codePointLength(s) <= 255, "must be 1 to 255 characters")
+    .refine(isSafeFileName, "must be a plain file name: no path separators, quotes or control characters"),
+  fileType: z.string().regex(mediaType, "must be a media type such as application/pdf"),
+  fileData: z
+    .string()
+    .min(1, "must not be empty")
+    .refine(isBase64, "must be standard base64")
+    .refine((s) => decodedSize(s) <= attachmentLimits.bytesEach, "must decode to at most 10 MiB"),
+  description: z
+    .string()
+    .refine((s) => codePointLength(s) <= 500, "must be at most 500 characters")
+    .nullish(),
+  userId: z.string().min(1, "must not be empty").nullish(),
+});
+
+const createCommentInput = z.object({
+  content: z
+    .string()
+    .refine((s) => s.trim().length > 0, "must not be empty or only whitespace")
+    .refine((s) => codePointLength(s) <= 2000, "must be at most 2000 characters"),
+  entityId: z.string().min(1, "must not be empty"),
+  entityType: z.enum(["task", "vendor", "risk", "policy"]),
+  contextUrl: z
+    .string()
+    .max(2048, "must be at most 2048 characters")
+    .refine((s) => URL.canParse(s) && /^https?:$/.test(new URL(s).protocol), "must be an absolute http(s) URL")
+    .nullish(),
+  attachments: z
+    .array(attachmentInput)
+    .max(attachmentLimits.count, `must have at most ${attachmentLimits.count} items`)
+    .refine(
+      (items) => items.reduce((sum, a) => sum + decodedSize(a.fileData), 0) <= attachmentLimits.bytesTotal,
+      "must decode to at most 25 MiB together",
+    )
+    .nullish(),
+  userId: z.string().min(1, "must not be empty").nullish(),
+});
+
+export type CreateCommentArgs = z.input<typeof createCommentInput>;
+type CommentQuery = { select?: Prisma.CommentSelect; include?: Prisma.CommentInclude };
+
+const listInput = z.object({
+  entityId: z.string().min(1, "must not be empty"),
+  entityType: z.enum(["task", "vendor", "risk", "policy"]),
+});
+
+export function createCommentService(db: Db, events: Events) {
+  /** The active member acting as `userId` in the organization; 404 otherwise. */
+  async function activeMemberId(organizationId: string, userId: string): Promise<string> {
+    const member = await db.member.findUnique({
+      where: { organizationId_userId: { organizationId, userId }, isActive: true },
+      select: { id: true },
+    });
+    if (!member) throw new NotFoundError("Active member with user id", userId);
+    return member.id;
+  }
+
+  return {
+    async create(actor: Actor, args: CreateCommentArgs, query: CommentQuery) {
+      const input = parseInput(createCommentInput, args);
+      const attachments = (input.attachments ?? []).map((a, index) => {
+        const bytes = Buffer.from(a.fileData, "base64");
+        const refused = executableReason(a.fileName, a.fileType, bytes);
+        if (refused) {
+          throw new BadUserInputError(`attachments.${index}: ${refused}`, [{ path: `attachments.${index}`, message: refused }]);
+        }
+        return { ...a, bytes };
+      });
+
+      // With an API key the author is named in the body; with a user credential it is the caller.
+      const authorUserId = actor.userId ?? input.userId;
+      if (!authorUserId) {
+        throw new BadUserInputError("userId is required when authenticating with an API key", [
+          { path: "userId", message: "is required when authenticating with an API key" },
+        ]);
+      }
+      await assertEntityExists(db, actor.organizationId, input.entityType, input.entityId);
+      const authorId = await activeMemberId(actor.organizationId, authorUserId);
+      const uploaderIds = new Map<string, string>();
+      for (const a of attachments) {
+        if (a.userId && !uploaderIds.has(a.userId))
+          uploaderIds.set(a.userId, await activeMemberId(actor.organizationId, a.userId));
+      }
+
+      const id = newId("cmt");
+      // One transaction: the comment, its attachment bytes and the audit row, or none of them.
+      const [comment] = await db.$transaction([
+        db.comment.create({
+          ...query,
+          data: {
+            id,
+            organizationId: actor.organizationId,
+            entityType: input.entityType as CommentEntityType,
+            entityId: input.entityId,
+            content: input.content,
+            authorId,
+            apiKeyId: actor.apiKeyId,
+            contextUrl: input.contextUrl ?? null,
+            attachments: {
+              create: attachments.map((a) => ({
+                id: newId("att"),
+                organizationId: actor.organizationId,
+                name: a.fileName,
+                type: a.fileType.toLowerCase(),
+                size: a.bytes.length,
+                description: a.description ?? null,
+                uploaderId: a.userId ? (uploaderIds.get(a.userId) as string) : authorId,
+                data: a.bytes,
+              })),
+            },
+          },
+        }),
+        db.auditEvent.create({
+          data: auditEvent(
+            actor,
+            "comment.created",
+            { type: "comment", id },
+            {
+              entityType: input.entityType,
+              entityId: input.entityId,
+              attachments: attachments.length,
+              contextUrl: input.contextUrl ?? null,
+            },
+          ),
+          select: { id: true },
+        }),
+      ]);
+      events.publish("comment.created", actor.organizationId, {
+        id,
+        organizationId: actor.organizationId,
+        entityType: input.entityType,
+        entityId: input.entityId,
+      });
+      return comment;
+    },
+
+    async list(actor: Actor, args: { entityId: string; entityType: string } & PageArgs, query: CommentQuery) {
+      const input = parseInput(listInput, args);
+      await assertEntityExists(db, actor.organizationId, input.entityType, input.entityId);
+      const page = pageQuery(args, ["createdAt", "id"]);
+      const rows = await db.comment.findMany({
+        ...withKeys(query, page.keys),
+        where: { organizationId: actor.organizationId, entityType: input.entityType, entityId: input.entityId, ...page.where },
+        orderBy: page.orderBy,
+        take: page.take,
+      });
+      return toPage(rows, page);
+    },
+
+    /** New comments on one entity of the caller's organization, as they are created. */
+    async subscribe(actor: Actor, args: { entityId: string; entityType: string }) {
+      const input = parseInput(listInput, args);
+      await assertEntityExists(db, actor.organizationId, input.entityType, input.entityId);
+      return pipe(
+        events.subscribe("comment.created", actor.organizationId),
+        filter((event) => event.entityType === input.entityType && event.entityId === input.entityId),
+      );
+    },
+
+    async byId(actor: Actor, id: string, query: CommentQuery) {
+      const comment = await db.comment.findUnique({ ...query, where: { id, organizationId: actor.organizationId } });
+      if (!comment) throw new NotFoundError("Comment", id);
+      return comment;
+    },
+
+    /** An attachment with its bytes (base64), for download. */
+    async attachment(actor: Actor, id: string) {
+      const attachment = await db.attachment.findUnique({
+        where: { id, organizationId: actor.organizationId },
+        select: { id: true, name: true, type: true, size: true, createdAt: true, data: true },
+      });
+      if (!attachment) throw new NotFoundError("Attachment", id);
+      const { data, ...metadata } = attachment;
+      return { ...metadata, contentBase64: Buffer.from(data).toString("base64") };
+    },
+  };
+}

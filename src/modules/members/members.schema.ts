@@ -1,0 +1,112 @@
+import { builder } from "../../builder.js";
+import { authorize } from "../../context.js";
+import { Department as DepartmentValues, MemberRole as MemberRoleValues } from "../../generated/prisma/enums.js";
+import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
+
+export const MemberRole = builder.enumType(MemberRoleValues, {
+  name: "MemberRole",
+  description:
+    "What a member may do: owner and admin everything, auditor read and comment, employee and contractor read tasks and comment",
+});
+export const Department = builder.enumType(DepartmentValues, { name: "Department", description: "The member's department" });
+
+builder.prismaObject("User", {
+  description: "A person's account; one user can be a member of several organizations.",
+  fields: (t) => ({
+    id: t.exposeID("id", { description: "User id" }),
+    name: t.exposeString("name", { description: "The person's name" }),
+    email: t.exposeString("email", { description: "E-mail address, lower-case" }),
+    emailVerified: t.exposeBoolean("emailVerified", { description: "True once the address has been confirmed" }),
+    image: t.exposeString("image", { nullable: true, description: "URL of the user's picture" }),
+    createdAt: t.expose("createdAt", { type: "DateTime", description: "When the account was created" }),
+    updatedAt: t.expose("updatedAt", { type: "DateTime", description: "When the account last changed" }),
+    lastLogin: t.expose("lastLogin", { type: "DateTime", nullable: true, description: "Last sign-in; null if never" }),
+  }),
+});
+
+const Member = builder.prismaObject("Member", {
+  description: "A person's membership of the organization.",
+  fields: (t) => ({
+    id: t.exposeID("id", { description: "Member id" }),
+    organizationId: t.exposeString("organizationId", { description: "The organization" }),
+    userId: t.exposeString("userId", { description: "The member's user account" }),
+    role: t.expose("role", { type: MemberRole, description: "The member's role in the organization" }),
+    createdAt: t.expose("createdAt", { type: "DateTime", description: "When the person joined the organization" }),
+    department: t.expose("department", { type: Department, description: "The member's department; none by default" }),
+    jobTitle: t.exposeString("jobTitle", { nullable: true, description: "Job title; null when not set" }),
+    isActive: t.exposeBoolean("isActive", {
+      description: "False once the member is deactivated: they can no longer sign in here",
+    }),
+    deviceLabelId: t.exposeInt("deviceLabelId", {
+      nullable: true,
+      description: "Label of the member's managed devices in the device-management system; null when unlinked",
+    }),
+    user: t.relation("user", { description: "The member's user account" }),
+  }),
+});
+
+builder.mutationField("unlinkDevice", (t) =>
+  t.prismaField({
+    type: "Member",
+    description:
+      "Unlink the member's managed devices: clears deviceLabelId and removes their device records (and, when configured, their hosts in the device-management system). Idempotent. Needs `member:update`.",
+    args: { id: t.arg.id({ required: true, description: "The member id" }) },
+    resolve: (query, _root, args, ctx) => ctx.services.members.unlinkDevice(authorize(ctx, "member:update"), args.id, query),
+  }),
+);
+
+const MemberPage = definePage("Member", Member);
+
+builder.queryField("members", (t) =>
+  t.field({
+    type: MemberPage,
+    description: "The organization's members, active and deactivated, newest first. Needs `member:read`.",
+    args: { ...pageArgs },
+    resolve: (_root, args, ctx, info) =>
+      ctx.services.members.list(authorize(ctx, "member:read"), args, itemsQuery(ctx, info, "Member")),
+  }),
+);
+
+builder.queryField("member", (t) =>
+  t.prismaField({
+    type: "Member",
+    description: "Get a member by id. Needs `member:read`.",
+    args: { id: t.arg.id({ required: true, description: "The member id" }) },
+    resolve: (query, _root, args, ctx) => ctx.services.members.get(authorize(ctx, "member:read"), args.id, query),
+  }),
+);
+
+builder.mutationField("createMember", (t) =>
+  t.prismaField({
+    type: "Member",
+    description:
+      "Add a person to the organization. Creates their user account when the e-mail address is new and reuses it (keeping its name) otherwise; 409 when they are already a member. Only an owner (or an API key) can add an owner. Needs `member:create`.",
+    args: {
+      email: t.arg.string({ required: true, description: "E-mail address; stored trimmed and lower-cased" }),
+      name: t.arg.string({ required: true, description: "The person's name for a new account, 1 to 255 characters" }),
+      role: t.arg({ type: MemberRole, required: true, description: "Role in the organization" }),
+      department: t.arg({ type: Department, description: "Department; default none" }),
+      jobTitle: t.arg.string({ description: "Job title, at most 255 characters" }),
+      deviceLabelId: t.arg.int({ description: "Label of the member's devices in the device-management system, 0 or more" }),
+    },
+    resolve: (query, _root, args, ctx) => ctx.services.members.create(authorize(ctx, "member:create"), args, query),
+  }),
+);
+
+builder.mutationField("updateMember", (t) =>
+  t.prismaField({
+    type: "Member",
+    description:
+      "Change a member. An omitted field stays as it is; null clears jobTitle or deviceLabelId. Only an owner (or an API key) can make someone an owner or change an owner, and the last active owner cannot be demoted or deactivated (409). Needs `member:update`.",
+    args: {
+      id: t.arg.id({ required: true, description: "The member id" }),
+      role: t.arg({ type: MemberRole, description: "New role" }),
+      department: t.arg({ type: Department, description: "New department" }),
+      jobTitle: t.arg.string({ description: "New job title, at most 255 characters; null clears it" }),
+      isActive: t.arg.boolean({ description: "False deactivates the member, true reactivates them" }),
+      deviceLabelId: t.arg.int({ description: "New device label, 0 or more; null clears it" }),
+    },
+    resolve: (query, _root, { id, ...args }, ctx) =>
+      ctx.services.members.update(authorize(ctx, "member:update"), id, args, query),
+  }),
+);

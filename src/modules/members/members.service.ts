@@ -1,0 +1,214 @@
+import { z } from "zod";
+import type { Actor } from "../../context.js";
+import type { Db } from "../../db/database.js";
+import { ConflictError, ForbiddenError, NotFoundError } from "../../errors.js";
+import type { Prisma } from "../../generated/prisma/client.js";
+import { Department, MemberRole } from "../../generated/prisma/enums.js";
+import { newId } from "../../ids.js";
+import { type PageArgs, pageQuery, toPage, withKeys } from "../../pagination.js";
+import { codePointLength, nameText, notNull, parseInput, type WithNulls } from "../../validation.js";
+import { auditEvent, changesBetween } from "../audit/audit.service.js";
+import type { DeviceManagement } from "./device-management.js";
+
+type MemberQuery = { select?: Prisma.MemberSelect; include?: Prisma.MemberInclude };
+
+const name = nameText();
+const jobTitle = z
+  .string()
+  .trim()
+  .min(1, "must not be empty or only whitespace; send null to clear it")
+  .refine((s) => codePointLength(s) <= 255, "must be at most 255 characters");
+const deviceLabelId = z.number().int("must be an integer").min(0, "must not be negative");
+
+const createInput = z.object({
+  email: z.string().trim().toLowerCase().max(254, "must be at most 254 characters").pipe(z.email("must be an e-mail address")),
+  name,
+  role: z.enum(MemberRole),
+  // On create a null means "not given": the default applies.
+  department: z.enum(Department).nullish(),
+  jobTitle: jobTitle.nullish(),
+  deviceLabelId: deviceLabelId.nullish(),
+});
+
+const updateInput = z
+  .object({
+    role: z.enum(MemberRole, notNull).optional(),
+    department: z.enum(Department, notNull).optional(),
+    jobTitle: jobTitle.nullish(),
+    isActive: z.boolean(notNull).optional(),
+    deviceLabelId: deviceLabelId.nullish(),
+  })
+  .refine((input) => Object.values(input).some((v) => v !== undefined), "give at least one field to change");
+
+export type CreateMemberArgs = WithNulls<z.input<typeof createInput>>;
+export type UpdateMemberArgs = WithNulls<z.input<typeof updateInput>>;
+
+type LockedMember = {
+  id: string;
+  userId: string;
+  role: MemberRole;
+  department: Department;
+  jobTitle: string | null;
+  isActive: boolean;
+  deviceLabelId: number | null;
+};
+
+/** The caller's role in the organization, or null for an API key (which holds explicit scopes instead). */
+async function callerRole(tx: Prisma.TransactionClient, actor: Actor): Promise<MemberRole | null> {
+  if (actor.userId === null) return null;
+  const member = await tx.member.findUnique({
+    where: { organizationId_userId: { organizationId: actor.organizationId, userId: actor.userId } },
+    select: { role: true },
+  });
+  return member?.role ?? null;
+}
+
+export function createMemberService(db: Db, deviceManagement: DeviceManagement | undefined) {
+  return {
+    async list(actor: Actor, args: PageArgs, query: MemberQuery) {
+      const page = pageQuery(args, ["createdAt", "id"]);
+      const rows = await db.member.findMany({
+        ...withKeys(query, page.keys),
+        where: { organizationId: actor.organizationId, ...page.where },
+        orderBy: page.orderBy,
+        take: page.take,
+      });
+      return toPage(rows, page);
+    },
+
+    async get(actor: Actor, id: string, query: MemberQuery) {
+      const member = await db.member.findUnique({ ...query, where: { id, organizationId: actor.organizationId } });
+      if (!member) throw new NotFoundError("Member", id);
+      return member;
+    },
+
+    /** Adds a person to the organization, creating their user account when the e-mail is new. */
+    async create(actor: Actor, args: CreateMemberArgs, query: MemberQuery) {
+      const input = parseInput(createInput, args);
+      return db.$transaction(async (tx) => {
+        if (input.role === "owner" && actor.userId !== null && (await callerRole(tx, actor)) !== "owner") {
+          throw new ForbiddenError("Only an owner can make someone an owner");
+        }
+        // An existing account keeps its name: one organization must not rename a user of others.
+        const user = await tx.user.upsert({
+          where: { email: input.email },
+          create: { id: newId("usr"), email: input.email, name: input.name },
+          update: {},
+          select: { id: true },
+        });
+        const existing = await tx.member.findUnique({
+          where: { organizationId_userId: { organizationId: actor.organizationId, userId: user.id } },
+          select: { id: true },
+        });
+        if (existing) throw new ConflictError(`${input.email} is already a member of this organization (${existing.id})`);
+        const member = await tx.member.create({
+          ...query,
+          data: {
+            id: newId("mem"),
+            organizationId: actor.organizationId,
+            userId: user.id,
+            role: input.role,
+            department: input.department ?? "none",
+            jobTitle: input.jobTitle ?? null,
+            deviceLabelId: input.deviceLabelId ?? null,
+          },
+        });
+        await tx.auditEvent.create({
+          data: auditEvent(
+            actor,
+            "member.created",
+            { type: "member", id: member.id },
+            {
+              userId: user.id,
+              email: input.email,
+              role: input.role,
+              department: member.department,
+              jobTitle: member.jobTitle,
+              deviceLabelId: member.deviceLabelId,
+            },
+          ),
+        });
+        return member;
+      });
+    },
+
+    /**
+     * Changes the given fields. The target and the organization's active owners are locked (in id
+     * order, so concurrent updates cannot deadlock) so that the recorded `from` values are exact and
+     * two owners demoting each other cannot leave the organization without an owner.
+     */
+    async update(actor: Actor, id: string, args: UpdateMemberArgs, query: MemberQuery) {
+      const input = parseInput(updateInput, args);
+      return db.$transaction(async (tx) => {
+        const locked = await tx.$queryRaw<LockedMember[]>`
+          SELECT "id", "userId", "role"::text AS "role", "department"::text AS "department", "jobTitle", "isActive", "deviceLabelId"
+          FROM "Member"
+          WHERE "organizationId" = ${actor.organizationId} AND ("id" = ${id} OR ("role" = 'owner' AND "isActive"))
+          ORDER BY "id"
+          FOR UPDATE`;
+        const current = locked.find((m) => m.id === id);
+        if (!current) throw new NotFoundError("Member", id);
+
+        const { changes, data } = changesBetween(current, input);
+        if (Object.keys(changes).length === 0) {
+          return tx.member.findUniqueOrThrow({ ...query, where: { id } });
+        }
+
+        if (actor.userId !== null && (changes.role || current.role === "owner")) {
+          const role = await callerRole(tx, actor);
+          if (role !== "owner" && changes.role?.to === "owner")
+            throw new ForbiddenError("Only an owner can make someone an owner");
+          if (role !== "owner" && current.role === "owner")
+            throw new ForbiddenError("Only an owner can change an owner's membership");
+        }
+        const losesOwner = current.role === "owner" && current.isActive && (changes.role || changes.isActive);
+        if (losesOwner && !locked.some((m) => m.id !== id && m.role === "owner" && m.isActive)) {
+          throw new ConflictError("The organization must keep at least one active owner");
+        }
+
+        const updated = await tx.member.update({
+          ...query,
+          where: { id, organizationId: actor.organizationId },
+          data,
+        });
+        await tx.auditEvent.create({
+          data: auditEvent(actor, "member.updated", { type: "member", id }, { changes } as Prisma.InputJsonValue),
+        });
+        return updated;
+      });
+    },
+
+    /**
+     * Clears the member's device label and removes their device records. The device-management
+     * system is called first: if it fails, nothing changes here and the call can be retried.
+     */
+    async unlinkDevice(actor: Actor, id: string, query: MemberQuery) {
+      const where = { id, organizationId: actor.organizationId };
+      const member = await db.member.findUnique({ where, select: { deviceLabelId: true } });
+      if (!member) throw new NotFoundError("Member", id);
+      const hostsRemoved =
+        member.deviceLabelId !== null && deviceManagement ? await deviceManagement.removeHostsWithLabel(member.deviceLabelId) : 0;
+      return db.$transaction(async (tx) => {
+        const devices = await tx.device.deleteMany({ where: { memberId: id, organizationId: actor.organizationId } });
+        const previous = await tx.member.findUnique({ where, select: { deviceLabelId: true } });
+        if (!previous) throw new NotFoundError("Member", id);
+        const updated = await tx.member.update({ ...query, where, data: { deviceLabelId: null } });
+        if (previous.deviceLabelId !== null || devices.count > 0) {
+          await tx.auditEvent.create({
+            data: auditEvent(
+              actor,
+              "member.device_unlinked",
+              { type: "member", id },
+              {
+                previousDeviceLabelId: previous.deviceLabelId,
+                devicesRemoved: devices.count,
+                hostsRemoved,
+              },
+            ),
+          });
+        }
+        return updated;
+      });
+    },
+  };
+}

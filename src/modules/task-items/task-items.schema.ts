@@ -1,0 +1,116 @@
+import { builder } from "../../builder.js";
+import { authorize } from "../../context.js";
+import {
+  TaskItemEntityType as TaskItemEntityTypeValues,
+  TaskItemPriority as TaskItemPriorityValues,
+  TaskItemStatus as TaskItemStatusValues,
+} from "../../generated/prisma/enums.js";
+import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
+import type { TaskItemStats } from "./task-items.service.js";
+
+export const TaskItemEntityType = builder.enumType(TaskItemEntityTypeValues, {
+  name: "TaskItemEntityType",
+  description: "The kind of record a task item belongs to.",
+});
+export const TaskItemStatus = builder.enumType(TaskItemStatusValues, {
+  name: "TaskItemStatus",
+  description: "Where a task item stands.",
+});
+export const TaskItemPriority = builder.enumType(TaskItemPriorityValues, {
+  name: "TaskItemPriority",
+  description: "How urgent a task item is.",
+});
+
+const TaskItem = builder.prismaObject("TaskItem", {
+  description: "A follow-up item on a vendor or a risk.",
+  fields: (t) => ({
+    id: t.exposeID("id", { description: "Unique task item identifier" }),
+    title: t.exposeString("title", { description: "Short title, 1 to 255 characters" }),
+    description: t.exposeString("description", { nullable: true, description: "Longer text, at most 10000 characters" }),
+    status: t.expose("status", { type: TaskItemStatus, description: "Where the item stands" }),
+    priority: t.expose("priority", { type: TaskItemPriority, description: "How urgent the item is" }),
+    entityId: t.exposeString("entityId", { description: "Id of the vendor or risk the item belongs to" }),
+    entityType: t.expose("entityType", { type: TaskItemEntityType, description: "Whether entityId names a vendor or a risk" }),
+    createdAt: t.expose("createdAt", { type: "DateTime", description: "When the item was created" }),
+    updatedAt: t.expose("updatedAt", { type: "DateTime", description: "When the item last changed" }),
+  }),
+});
+
+const TaskItemPage = definePage("TaskItem", TaskItem);
+
+const TaskItemStatusCounts = builder.objectRef<TaskItemStats["byStatus"]>("TaskItemStatusCounts").implement({
+  description: "Number of task items in each status.",
+  fields: (t) => ({
+    todo: t.exposeInt("todo"),
+    in_progress: t.exposeInt("in_progress"),
+    in_review: t.exposeInt("in_review"),
+    done: t.exposeInt("done"),
+    canceled: t.exposeInt("canceled"),
+  }),
+});
+
+const TaskItemStatsRef = builder.objectRef<TaskItemStats>("TaskItemStats").implement({
+  description: "Task item statistics of one vendor or risk.",
+  fields: (t) => ({
+    total: t.exposeInt("total", { description: "Total task items of the entity; the sum of byStatus" }),
+    byStatus: t.field({ type: TaskItemStatusCounts, resolve: (stats) => stats.byStatus }),
+  }),
+});
+
+builder.queryField("taskItemStats", (t) =>
+  t.field({
+    type: TaskItemStatsRef,
+    description: "Task item statistics for a vendor or risk. Needs `task:read`.",
+    args: {
+      entityId: t.arg.id({ required: true, description: "Id of the vendor or risk" }),
+      entityType: t.arg({ type: TaskItemEntityType, required: true, description: "Whether entityId names a vendor or a risk" }),
+    },
+    resolve: (_root, args, ctx) => ctx.services.taskItems.stats(authorize(ctx, "task:read"), args.entityId, args.entityType),
+  }),
+);
+
+builder.mutationField("createTaskItem", (t) =>
+  t.prismaField({
+    type: "TaskItem",
+    description: "Create a task item on a vendor or risk of the organization. Needs `task:create`.",
+    args: {
+      title: t.arg.string({ required: true, description: "Short title, 1 to 255 characters, not only whitespace" }),
+      entityId: t.arg.id({ required: true, description: "Id of the vendor or risk; it must exist in the organization" }),
+      entityType: t.arg({ type: TaskItemEntityType, required: true, description: "Whether entityId names a vendor or a risk" }),
+      status: t.arg({ type: TaskItemStatus, description: "Initial status; default todo" }),
+      priority: t.arg({ type: TaskItemPriority, description: "Priority; default medium" }),
+      description: t.arg.string({ description: "Longer text, at most 10000 characters" }),
+    },
+    resolve: (query, _root, args, ctx) => ctx.services.taskItems.create(authorize(ctx, "task:create"), args, query),
+  }),
+);
+
+builder.queryField("taskItems", (t) =>
+  t.field({
+    type: TaskItemPage,
+    description: "The task items of a vendor or risk, newest first. Needs `task:read`.",
+    args: {
+      entityId: t.arg.id({ required: true, description: "Id of the vendor or risk" }),
+      entityType: t.arg({ type: TaskItemEntityType, required: true, description: "Whether entityId names a vendor or a risk" }),
+      ...pageArgs,
+    },
+    resolve: (_root, args, ctx, info) =>
+      ctx.services.taskItems.list(authorize(ctx, "task:read"), args, itemsQuery(ctx, info, "TaskItem")),
+  }),
+);
+
+builder.mutationField("updateTaskItem", (t) =>
+  t.prismaField({
+    type: "TaskItem",
+    description:
+      "Change a task item. An argument left out keeps its value; description null clears it. At least one argument besides id is needed. Needs `task:update`.",
+    args: {
+      id: t.arg.id({ required: true, description: "The task item id" }),
+      title: t.arg.string({ description: "New title, 1 to 255 characters, not only whitespace; null is refused" }),
+      status: t.arg({ type: TaskItemStatus, description: "New status; null is refused" }),
+      priority: t.arg({ type: TaskItemPriority, description: "New priority; null is refused" }),
+      description: t.arg.string({ description: "New description, at most 10000 characters; null clears it" }),
+    },
+    resolve: (query, _root, args, ctx) => ctx.services.taskItems.update(authorize(ctx, "task:update"), args, query),
+  }),
+);

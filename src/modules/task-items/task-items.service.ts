@@ -1,0 +1,133 @@
+import { z } from "zod";
+import type { Actor } from "../../context.js";
+import type { Db } from "../../db/database.js";
+import { BadUserInputError, NotFoundError } from "../../errors.js";
+import type { Prisma } from "../../generated/prisma/client.js";
+import {
+  type TaskItemEntityType,
+  type TaskItemPriority,
+  TaskItemPriority as TaskItemPriorityValues,
+  type TaskItemStatus,
+  TaskItemStatus as TaskItemStatusValues,
+} from "../../generated/prisma/enums.js";
+import { newId } from "../../ids.js";
+import { type PageArgs, pageQuery, toPage, withKeys } from "../../pagination.js";
+import { freeText, nameText, notNull, parseInput } from "../../validation.js";
+import { auditEvent, changesBetween } from "../audit/audit.service.js";
+import { assertEntityExists } from "../entities.js";
+
+export type TaskItemStats = { total: number; byStatus: Record<TaskItemStatus, number> };
+
+type TaskItemQuery = { select?: Prisma.TaskItemSelect; include?: Prisma.TaskItemInclude };
+
+const title = nameText();
+const description = freeText();
+const status = z.enum(Object.values(TaskItemStatusValues) as [TaskItemStatus, ...TaskItemStatus[]], notNull);
+const priority = z.enum(Object.values(TaskItemPriorityValues) as [TaskItemPriority, ...TaskItemPriority[]], notNull);
+const entity = {
+  entityId: z.string().min(1, "must not be empty"),
+  entityType: z.enum(["vendor", "risk"]),
+};
+
+const createInput = z.object({
+  title,
+  ...entity,
+  // On create an explicit null means "not given": the default applies.
+  status: status.nullish(),
+  priority: priority.nullish(),
+  description: description.nullish(),
+});
+
+/** Absent (undefined) leaves a field as it is; null clears `description` and is refused for the others. */
+const updateInput = z.object({
+  title: title.optional(),
+  status: status.optional(),
+  priority: priority.optional(),
+  description: description.nullable().optional(),
+});
+
+export type CreateTaskItemArgs = z.input<typeof createInput>;
+/** As the GraphQL field passes them: a left-out argument is undefined, an explicit null is null. */
+export type UpdateTaskItemArgs = { [K in keyof z.input<typeof updateInput>]?: z.input<typeof updateInput>[K] | null };
+type Editable = { title: string; status: TaskItemStatus; priority: TaskItemPriority; description: string | null };
+
+export function createTaskItemService(db: Db) {
+  return {
+    async stats(actor: Actor, entityId: string, entityType: TaskItemEntityType): Promise<TaskItemStats> {
+      await assertEntityExists(db, actor.organizationId, entityType, entityId);
+      // One grouped query: the total is the sum of the groups, so the two can never disagree.
+      const groups = await db.taskItem.groupBy({
+        by: ["status"],
+        where: { organizationId: actor.organizationId, entityType, entityId },
+        _count: { _all: true },
+      });
+      const byStatus: Record<TaskItemStatus, number> = { todo: 0, in_progress: 0, in_review: 0, done: 0, canceled: 0 };
+      for (const group of groups) byStatus[group.status] = group._count._all;
+      const total = Object.values(byStatus).reduce((sum, n) => sum + n, 0);
+      return { total, byStatus };
+    },
+
+    /** A task item on a vendor or risk of the organization (404 when the entity is missing). */
+    async create(actor: Actor, args: CreateTaskItemArgs, query: TaskItemQuery) {
+      const input = parseInput(createInput, args);
+      await assertEntityExists(db, actor.organizationId, input.entityType, input.entityId);
+      const id = newId("tski");
+      const data = {
+        title: input.title,
+        entityId: input.entityId,
+        entityType: input.entityType,
+        status: input.status ?? "todo",
+        priority: input.priority ?? "medium",
+        description: input.description ?? null,
+      };
+      return db.$transaction(async (tx) => {
+        const created = await tx.taskItem.create({ ...query, data: { id, organizationId: actor.organizationId, ...data } });
+        await tx.auditEvent.create({ data: auditEvent(actor, "task_item.created", { type: "task_item", id }, data) });
+        return created;
+      });
+    },
+
+    /** The entity's task items, newest first. */
+    async list(actor: Actor, args: { entityId: string; entityType: TaskItemEntityType } & PageArgs, query: TaskItemQuery) {
+      const input = parseInput(z.object(entity), { entityId: args.entityId, entityType: args.entityType });
+      const page = pageQuery(args, ["createdAt", "id"]);
+      await assertEntityExists(db, actor.organizationId, input.entityType, input.entityId);
+      const rows = await db.taskItem.findMany({
+        ...withKeys(query, page.keys),
+        where: { organizationId: actor.organizationId, entityType: input.entityType, entityId: input.entityId, ...page.where },
+        orderBy: page.orderBy,
+        take: page.take,
+      });
+      return toPage(rows, page);
+    },
+
+    /**
+     * Changes the given fields. The row is locked first, so the audit event's `from` values are
+     * the ones this change replaced even when two updates race. Giving only the current values
+     * changes nothing: no write, no audit event, `updatedAt` stays.
+     */
+    async update(actor: Actor, { id, ...args }: { id: string } & UpdateTaskItemArgs, query: TaskItemQuery) {
+      const input = parseInput(updateInput, args);
+      const given = (Object.keys(input) as (keyof Editable)[]).filter((k) => input[k] !== undefined);
+      if (given.length === 0) {
+        throw new BadUserInputError("Give at least one field to change: title, status, priority or description", [
+          { path: "", message: "must change at least one of title, status, priority, description" },
+        ]);
+      }
+      const where = { id, organizationId: actor.organizationId };
+      return db.$transaction(async (tx) => {
+        const [before] = await tx.$queryRaw<Editable[]>`
+          SELECT "title", "status"::text AS "status", "priority"::text AS "priority", "description"
+          FROM "TaskItem" WHERE "id" = ${id} AND "organizationId" = ${actor.organizationId} FOR UPDATE`;
+        if (!before) throw new NotFoundError("Task item", id);
+        const { changes, data } = changesBetween(before, input as Partial<Editable>);
+        if (Object.keys(changes).length === 0) return tx.taskItem.findUniqueOrThrow({ ...query, where });
+        const updated = await tx.taskItem.update({ ...query, where, data });
+        await tx.auditEvent.create({
+          data: auditEvent(actor, "task_item.updated", { type: "task_item", id }, { changes } as Prisma.InputJsonValue),
+        });
+        return updated;
+      });
+    },
+  };
+}

@@ -1,0 +1,71 @@
+import { builder } from "../../builder.js";
+import { authorize } from "../../context.js";
+import { TaskStatus as TaskStatusValues } from "../../generated/prisma/enums.js";
+import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
+
+export const TaskStatus = builder.enumType(TaskStatusValues, { name: "TaskStatus", description: "Where a task stands" });
+
+const Task = builder.prismaObject("Task", {
+  description: "A compliance task of the organization.",
+  fields: (t) => ({
+    id: t.exposeID("id", { description: "Unique task identifier" }),
+    title: t.exposeString("title", { description: "The task's title" }),
+    status: t.expose("status", { type: TaskStatus, description: "The task's status" }),
+    createdAt: t.expose("createdAt", { type: "DateTime", description: "When the task was created" }),
+    updatedAt: t.expose("updatedAt", { type: "DateTime", description: "When the task last changed" }),
+    description: t.exposeString("description", { nullable: true, description: "Longer text; null when not set" }),
+    taskTemplateId: t.exposeString("taskTemplateId", { nullable: true, description: "Task template the task was made from" }),
+  }),
+});
+
+const TaskPage = definePage("Task", Task);
+
+builder.queryField("task", (t) =>
+  t.prismaField({
+    type: "Task",
+    description: "Get a task by id. Needs `task:read`.",
+    args: { taskId: t.arg.id({ required: true, description: "The unique task identifier" }) },
+    resolve: (query, _root, args, ctx) => ctx.services.tasks.get(authorize(ctx, "task:read"), args.taskId, query),
+  }),
+);
+
+builder.queryField("tasks", (t) =>
+  t.field({
+    type: TaskPage,
+    description: "The organization's tasks, newest first. Needs `task:read`.",
+    args: { ...pageArgs },
+    resolve: (_root, args, ctx, info) =>
+      ctx.services.tasks.list(authorize(ctx, "task:read"), args, itemsQuery(ctx, info, "Task")),
+  }),
+);
+
+builder.mutationField("createTask", (t) =>
+  t.prismaField({
+    type: "Task",
+    description: "Create a task. Needs `task:create`.",
+    args: {
+      title: t.arg.string({ required: true, description: "Title, 1 to 255 characters" }),
+      description: t.arg.string({ description: "Longer text, at most 10000 characters" }),
+      status: t.arg({ type: TaskStatus, description: "Initial status; default todo" }),
+      taskTemplateId: t.arg.string({ description: "Task template the task is made from, at most 255 characters" }),
+    },
+    resolve: (query, _root, args, ctx) => ctx.services.tasks.create(authorize(ctx, "task:create"), args, query),
+  }),
+);
+
+builder.mutationField("updateTask", (t) =>
+  t.prismaField({
+    type: "Task",
+    description:
+      "Change a task. An omitted field stays as it is; null clears description or taskTemplateId. Needs `task:update`.",
+    args: {
+      taskId: t.arg.id({ required: true, description: "The unique task identifier" }),
+      title: t.arg.string({ description: "New title, 1 to 255 characters" }),
+      description: t.arg.string({ description: "New description, at most 10000 characters; null clears it" }),
+      status: t.arg({ type: TaskStatus, description: "New status" }),
+      taskTemplateId: t.arg.string({ description: "New task template id, at most 255 characters; null clears it" }),
+    },
+    resolve: (query, _root, { taskId, ...args }, ctx) =>
+      ctx.services.tasks.update(authorize(ctx, "task:update"), taskId, args, query),
+  }),
+);

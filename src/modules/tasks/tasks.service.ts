@@ -1,0 +1,113 @@
+import { z } from "zod";
+import type { Actor } from "../../context.js";
+import type { Db } from "../../db/database.js";
+import { NotFoundError } from "../../errors.js";
+import type { Prisma } from "../../generated/prisma/client.js";
+import { TaskStatus } from "../../generated/prisma/enums.js";
+import { newId } from "../../ids.js";
+import { type PageArgs, pageQuery, toPage, withKeys } from "../../pagination.js";
+import { codePointLength, freeText, nameText, notNull, parseInput, type WithNulls } from "../../validation.js";
+import { auditEvent, changesBetween } from "../audit/audit.service.js";
+
+type TaskQuery = { select?: Prisma.TaskSelect; include?: Prisma.TaskInclude };
+
+const title = nameText();
+const description = freeText();
+const taskTemplateId = z
+  .string()
+  .min(1, "must not be empty; send null to clear it")
+  .refine((s) => codePointLength(s) <= 255, "must be at most 255 characters");
+
+const createInput = z.object({
+  title,
+  description: description.nullish(),
+  // On create a null means "not given": the default applies.
+  status: z.enum(TaskStatus).nullish(),
+  taskTemplateId: taskTemplateId.nullish(),
+});
+
+const updateInput = z
+  .object({
+    title: title.optional(),
+    description: description.nullish(),
+    status: z.enum(TaskStatus, notNull).optional(),
+    taskTemplateId: taskTemplateId.nullish(),
+  })
+  .refine((input) => Object.values(input).some((v) => v !== undefined), "give at least one field to change");
+
+export type CreateTaskArgs = WithNulls<z.input<typeof createInput>>;
+export type UpdateTaskArgs = WithNulls<z.input<typeof updateInput>>;
+
+type LockedTask = { title: string; description: string | null; status: TaskStatus; taskTemplateId: string | null };
+
+export function createTaskService(db: Db) {
+  return {
+    async get(actor: Actor, taskId: string, query: TaskQuery) {
+      const task = await db.task.findUnique({ ...query, where: { id: taskId, organizationId: actor.organizationId } });
+      if (!task) throw new NotFoundError("Task", taskId);
+      return task;
+    },
+
+    async list(actor: Actor, args: PageArgs, query: TaskQuery) {
+      const page = pageQuery(args, ["createdAt", "id"]);
+      const rows = await db.task.findMany({
+        ...withKeys(query, page.keys),
+        where: { organizationId: actor.organizationId, ...page.where },
+        orderBy: page.orderBy,
+        take: page.take,
+      });
+      return toPage(rows, page);
+    },
+
+    async create(actor: Actor, args: CreateTaskArgs, query: TaskQuery) {
+      const input = parseInput(createInput, args);
+      return db.$transaction(async (tx) => {
+        const task = await tx.task.create({
+          ...query,
+          data: {
+            id: newId("tsk"),
+            organizationId: actor.organizationId,
+            title: input.title,
+            description: input.description ?? null,
+            status: input.status ?? "todo",
+            taskTemplateId: input.taskTemplateId ?? null,
+          },
+        });
+        await tx.auditEvent.create({
+          data: auditEvent(
+            actor,
+            "task.created",
+            { type: "task", id: task.id },
+            {
+              title: input.title,
+              status: input.status ?? "todo",
+              taskTemplateId: input.taskTemplateId ?? null,
+            },
+          ),
+        });
+        return task;
+      });
+    },
+
+    /** Changes the given fields; the row is locked first so that the recorded `from` values are exact. */
+    async update(actor: Actor, taskId: string, args: UpdateTaskArgs, query: TaskQuery) {
+      const input = parseInput(updateInput, args);
+      return db.$transaction(async (tx) => {
+        const [current] = await tx.$queryRaw<LockedTask[]>`
+          SELECT "title", "description", "status"::text AS "status", "taskTemplateId"
+          FROM "Task"
+          WHERE "id" = ${taskId} AND "organizationId" = ${actor.organizationId}
+          FOR UPDATE`;
+        if (!current) throw new NotFoundError("Task", taskId);
+        const { changes, data } = changesBetween(current, input);
+        const where = { id: taskId, organizationId: actor.organizationId };
+        if (Object.keys(changes).length === 0) return tx.task.findUniqueOrThrow({ ...query, where });
+        const updated = await tx.task.update({ ...query, where, data });
+        await tx.auditEvent.create({
+          data: auditEvent(actor, "task.updated", { type: "task", id: taskId }, { changes } as Prisma.InputJsonValue),
+        });
+        return updated;
+      });
+    },
+  };
+}

@@ -1,0 +1,34 @@
+import type { ObjectRef } from "@pothos/core";
+import { queryFromInfo } from "@pothos/plugin-prisma";
+import type { GraphQLResolveInfo } from "graphql";
+import { builder } from "./builder.js";
+import type { Context } from "./context.js";
+import type { Page } from "./pagination.js";
+
+/** `limit` and `cursor`, the arguments of every list. */
+export const pageArgs = builder.args((t) => ({
+  limit: t.int({ description: "Page size, 1 to 100; default 20" }),
+  cursor: t.string({ description: "nextCursor of the previous page; omit for the first page" }),
+}));
+
+type Types = typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never;
+
+/** `{items, nextCursor}` of the given item type. */
+export function definePage<Item extends object>(itemTypeName: string, itemRef: ObjectRef<Types, Item>) {
+  return builder.objectRef<Page<Item>>(`${itemTypeName}Page`).implement({
+    description: `A page of ${itemTypeName} records, newest first.`,
+    fields: (t) => ({
+      items: t.field({ type: [itemRef], resolve: (page) => page.items }),
+      nextCursor: t.string({
+        nullable: true,
+        description: "Pass as `cursor` to get the next page; null on the last page",
+        resolve: (page) => page.nextCursor,
+      }),
+    }),
+  });
+}
+
+/** The Prisma selection for the page's items, so a page costs one query whatever is selected. */
+export function itemsQuery(ctx: Context, info: GraphQLResolveInfo, typeName: string) {
+  return queryFromInfo({ context: ctx, info, typeName, path: ["items"] }) as { select?: object; include?: object };
+}

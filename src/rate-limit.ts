@@ -1,0 +1,122 @@
+import { createHash } from "node:crypto";
+import type { Plugin } from "graphql-yoga";
+import type { Redis } from "ioredis";
+import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
+import { parseApiKey } from "./auth/api-keys.js";
+import type { AuthState } from "./auth/caller.js";
+import { AppError } from "./errors.js";
+import { transportErrorResponse } from "./rest/error-response.js";
+
+const WINDOW_SECONDS = 60;
+
+export type RateLimitOptions = {
+  perMinute: number;
+  /** Shared counters for replicas; in memory (per process) when absent. */
+  redis?: Redis;
+  /** Take the client address from X-Forwarded-For (only behind a proxy that sets it). */
+  trustProxy?: boolean;
+  /** Redis key prefix (tests use their own). */
+  keyPrefix?: string;
+};
+
+export function createRateLimiter({ perMinute, redis, keyPrefix = "cwg:rate" }: RateLimitOptions): RateLimiterAbstract {
+  const memory = new RateLimiterMemory({ points: perMinute, duration: WINDOW_SECONDS });
+  if (!redis) return memory;
+  // When Redis does not answer, each replica keeps counting on its own rather than failing requests.
+  return new RateLimiterRedis({
+    storeClient: redis,
+    keyPrefix,
+    points: perMinute,
+    duration: WINDOW_SECONDS,
+    insuranceLimiter: memory,
+  });
+}
+
+const digest = (value: string) => createHash("sha256").update(value).digest("base64url").slice(0, 22);
+
+/** Who a request counts against: its credential (never the secret itself), else its address. */
+export function rateLimitKey(request: Request, clientAddress: string | undefined): string {
+  const apiKey = request.headers.get("x-api-key")?.trim();
+  if (apiKey) return `key:${parseApiKey(apiKey) ?? digest(apiKey)}`;
+  const bearer = /^Bearer\s+(\S+)/i.exec(request.headers.get("authorization") ?? "")?.[1];
+  if (bearer) return `bearer:${digest(bearer)}`;
+  const session = /(?:^|;\s*)session_token=([^;]+)/.exec(request.headers.get("cookie") ?? "")?.[1];
+  if (session) return `session:${digest(session)}`;
+  return `ip:${clientAddress ?? "unknown"}`;
+}
+
+const exempt = new Set(["/health", "/ready", "/metrics"]);
+
+/** Client address of each request, as the rate limit saw it (authentication failures count by it). */
+const addresses = new WeakMap<Request, string>();
+export const clientAddressOf = (request: Request) => addresses.get(request) ?? "unknown";
+
+/**
+ * Guessing credentials costs: after `perMinute` failed authentications from one client address,
+ * that address is refused for the rest of the minute, whatever credential it sends.
+ */
+export function limitAuthenticationFailures(
+  authenticate: (request: Request) => Promise<AuthState>,
+  options: { perMinute: number; redis?: Redis; keyPrefix?: string },
+): (request: Request) => Promise<AuthState> {
+  const limiter = createRateLimiter({
+    perMinute: options.perMinute,
+    redis: options.redis,
+    keyPrefix: `${options.keyPrefix ?? "cwg:rate"}:authfail`,
+  });
+  return async (request) => {
+    const address = clientAddressOf(request);
+    const record = await limiter.get(address);
+    if (record && record.consumedPoints >= options.perMinute) {
+      const seconds = Math.max(1, Math.ceil(record.msBeforeNext / 1000));
+      return { error: new AppError("RATE_LIMITED", `Too many failed authentications from this address. Retry in ${seconds} s.`) };
+    }
+    const auth = await authenticate(request);
+    if ("error" in auth && auth.error.code === "UNAUTHENTICATED") await limiter.penalty(address).catch(() => {});
+    return auth;
+  };
+}
+
+/** Every API request, on both transports, counts against a per-minute budget. */
+export function useRateLimit(options: RateLimitOptions): Plugin {
+  const limiter = createRateLimiter(options);
+  // By server context, which stays the same object for a request even when a plugin replaces the request.
+  const states = new WeakMap<object, RateLimiterRes>();
+
+  function headers(state: RateLimiterRes): Record<string, string> {
+    const reset = Math.ceil(state.msBeforeNext / 1000);
+    return {
+      "ratelimit-limit": String(options.perMinute),
+      "ratelimit-remaining": String(Math.max(0, state.remainingPoints)),
+      "ratelimit-reset": String(reset),
+      "ratelimit-policy": `${options.perMinute};w=${WINDOW_SECONDS}`,
+    };
+  }
+
+  return {
+    async onRequest({ request, url, serverContext, endResponse }) {
+      if (exempt.has(url.pathname) || /^\/(v1\/docs|graphiql)(\/|$)/.test(url.pathname)) return;
+      const forwarded = options.trustProxy ? request.headers.get("x-forwarded-for")?.split(",")[0]?.trim() : undefined;
+      const socketAddress = (serverContext as { req?: { socket?: { remoteAddress?: string } } }).req?.socket?.remoteAddress;
+      addresses.set(request, forwarded || socketAddress || "unknown");
+      const key = rateLimitKey(request, forwarded || socketAddress);
+      try {
+        states.set(serverContext, await limiter.consume(key));
+      } catch (rejection) {
+        if (!(rejection instanceof RateLimiterRes)) throw rejection;
+        const message = `Too many requests: at most ${options.perMinute} a minute. Retry in ${Math.ceil(rejection.msBeforeNext / 1000)} s.`;
+        endResponse(
+          transportErrorResponse(url.pathname, "RATE_LIMITED", message, {
+            "retry-after": String(Math.max(1, Math.ceil(rejection.msBeforeNext / 1000))),
+            ...headers(rejection),
+          }),
+        );
+      }
+    },
+    onResponse({ serverContext, response }) {
+      const state = states.get(serverContext);
+      if (!state) return;
+      for (const [name, value] of Object.entries(headers(state))) response.headers.set(name, value);
+    },
+  };
+}

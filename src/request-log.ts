@@ -1,0 +1,27 @@
+import type { Plugin } from "graphql-yoga";
+import type { Logger } from "pino";
+import { currentRequestId } from "./request-context.js";
+
+/** One JSON line per request: id, method, path, status, duration. Never headers or bodies (secrets). */
+export function useRequestLog(logger: Logger): Plugin {
+  const started = new WeakMap<object, { at: number; method: string; path: string }>();
+  return {
+    onRequest({ request, url, serverContext }) {
+      started.set(serverContext, { at: performance.now(), method: request.method, path: url.pathname });
+    },
+    onResponse({ serverContext, response }) {
+      const start = started.get(serverContext);
+      if (!start) return;
+      logger.info(
+        {
+          requestId: currentRequestId(),
+          method: start.method,
+          path: start.path,
+          status: response.status,
+          ms: Math.round((performance.now() - start.at) * 10) / 10,
+        },
+        "request",
+      );
+    },
+  };
+}

@@ -1,0 +1,432 @@
+import { STATUS_CODES } from "node:http";
+import {
+  type GraphQLArgument,
+  type GraphQLField,
+  type GraphQLInputType,
+  type GraphQLNamedType,
+  type GraphQLOutputType,
+  type GraphQLSchema,
+  getNamedType,
+  getNullableType,
+  isEnumType,
+  isInputObjectType,
+  isListType,
+  isNonNullType,
+  isObjectType,
+  isScalarType,
+} from "graphql";
+import { errorStatus } from "../errors.js";
+import type { CompiledRoute } from "./request-validation.js";
+import { REST_BASE } from "./routes.js";
+
+type Schema = Record<string, unknown>;
+
+const scalars: Record<string, Schema> = {
+  ID: { type: "string" },
+  String: { type: "string" },
+  Boolean: { type: "boolean" },
+  Int: { type: "integer", format: "int32" },
+  Float: { type: "number", format: "double" },
+  DateTime: { type: "string", format: "date-time" },
+  // Any JSON value, null included.
+  JSON: {},
+};
+
+/** Statuses every operation can answer; the others depend on the route. */
+const commonErrors = [400, 401, 403, 429, 500, 503];
+const conflicts = new Set(["createMember", "updateMember"]);
+const gateways = new Set(["unlinkDevice"]);
+/** Arguments naming a record that must exist in the caller's organization. */
+const referenceArgs = new Set(["entityId", "userId", "sourceVersionId"]);
+
+/** The reusable error responses, by status. */
+const errorResponses: Record<number, { name: string; description: string }> = {
+  400: {
+    name: "BadRequest",
+    description:
+      "Invalid input: a value of the wrong type or out of range, an unknown field or query parameter, a missing required field, malformed JSON, or no X-Organization-Id with a user credential",
+  },
+  401: { name: "Unauthenticated", description: "No credential, or an invalid, expired or revoked one" },
+  403: { name: "Forbidden", description: "The credential lacks the permission, or X-Organization-Id names another organization" },
+  404: { name: "NotFound", description: "No such record in the caller's organization" },
+  409: {
+    name: "Conflict",
+    description:
+      "A unique value is taken, the change would leave the organization without an active owner, or a request with the same Idempotency-Key is still running",
+  },
+  413: { name: "PayloadTooLarge", description: "The request body is larger than the configured limit" },
+  415: { name: "UnsupportedMediaType", description: "The request body is not application/json" },
+  422: { name: "IdempotencyKeyReused", description: "The Idempotency-Key was used for another request" },
+  429: { name: "TooManyRequests", description: "Too many requests; retry after the seconds given in Retry-After" },
+  500: { name: "InternalError", description: "Unexpected failure; the details are logged with the request id" },
+  502: {
+    name: "BadGateway",
+    description: "The device-management system failed; nothing was changed, so the call can be retried",
+  },
+  503: { name: "ServiceUnavailable", description: "The database is overloaded; retry" },
+};
+
+const tagDescriptions: Record<string, string> = {
+  Audit: "The audit trail: every create and change, newest first",
+  Comments: "Comments on tasks, vendors, risks and policies, and their attachments",
+  People: "Members of the organization and their managed devices",
+  Policies: "Policies and their numbered versions",
+  Risks: "Risks the organization tracks",
+  "Task management": "Task items of vendors and risks, and their statistics",
+  Tasks: "The organization's tasks",
+  Vendors: "Third parties the organization depends on",
+};
+
+const errorSchema: Schema = {
+  type: "object",
+  description: "The envelope of every REST error, 4xx and 5xx.",
+  required: ["statusCode", "error", "message", "code"],
+  properties: {
+    statusCode: { type: "integer", format: "int32", description: "The HTTP status" },
+    error: { type: "string", description: "The HTTP reason phrase" },
+    message: { type: "string", description: "What went wrong, for people" },
+    code: {
+      type: "string",
+      enum: Object.keys(errorStatus).filter((code) => !code.startsWith("GRAPHQL_")),
+      description: "Stable machine-readable code",
+    },
+    details: {
+      type: "array",
+      description: "One entry per invalid field",
+      items: {
+        type: "object",
+        required: ["path", "message"],
+        properties: {
+          path: { type: "string", description: "The field, dotted for nested values; empty for the whole body" },
+          message: { type: "string" },
+        },
+      },
+    },
+  },
+};
+
+const securitySchemes = {
+  ApiKey: {
+    type: "apiKey",
+    in: "header",
+    name: "X-API-Key",
+    description: "An API key of the organization (`cwk_...`), created with the operator CLI.",
+  },
+  BearerJwt: {
+    type: "http",
+    scheme: "bearer",
+    bearerFormat: "JWT",
+    description:
+      "A JWT whose `sub` is a user id, or a session token (`cws_...`); send `X-Organization-Id` to choose the organization.",
+  },
+  SessionCookie: {
+    type: "apiKey",
+    in: "cookie",
+    name: "session_token",
+    description: "A session token (`cws_...`); send `X-Organization-Id` to choose the organization.",
+  },
+};
+
+const anyCredential = Object.keys(securitySchemes).map((name) => ({ [name]: [] }));
+
+const ref = (name: string, kind = "schemas") => ({ $ref: `#/components/${kind}/${name}` });
+
+/** The first sentence of a description, for an operation's summary. */
+function firstSentence(text: string): string {
+  const end = text.search(/\.(\s|$)/);
+  return end === -1 ? text : text.slice(0, end);
+}
+
+/** JSON Schema (OpenAPI 3.1) for GraphQL types, collecting the named types it refers to. */
+class SchemaCollector {
+  readonly components: Record<string, Schema> = {};
+
+  private named(type: GraphQLNamedType): Schema {
+    if (isScalarType(type)) {
+      const schema = scalars[type.name];
+      if (!schema) throw new Error(`No OpenAPI schema for the scalar ${type.name}`);
+      return { ...schema };
+    }
+    if (!(type.name in this.components)) {
+      this.components[type.name] = {};
+      this.components[type.name] = this.define(type);
+    }
+    return ref(type.name);
+  }
+
+  private define(type: GraphQLNamedType): Schema {
+    const description = type.description ? { description: type.description } : {};
+    if (isEnumType(type)) return { type: "string", enum: type.getValues().map((v) => v.name), ...description };
+    if (isObjectType(type)) {
+      // Sofa selects every field and GraphQL sends every selected field: all are present, some null.
+      const fields = Object.values(type.getFields());
+      return {
+        type: "object",
+        ...description,
+        required: fields.map((f) => f.name),
+        properties: Object.fromEntries(fields.map((f) => [f.name, this.output(f)])),
+      };
+    }
+    if (isInputObjectType(type)) {
+      const fields = Object.values(type.getFields());
+      const required = fields.filter((f) => isNonNullType(f.type) && f.defaultValue === undefined).map((f) => f.name);
+      return {
+        type: "object",
+        ...description,
+        additionalProperties: false,
+        ...(required.length ? { required } : {}),
+        properties: Object.fromEntries(
+          fields.map((f) => [f.name, this.type(f.type, !isNonNullType(f.type), f.description, f.defaultValue)]),
+        ),
+      };
+    }
+    throw new Error(`No OpenAPI schema for ${type.name}`);
+  }
+
+  /** The schema of a type; `nullable` says whether null is a valid value here. */
+  type(
+    type: GraphQLInputType | GraphQLOutputType,
+    nullable: boolean,
+    description?: string | null,
+    defaultValue?: unknown,
+  ): Schema {
+    const inner = getNullableType(type);
+    let schema: Schema = isListType(inner)
+      ? { type: "array", items: this.type(inner.ofType, !isNonNullType(inner.ofType)) }
+      : this.named(inner);
+    if (nullable) {
+      if (schema.$ref) schema = { anyOf: [schema, { type: "null" }] };
+      else if (typeof schema.type === "string") schema = { ...schema, type: [schema.type, "null"] };
+    }
+    if (description) schema.description = description;
+    if (defaultValue !== undefined && defaultValue !== null) schema.default = defaultValue;
+    return schema;
+  }
+
+  output(field: GraphQLField<unknown, unknown>): Schema {
+    return this.type(field.type, !isNonNullType(field.type), field.description);
+  }
+
+  /** An argument as a REST caller sends it: null only where the operation gives null a meaning. */
+  argument(arg: GraphQLArgument, clearable: (name: string) => boolean): Schema {
+    return this.type(arg.type, !isNonNullType(arg.type) && clearable(arg.name), arg.description, arg.defaultValue);
+  }
+}
+
+const describedBy = (arg: GraphQLArgument) => (arg.description ? { description: arg.description } : {});
+
+function fieldOf(schema: GraphQLSchema, route: CompiledRoute): GraphQLField<unknown, unknown> {
+  const [typeName, fieldName] = route.field.split(".") as [string, string];
+  const type = typeName === "Query" ? schema.getQueryType() : schema.getMutationType();
+  const field = type?.getFields()[fieldName];
+  if (!field) throw new Error(`REST route for unknown field ${route.field}`);
+  return field;
+}
+
+function errorStatuses(route: CompiledRoute, fieldName: string, hasBody: boolean): number[] {
+  const statuses = new Set(commonErrors);
+  if (route.pathParams.length || route.args.some((a) => referenceArgs.has(a.name))) statuses.add(404);
+  if (conflicts.has(fieldName)) statuses.add(409);
+  if (route.method === "POST") {
+    // Idempotency-Key: reused for another request, or its first request still running.
+    statuses.add(409);
+    statuses.add(422);
+  }
+  if (hasBody) {
+    statuses.add(413);
+    statuses.add(415);
+  }
+  if (gateways.has(fieldName)) statuses.add(502);
+  return [...statuses].sort((a, b) => a - b);
+}
+
+function errorResponse(status: number) {
+  const { description } = errorResponses[status] as { description: string };
+  return {
+    description,
+    headers: {
+      "X-Request-Id": ref("RequestId", "headers"),
+      ...(status === 429 ? { "Retry-After": ref("RetryAfter", "headers") } : {}),
+    },
+    content: { "application/json": { schema: ref("Error") } },
+  };
+}
+
+/**
+ * The OpenAPI 3.1 document of the REST routes, built from the GraphQL fields they serve: the same
+ * descriptions, types and nullability, with the error envelope and the three credentials.
+ */
+export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRoute[]) {
+  const collector = new SchemaCollector();
+  const paths: Record<string, Record<string, Schema>> = {};
+  const usedErrors = new Set<number>();
+
+  for (const route of compiled) {
+    const field = fieldOf(schema, route);
+    const description = field.description ?? "";
+    const bodyArgs = route.method === "GET" ? [] : route.args.filter((a) => !route.pathParams.includes(a.name));
+    const queryArgs = route.method === "GET" ? route.args.filter((a) => !route.pathParams.includes(a.name)) : [];
+    const returned = getNamedType(field.type);
+    // On an update, null clears a field that may be null and is refused for the others; elsewhere null means "not given".
+    const clearable = (name: string) => {
+      if (route.method !== "PATCH") return true;
+      const target = isObjectType(returned) ? returned.getFields()[name] : undefined;
+      return !!target && !isNonNullType(target.type);
+    };
+
+    const parameters = [
+      ...route.pathParams.map((name) => {
+        const arg = route.args.find((a) => a.name === name) as GraphQLArgument;
+        return { name, in: "path", required: true, ...describedBy(arg), schema: collector.type(arg.type, false) };
+      }),
+      ...queryArgs.map((arg) => ({
+        name: arg.name,
+        in: "query",
+        required: isNonNullType(arg.type) && arg.defaultValue === undefined,
+        ...describedBy(arg),
+        schema: collector.type(arg.type, false, undefined, arg.defaultValue),
+      })),
+      ref("OrganizationId", "parameters"),
+      ...(route.method === "POST" ? [ref("IdempotencyKey", "parameters")] : []),
+      ...(route.method === "GET" ? [ref("IfNoneMatch", "parameters")] : []),
+    ];
+
+    const requiredBody = bodyArgs.filter((a) => isNonNullType(a.type) && a.defaultValue === undefined).map((a) => a.name);
+    // An update needs at least one field; elsewhere the body may be left out when every argument is optional.
+    const update = route.method === "PATCH";
+    const requestBody = bodyArgs.length
+      ? {
+          required: update || requiredBody.length > 0,
+          content: {
+            "application/json": {
+              schema: {
+                type: "object",
+                additionalProperties: false,
+                ...(requiredBody.length ? { required: requiredBody } : {}),
+                ...(update && !requiredBody.length ? { minProperties: 1 } : {}),
+                properties: Object.fromEntries(bodyArgs.map((a) => [a.name, collector.argument(a, clearable)])),
+              },
+            },
+          },
+        }
+      : undefined;
+
+    const success = route.download
+      ? {
+          description: "The stored bytes, with the media type given on upload",
+          headers: {
+            "X-Request-Id": ref("RequestId", "headers"),
+            ETag: ref("ETag", "headers"),
+            "Content-Disposition": {
+              description: "`attachment`, with the file name",
+              schema: { type: "string" },
+            },
+          },
+          content: { "*/*": { schema: { type: "string", format: "binary" } } },
+        }
+      : {
+          description: STATUS_CODES[route.responseStatus] ?? "Success",
+          headers: {
+            "X-Request-Id": ref("RequestId", "headers"),
+            ...(route.method === "POST" ? { "Idempotent-Replayed": ref("IdempotentReplayed", "headers") } : {}),
+            ...(route.method === "GET" ? { ETag: ref("ETag", "headers") } : {}),
+          },
+          content: { "application/json": { schema: collector.type(field.type, !isNonNullType(field.type)) } },
+        };
+
+    const responses: Record<string, unknown> = { [String(route.responseStatus)]: success };
+    if (route.method === "GET") {
+      responses["304"] = {
+        description: "Not Modified: If-None-Match names the current ETag; no body",
+        headers: { ETag: ref("ETag", "headers"), "X-Request-Id": ref("RequestId", "headers") },
+      };
+    }
+    for (const status of errorStatuses(route, field.name, !!requestBody)) {
+      usedErrors.add(status);
+      responses[String(status)] = ref((errorResponses[status] as { name: string }).name, "responses");
+    }
+
+    const openApiPath = route.path.replace(/:(\w+)/g, "{$1}");
+    paths[openApiPath] = {
+      ...paths[openApiPath],
+      [route.method.toLowerCase()]: {
+        operationId: field.name,
+        summary: firstSentence(description) || field.name,
+        description: `${description}\n\nOver GraphQL: the \`${field.name}\` ${route.field.startsWith("Query.") ? "query" : "mutation"}.`,
+        tags: route.tags,
+        ...(field.deprecationReason ? { deprecated: true } : {}),
+        security: anyCredential,
+        parameters,
+        ...(requestBody ? { requestBody } : {}),
+        responses,
+      },
+    };
+  }
+
+  const tags = [...new Set(compiled.flatMap((r) => r.tags))]
+    .sort()
+    .map((name) => ({ name, ...(tagDescriptions[name] ? { description: tagDescriptions[name] } : {}) }));
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "Compliance Workspace Gateway",
+      version: "1.0.0",
+      description:
+        "REST facade of the GraphQL API at /graphql: every operation is also a GraphQL field, with the same rules, permissions and error codes.",
+    },
+    servers: [{ url: REST_BASE }],
+    security: anyCredential,
+    tags,
+    paths,
+    components: {
+      schemas: { ...sortKeys(collector.components), Error: errorSchema },
+      parameters: {
+        OrganizationId: {
+          name: "X-Organization-Id",
+          in: "header",
+          required: false,
+          description:
+            "The organization to act in. Required with a JWT or session; with an API key it may be sent and must be the key's organization (403 otherwise).",
+          schema: { type: "string" },
+        },
+        IfNoneMatch: {
+          name: "If-None-Match",
+          in: "header",
+          required: false,
+          description: "The ETag of the copy you have: when it is still current the answer is 304 with no body.",
+          schema: { type: "string" },
+        },
+        IdempotencyKey: {
+          name: "Idempotency-Key",
+          in: "header",
+          required: false,
+          description:
+            "Makes retries safe: a retry with the same key within 24 hours gets the first answer without writing again. 1 to 255 visible ASCII characters; a UUID is ideal.",
+          schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]+$" },
+        },
+      },
+      responses: Object.fromEntries(
+        [...usedErrors]
+          .sort((a, b) => a - b)
+          .map((status) => [(errorResponses[status] as { name: string }).name, errorResponse(status)]),
+      ),
+      headers: {
+        RequestId: {
+          description: "The request id (the caller's X-Request-Id when it is sane), also in the server's logs",
+          schema: { type: "string" },
+        },
+        ETag: { description: "Tag of this answer's bytes; send it as If-None-Match to revalidate", schema: { type: "string" } },
+        RetryAfter: { description: "Seconds to wait before retrying", schema: { type: "integer", format: "int32" } },
+        IdempotentReplayed: {
+          description: "`true` when this is the stored answer to an earlier request with the same Idempotency-Key",
+          schema: { type: "string", enum: ["true"] },
+        },
+      },
+      securitySchemes,
+    },
+  };
+}
+
+function sortKeys<T>(record: Record<string, T>): Record<string, T> {
+  return Object.fromEntries(Object.entries(record).sort(([a], [b]) => a.localeCompare(b)));
+}

@@ -1,0 +1,154 @@
+import { createHash } from "node:crypto";
+import type { Plugin } from "graphql-yoga";
+import type { AuthState } from "../auth/caller.js";
+import { AppError, UnauthenticatedError } from "../errors.js";
+import { docsResponse } from "./docs.js";
+import { appErrorResponse, errorResponse } from "./error-response.js";
+import { type CompiledRoute, matchRoute, validateRestRequest } from "./request-validation.js";
+import { REST_BASE } from "./routes.js";
+
+/** The body as text, or null when it is longer than `limit` bytes (read no further than that, even when chunked). */
+async function readBodyWithin(request: Request, limit: number): Promise<string | null> {
+  const reader = request.body?.getReader();
+  if (!reader) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      void reader.cancel();
+      return null;
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+type RestGuardOptions = {
+  bodyLimitBytes: number;
+  routes: CompiledRoute[];
+  authenticate: (request: Request) => Promise<AuthState>;
+  /** Carries the authentication over to the request the guard hands on. */
+  rememberAuth: (request: Request, auth: AuthState) => void;
+  openApiDocument: () => unknown;
+};
+
+/**
+ * A GET answer with an ETag (a hash of its bytes), or 304 with no body when the caller already has
+ * them (If-None-Match). Answers depend on the caller, so caches must revalidate every time.
+ */
+async function conditional(request: Request, response: Response): Promise<Response> {
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  const etag = `"${createHash("sha256").update(bytes).digest("base64url").slice(0, 27)}"`;
+  const headers = new Headers(response.headers);
+  headers.set("etag", etag);
+  headers.set("cache-control", "private, no-cache");
+  const known = request.headers.get("if-none-match");
+  if (known && (known.trim() === "*" || known.split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag))) {
+    headers.delete("content-length");
+    headers.delete("content-type");
+    return new Response(null, { status: 304, headers });
+  }
+  return new Response(bytes, { status: response.status, headers });
+}
+
+/** The bytes of a download route's JSON answer, sent so that no browser renders them as a page. */
+async function downloadResponse(json: Response): Promise<Response> {
+  const file = (await json.json()) as { name: string; type: string; contentBase64: string };
+  const bytes = Buffer.from(file.contentBase64, "base64");
+  const asciiName = file.name.replace(/[^A-Za-z0-9._ -]/g, "_");
+  return new Response(bytes, {
+    status: 200,
+    headers: {
+      "content-type": file.type,
+      "content-length": String(bytes.length),
+      "content-disposition": `attachment; filename="${asciiName}"; filename*=UTF-8''${encodeURIComponent(file.name)}`,
+      "x-content-type-options": "nosniff",
+      "content-security-policy": "default-src 'none'; sandbox",
+      "cache-control": "private, no-store",
+    },
+  });
+}
+
+/**
+ * Everything under /v1 passes here before Sofa: the OpenAPI document and its docs, JSON 404/405 for unknown
+ * routes (Sofa would serve defaults for every field, and its /webhook routes), authentication,
+ * and strict checking of path, query and body against the field's arguments.
+ */
+export function useRestGuard({ routes, authenticate, rememberAuth, openApiDocument, bodyLimitBytes }: RestGuardOptions): Plugin {
+  const downloads = new WeakSet<Request>();
+  const reads = new WeakSet<Request>();
+  const explicitNulls = new WeakMap<Request, string[]>();
+  return {
+    onExecute({ args }) {
+      // Sofa drops null body values; put them back so that null (clear) and absent (keep) differ.
+      const request = (args.contextValue as { request?: Request }).request;
+      const nulls = request && explicitNulls.get(request);
+      if (nulls) args.variableValues = { ...args.variableValues, ...Object.fromEntries(nulls.map((name) => [name, null])) };
+    },
+    async onResponse({ request, response, setResponse }) {
+      if (!reads.has(request) || response.status !== 200) return;
+      const final = downloads.has(request) ? await downloadResponse(response) : response;
+      setResponse(await conditional(request, final));
+    },
+    async onRequest({ request, url, endResponse, setRequest }) {
+      const { pathname } = url;
+      if (pathname !== REST_BASE && !pathname.startsWith(`${REST_BASE}/`)) {
+        if (pathname.startsWith(REST_BASE)) endResponse(errorResponse("NOT_FOUND", `No route ${request.method} ${pathname}`));
+        return;
+      }
+      const path = pathname.slice(REST_BASE.length);
+      if (path === "/openapi.json" && (request.method === "GET" || request.method === "HEAD")) {
+        endResponse(Response.json(openApiDocument()));
+        return;
+      }
+      const docs = docsResponse(request.method, pathname);
+      if (docs) {
+        endResponse(docs);
+        return;
+      }
+      const match = matchRoute(routes, request.method, path);
+      if (!match) {
+        endResponse(errorResponse("NOT_FOUND", `No route ${request.method} ${pathname}`));
+        return;
+      }
+      if ("allowed" in match) {
+        endResponse(
+          errorResponse("METHOD_NOT_ALLOWED", `${request.method} is not allowed on ${pathname}`, undefined, {
+            allow: match.allowed.join(", "),
+          }),
+        );
+        return;
+      }
+      const auth = await authenticate(request);
+      if ("error" in auth) {
+        endResponse(appErrorResponse(auth.error));
+        return;
+      }
+      if ("anonymous" in auth) {
+        endResponse(appErrorResponse(new UnauthenticatedError()));
+        return;
+      }
+      try {
+        const body = await readBodyWithin(request, bodyLimitBytes);
+        if (body === null) {
+          endResponse(errorResponse("PAYLOAD_TOO_LARGE", `The request body is larger than ${bodyLimitBytes} bytes`));
+          return;
+        }
+        const nulls = validateRestRequest(match.route, match.params, url, body, request.headers.get("content-type"));
+        // The body stream is consumed: Sofa gets a request carrying the text that was checked.
+        const checked = new Request(request.url, { method: request.method, headers: request.headers, body: body || undefined });
+        rememberAuth(checked, auth);
+        if (nulls.length) explicitNulls.set(checked, nulls);
+        if (match.route.download) downloads.add(checked);
+        if (match.route.method === "GET") reads.add(checked);
+        setRequest(checked);
+      } catch (error) {
+        if (!(error instanceof AppError)) throw error;
+        endResponse(appErrorResponse(error));
+      }
+    },
+  };
+}

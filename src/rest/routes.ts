@@ -1,0 +1,41 @@
+/**
+ * Every REST route, by the GraphQL field it serves. A root field that is not listed here has no
+ * REST route: nothing is exposed by accident.
+ */
+export type RestRoute = {
+  method: "GET" | "POST" | "PATCH" | "PUT" | "DELETE";
+  /** Relative to /v1; a `:name` segment is the GraphQL argument of that name. */
+  path: string;
+  responseStatus: number;
+  tags: string[];
+  /** The field returns `{type, name, contentBase64}`: REST answers with the bytes themselves. */
+  download?: boolean;
+};
+
+export const restRoutes: Record<string, RestRoute> = {
+  "Mutation.createComment": { method: "POST", path: "/comments", responseStatus: 201, tags: ["Comments"] },
+  "Mutation.unlinkDevice": { method: "PATCH", path: "/people/:id/unlink-device", responseStatus: 200, tags: ["People"] },
+  "Mutation.createPolicyVersion": { method: "POST", path: "/policies/:id/versions", responseStatus: 201, tags: ["Policies"] },
+  "Mutation.createPolicy": { method: "POST", path: "/policies", responseStatus: 201, tags: ["Policies"] },
+  "Query.policy": { method: "GET", path: "/policies/:id", responseStatus: 200, tags: ["Policies"] },
+  "Query.policyVersions": { method: "GET", path: "/policies/:id/versions", responseStatus: 200, tags: ["Policies"] },
+  "Query.taskItemStats": { method: "GET", path: "/task-management/stats", responseStatus: 200, tags: ["Task management"] },
+  "Mutation.createTaskItem": { method: "POST", path: "/task-management", responseStatus: 201, tags: ["Task management"] },
+  "Query.taskItems": { method: "GET", path: "/task-management", responseStatus: 200, tags: ["Task management"] },
+  "Mutation.updateTaskItem": { method: "PATCH", path: "/task-management/:id", responseStatus: 200, tags: ["Task management"] },
+  "Query.task": { method: "GET", path: "/tasks/:taskId", responseStatus: 200, tags: ["Tasks"] },
+  "Mutation.createMember": { method: "POST", path: "/people", responseStatus: 201, tags: ["People"] },
+  "Query.members": { method: "GET", path: "/people", responseStatus: 200, tags: ["People"] },
+  "Query.member": { method: "GET", path: "/people/:id", responseStatus: 200, tags: ["People"] },
+  "Mutation.updateMember": { method: "PATCH", path: "/people/:id", responseStatus: 200, tags: ["People"] },
+  "Mutation.createTask": { method: "POST", path: "/tasks", responseStatus: 201, tags: ["Tasks"] },
+  "Query.tasks": { method: "GET", path: "/tasks", responseStatus: 200, tags: ["Tasks"] },
+  "Mutation.updateTask": { method: "PATCH", path: "/tasks/:taskId", responseStatus: 200, tags: ["Tasks"] },
+  "Mutation.createVendor": { method: "POST", path: "/vendors", responseStatus: 201, tags: ["Vendors"] },
+  "Mutation.createRisk": { method: "POST", path: "/risks", responseStatus: 201, tags: ["Risks"] },
+  "Query.comments": { method: "GET", path: "/comments", responseStatus: 200, tags: ["Comments"] },
+  "Query.attachment": { method: "GET", path: "/attachments/:id", responseStatus: 200, tags: ["Comments"], download: true },
+  "Query.auditEvents": { method: "GET", path: "/audit-events", responseStatus: 200, tags: ["Audit"] },
+};
+
+export const REST_BASE = "/v1";

@@ -1,0 +1,12 @@
+import { lexicographicSortSchema } from "graphql";
+import { builder } from "./builder.js";
+import "./modules/audit/audit.schema.js";
+import "./modules/comments/comments.schema.js";
+import "./modules/members/members.schema.js";
+import "./modules/policies/policies.schema.js";
+import "./modules/risks/risks.schema.js";
+import "./modules/task-items/task-items.schema.js";
+import "./modules/tasks/tasks.schema.js";
+import "./modules/vendors/vendors.schema.js";
+
+export const schema = lexicographicSortSchema(builder.toSchema());

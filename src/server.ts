@@ -1,0 +1,123 @@
+import { createServer } from "node:http";
+import { createRedisEventTarget } from "@graphql-yoga/redis-event-target";
+import { Redis } from "ioredis";
+import pino from "pino";
+import { seedDemo } from "./admin/seed.js";
+import { createApp } from "./app.js";
+import { type Config, loadConfig } from "./config.js";
+import { openDatabase } from "./db/database.js";
+import { createEvents } from "./events.js";
+import { createDeviceManagement } from "./modules/members/device-management.js";
+import { withRequestId } from "./request-context.js";
+import { startTracing } from "./tracing.js";
+
+function fail(message: string): never {
+  process.stderr.write(`${message}\n`);
+  process.exit(1);
+}
+
+let config: Config;
+try {
+  config = loadConfig();
+} catch (error) {
+  fail((error as Error).message);
+}
+const logger = pino({ level: config.logLevel, base: { service: "compliance-gateway" } });
+
+const database = await openDatabase(
+  config.databaseUrl
+    ? {
+        kind: "postgres",
+        url: config.databaseUrl,
+        poolSize: config.databasePoolSize,
+        onIdleError: (error) => logger.warn({ err: error }, "an idle database connection failed"),
+      }
+    : { kind: "embedded", dataDir: config.dataDir },
+).catch((error: Error) => {
+  logger.fatal({ err: error }, "cannot open the database");
+  fail(error.message);
+});
+
+// Redis, when configured, is what replicas share: rate-limit counters and live events.
+const redisOptions = { maxRetriesPerRequest: 2, connectTimeout: 5_000 };
+const redis = config.redisUrl ? new Redis(config.redisUrl, redisOptions) : undefined;
+const redisSubscriber = config.redisUrl ? new Redis(config.redisUrl, redisOptions) : undefined;
+for (const client of [redis, redisSubscriber]) {
+  client?.on("error", (error) => logger.warn({ err: error }, "redis"));
+}
+const events =
+  redis && redisSubscriber
+    ? createEvents(createRedisEventTarget({ publishClient: redis, subscribeClient: redisSubscriber }))
+    : undefined;
+
+const tracing = config.otlpEndpoint ? startTracing(config.otlpEndpoint) : undefined;
+
+let shuttingDown = false;
+const app = createApp({
+  database,
+  config,
+  logger,
+  events,
+  redis,
+  rateLimitKeyPrefix: `${config.redisKeyPrefix}rate`,
+  isShuttingDown: () => shuttingDown,
+  tracer: tracing?.tracer,
+  deviceManagement: config.deviceManagement
+    ? createDeviceManagement(config.deviceManagement.url, config.deviceManagement.token)
+    : undefined,
+});
+
+const server = createServer((req, res) => {
+  // While draining, tell keep-alive clients to reconnect (to another replica).
+  if (shuttingDown) res.setHeader("connection", "close");
+  const header = req.headers["x-request-id"];
+  withRequestId(Array.isArray(header) ? header[0] : header, () => app.yoga(req, res));
+});
+
+const demo =
+  database.kind === "embedded" && config.seedDemoData && (await database.db.organization.count()) === 0
+    ? await seedDemo(database.db)
+    : null;
+
+server.listen(config.port, config.host, () => {
+  const base = `http://${config.host}:${config.port}`;
+  logger.info({ url: base, database: database.kind, redis: Boolean(redis) }, "listening");
+  if (demo) {
+    process.stdout.write(
+      [
+        "",
+        "  Demo data created (first start on an empty embedded database).",
+        `  Organization: ${demo.organizationId}`,
+        `  API key:      ${demo.apiKey}   (shown once; it holds every scope)`,
+        `  GraphiQL:     ${base}/graphql   (put the key in the X-API-Key header)`,
+        `  Try:          curl -H 'X-API-Key: ${demo.apiKey}' ${base}/v1/tasks/${demo.taskIds[0]}`,
+        "",
+        "",
+      ].join("\n"),
+    );
+  }
+});
+
+/**
+ * Stop taking connections (and answer /ready with 503), let requests in flight finish, then close
+ * the database and exit 0. Connections still open after the grace period (e.g. live
+ * subscriptions) are closed.
+ */
+async function shutdown(signal: string) {
+  if (shuttingDown) return;
+  shuttingDown = true;
+  logger.info({ signal }, "shutting down");
+  const forceClose = setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs);
+  await new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  });
+  clearTimeout(forceClose);
+  await app.yoga.dispose();
+  await database.close();
+  await Promise.all([redis?.quit(), redisSubscriber?.quit(), tracing?.shutdown()]);
+  logger.info("stopped");
+  process.exit(0);
+}
+process.on("SIGTERM", () => void shutdown("SIGTERM"));
+process.on("SIGINT", () => void shutdown("SIGINT"));

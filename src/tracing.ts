@@ -1,0 +1,57 @@
+import { context, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from "@opentelemetry/api";
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import { resourceFromAttributes } from "@opentelemetry/resources";
+import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
+import type { Plugin } from "graphql-yoga";
+import { currentRequestId, requestStore } from "./request-context.js";
+
+/** OpenTelemetry traces sent over OTLP/HTTP to `endpoint` (e.g. http://collector:4318). */
+export function startTracing(endpoint: string, serviceName = "compliance-gateway") {
+  const provider = new NodeTracerProvider({
+    resource: resourceFromAttributes({ "service.name": serviceName }),
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: `${endpoint.replace(/\/$/, "")}/v1/traces` }))],
+  });
+  return { tracer: provider.getTracer(serviceName), flush: () => provider.forceFlush(), shutdown: () => provider.shutdown() };
+}
+
+/** A server span per HTTP request and a child span per GraphQL execution (both transports). */
+export function useTracing(tracer: Tracer): Plugin {
+  const spans = new WeakMap<object, Span>();
+  return {
+    onRequest({ request, url, serverContext }) {
+      const span = tracer.startSpan(`${request.method} ${url.pathname.startsWith("/v1/") ? "/v1" : url.pathname}`, {
+        kind: SpanKind.SERVER,
+        attributes: { "http.request.method": request.method, "url.path": url.pathname, "request.id": currentRequestId() },
+      });
+      spans.set(serverContext, span);
+      const store = requestStore();
+      if (store) store.span = span;
+    },
+    onExecute({ args }) {
+      const parent = requestStore()?.span as Span | undefined;
+      const operation = args.document.definitions.find((d: { kind: string }) => d.kind === "OperationDefinition");
+      const type = operation && "operation" in operation ? operation.operation : "unknown";
+      const name = operation && "name" in operation ? (operation.name?.value ?? "anonymous") : "anonymous";
+      const span = tracer.startSpan(
+        `graphql.${type} ${name}`,
+        { attributes: { "graphql.operation.type": type, "graphql.operation.name": name } },
+        parent ? trace.setSpan(context.active(), parent) : undefined,
+      );
+      return {
+        onExecuteDone({ result }) {
+          if ("errors" in result && result.errors?.length)
+            span.setStatus({ code: SpanStatusCode.ERROR, message: result.errors[0]?.message });
+          span.end();
+        },
+      };
+    },
+    onResponse({ serverContext, response }) {
+      const span = spans.get(serverContext);
+      if (!span) return;
+      span.setAttribute("http.response.status_code", response.status);
+      if (response.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
+    },
+  };
+}

@@ -1,0 +1,137 @@
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApiKey } from "../../src/admin/admin.service.js";
+import { seedDemo } from "../../src/admin/seed.js";
+import { permissions } from "../../src/auth/permissions.js";
+import { openDatabase } from "../../src/db/database.js";
+import { createPostgresDatabase } from "../helpers/test-app.js";
+
+const root = path.resolve(import.meta.dirname, "../..");
+const postgresUp = await new Promise<boolean>((resolve) => {
+  const socket = connect(5432, "127.0.0.1");
+  socket.on("connect", () => {
+    socket.end();
+    resolve(true);
+  });
+  socket.on("error", () => resolve(false));
+});
+
+function start(env: Record<string, string>, port: number): { child: ChildProcess; output: () => string; url: string } {
+  let output = "";
+  const child = spawn(process.execPath, ["dist/server.js"], {
+    cwd: root,
+    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", REDIS_URL: "", ...env },
+  });
+  child.stdout?.on("data", (c) => {
+    output += c;
+  });
+  child.stderr?.on("data", (c) => {
+    output += c;
+  });
+  return { child, output: () => output, url: `http://127.0.0.1:${port}` };
+}
+
+async function ready(url: string, output: () => string) {
+  const deadline = Date.now() + 30_000;
+  while (
+    !(await fetch(`${url}/ready`).then(
+      (r) => r.ok,
+      () => false,
+    ))
+  ) {
+    if (Date.now() > deadline) throw new Error(`server did not start:\n${output()}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Writes tasks concurrently, kills the server with SIGKILL mid-burst, restarts it, and checks every acknowledged write. */
+async function crashDuringWrites(env: Record<string, string>, key: string) {
+  const port = 22_000 + Math.floor(Math.random() * 20_000);
+  const first = start(env, port);
+  await ready(first.url, first.output);
+  const acknowledged: string[] = [];
+  let killed = false;
+  const writes = Array.from({ length: 80 }, (_, i) =>
+    fetch(`${first.url}/v1/tasks`, {
+      method: "POST",
+      headers: { "x-api-key": key, "content-type": "application/json" },
+      body: JSON.stringify({ title: `crash test ${i}` }),
+    }).then(
+      async (r) => {
+        if (r.status === 201) acknowledged.push((await r.json()).id);
+        if (acknowledged.length >= 10 && !killed) {
+          killed = true;
+          first.child.kill("SIGKILL");
+        }
+      },
+      () => undefined,
+    ),
+  );
+  await Promise.all(writes);
+  await new Promise((resolve) =>
+    first.child.exitCode !== null || first.child.signalCode ? resolve(null) : first.child.on("exit", resolve),
+  );
+  expect(first.child.signalCode).toBe("SIGKILL");
+  expect(acknowledged.length).toBeGreaterThanOrEqual(10);
+  expect(acknowledged.length).toBeLessThan(80);
+
+  const second = start(env, port + 1);
+  try {
+    await ready(second.url, second.output);
+    const found = new Set<string>();
+    let cursor: string | null = null;
+    do {
+      const page: { items: { id: string }[]; nextCursor: string | null } = await fetch(
+        `${second.url}/v1/tasks?limit=100${cursor ? `&cursor=${cursor}` : ""}`,
+        { headers: { "x-api-key": key } },
+      ).then((r) => r.json());
+      for (const item of page.items) found.add(item.id);
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect(acknowledged.filter((id) => !found.has(id))).toEqual([]);
+  } finally {
+    second.child.kill("SIGKILL");
+  }
+}
+
+describe("crash safety", () => {
+  beforeAll(() => {
+    execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: root });
+  });
+
+  describe("on the embedded database", () => {
+    let dataDir: string;
+    afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+    it("keeps every acknowledged write through a SIGKILL and reopens cleanly", async () => {
+      dataDir = mkdtempSync(path.join(tmpdir(), "gateway-crash-"));
+      const database = await openDatabase({ kind: "embedded", dataDir });
+      const demo = await seedDemo(database.db);
+      await database.close();
+      await crashDuringWrites({ DATA_DIR: dataDir, DATABASE_URL: "", SEED_DEMO_DATA: "false" }, demo.apiKey);
+    });
+  });
+
+  describe.runIf(postgresUp)("on PostgreSQL", () => {
+    let drop: () => Promise<void>;
+    afterAll(() => drop?.());
+
+    it("keeps every acknowledged write through a SIGKILL", async () => {
+      const created = await createPostgresDatabase();
+      drop = created.drop;
+      const database = await openDatabase({ kind: "postgres", url: created.url });
+      const demo = await seedDemo(database.db);
+      const { key } = await createApiKey(database.db, {
+        organizationId: demo.organizationId,
+        name: "crash",
+        scopes: [...permissions],
+      });
+      await database.close();
+      await crashDuringWrites({ DATABASE_URL: created.url }, key);
+    });
+  });
+});

@@ -1,0 +1,188 @@
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { connect } from "node:net";
+import path from "node:path";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApiKey } from "../../src/admin/admin.service.js";
+import { type SeedResult, seedDemo } from "../../src/admin/seed.js";
+import { permissions } from "../../src/auth/permissions.js";
+import { type Database, openDatabase } from "../../src/db/database.js";
+import { createPostgresDatabase } from "../helpers/test-app.js";
+
+const root = path.resolve(import.meta.dirname, "../..");
+const redisUrl = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
+
+function reachable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.on("connect", () => {
+      socket.end();
+      resolve(true);
+    });
+    socket.on("error", () => resolve(false));
+  });
+}
+const servicesUp = (await reachable(5432)) && (await reachable(6379));
+
+type Replica = { url: string; child: ChildProcess; output: () => string };
+
+function startReplica(databaseUrl: string, port: number, prefix: string): Replica {
+  let output = "";
+  const child = spawn(process.execPath, ["dist/server.js"], {
+    cwd: root,
+    env: {
+      ...process.env,
+      NODE_ENV: "production",
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: redisUrl,
+      REDIS_KEY_PREFIX: prefix,
+      RATE_LIMIT_PER_MINUTE: "40",
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      LOG_LEVEL: "warn",
+    },
+  });
+  child.stdout?.on("data", (chunk) => {
+    output += chunk;
+  });
+  child.stderr?.on("data", (chunk) => {
+    output += chunk;
+  });
+  return { url: `http://127.0.0.1:${port}`, child, output: () => output };
+}
+
+async function waitReady(replica: Replica) {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const ok = await fetch(`${replica.url}/ready`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`replica did not get ready:\n${replica.output()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe.runIf(servicesUp)("two replicas on one PostgreSQL database with Redis", () => {
+  const prefix = `cwg:test:${randomBytes(4).toString("hex")}:`;
+  const replicas: Replica[] = [];
+  let drop: () => Promise<void>;
+  let database: Database;
+  let org: SeedResult;
+  const keys: Record<string, string> = {};
+
+  beforeAll(async () => {
+    execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: root });
+    const created = await createPostgresDatabase();
+    drop = created.drop;
+    const port = 21_000 + Math.floor(Math.random() * 20_000);
+    // Both start on an empty database at once: the migration lock must keep them from racing.
+    replicas.push(startReplica(created.url, port, prefix), startReplica(created.url, port + 1, prefix));
+    await Promise.all(replicas.map(waitReady));
+    database = await openDatabase({ kind: "postgres", url: created.url });
+    org = await seedDemo(database.db);
+    for (const name of ["versions", "burst", "readback", "subscriber"]) {
+      keys[name] = (await createApiKey(database.db, { organizationId: org.organizationId, name, scopes: [...permissions] })).key;
+    }
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const replica of replicas) replica.child.kill("SIGKILL");
+    await database?.close();
+    await drop?.();
+    const redis = new Redis(redisUrl);
+    const stale = await redis.keys(`${prefix}*`);
+    if (stale.length) await redis.del(...stale);
+    redis.disconnect();
+  });
+
+  const call = (replica: Replica, key: string, method: string, pathname: string, body?: unknown) =>
+    fetch(`${replica.url}${pathname}`, {
+      method,
+      headers: { "x-api-key": key, ...(body ? { "content-type": "application/json" } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+
+  it("applied the migrations once although both started together", async () => {
+    const rows = await database.db.$queryRawUnsafe<{ n: bigint }[]>(`SELECT count(*) AS n FROM "_prisma_migrations"`);
+    const names = await database.db.$queryRawUnsafe<{ n: bigint }[]>(
+      `SELECT count(DISTINCT migration_name) AS n FROM "_prisma_migrations"`,
+    );
+    expect(Number(rows[0]?.n)).toBe(Number(names[0]?.n));
+  });
+
+  it("numbers 40 concurrent versions over both replicas consecutively, without an error", async () => {
+    const responses = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        call(replicas[i % 2] as Replica, keys.versions as string, "POST", `/v1/policies/${org.policyIds[0]}/versions`, {}),
+      ),
+    );
+    expect(responses.map((r) => r.status)).toEqual(Array(40).fill(201));
+    const versions = (await Promise.all(responses.map((r) => r.json())))
+      .map((b: { version: number }) => b.version)
+      .sort((a, b) => a - b);
+    expect(versions).toEqual(Array.from({ length: 40 }, (_, i) => i + 2));
+  });
+
+  it("reads on one replica what was written on the other", async () => {
+    const created = await call(replicas[0] as Replica, keys.readback as string, "POST", "/v1/tasks", {
+      title: "Written on replica one",
+    });
+    expect(created.status).toBe(201);
+    const { id } = await created.json();
+    const read = await call(replicas[1] as Replica, keys.readback as string, "GET", `/v1/tasks/${id}`);
+    expect(read.status).toBe(200);
+    expect((await read.json()).title).toBe("Written on replica one");
+  });
+
+  it("shares the rate limit: 60 requests over both replicas with a limit of 40 let about 40 through", async () => {
+    const statuses = await Promise.all(
+      Array.from({ length: 60 }, (_, i) =>
+        call(replicas[i % 2] as Replica, keys.burst as string, "GET", `/v1/tasks/${org.taskIds[0]}`).then((r) => r.status),
+      ),
+    );
+    const ok = statuses.filter((s) => s === 200).length;
+    expect(ok).toBeGreaterThanOrEqual(38);
+    expect(ok).toBeLessThanOrEqual(42);
+    expect(statuses.filter((s) => s !== 200).every((s) => s === 429)).toBe(true);
+  });
+
+  it("delivers a comment created on one replica to a subscriber on the other", async () => {
+    const controller = new AbortController();
+    const response = await fetch(`${replicas[0]?.url}/graphql`, {
+      method: "POST",
+      signal: controller.signal,
+      headers: { "content-type": "application/json", accept: "text/event-stream", "x-api-key": keys.subscriber as string },
+      body: JSON.stringify({
+        query: "subscription($id: ID!) { commentAdded(entityId: $id, entityType: task) { id content } }",
+        variables: { id: org.taskIds[0] },
+      }),
+    });
+    expect(response.status).toBe(200);
+    const reader = response.body?.getReader() as ReadableStreamDefaultReader<Uint8Array>;
+    let text = "";
+    const received = (async () => {
+      const decoder = new TextDecoder();
+      while (!text.includes("event: next")) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        text += decoder.decode(value, { stream: true });
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 300));
+    const created = await call(replicas[1] as Replica, keys.subscriber as string, "POST", "/v1/comments", {
+      content: "across replicas",
+      entityId: org.taskIds[0],
+      entityType: "task",
+      userId: org.userIds[0],
+    });
+    expect(created.status).toBe(201);
+    const { id } = await created.json();
+    await Promise.race([received, new Promise((r) => setTimeout(r, 10_000))]);
+    controller.abort();
+    expect(text).toContain(id);
+    expect(text).toContain("across replicas");
+  });
+});

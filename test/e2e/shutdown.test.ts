@@ -1,0 +1,126 @@
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { request as httpRequest } from "node:http";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const root = path.resolve(import.meta.dirname, "../..");
+
+type Answer = { status: number; body: { id?: string } | string };
+
+/**
+ * A POST whose body is sent in two halves: the server has accepted it and is reading it when the
+ * first half arrives, so it is certainly in flight until `finish()` sends the rest.
+ */
+function slowPost(port: number, pathname: string, headers: Record<string, string>, body: string) {
+  const half = Math.floor(body.length / 2);
+  const req = httpRequest({
+    host: "127.0.0.1",
+    port,
+    path: pathname,
+    method: "POST",
+    headers: { ...headers, "content-length": Buffer.byteLength(body) },
+  });
+  const answer = new Promise<Answer>((resolve) => {
+    req.on("response", (res) => {
+      let text = "";
+      res.on("data", (chunk) => {
+        text += chunk;
+      });
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+    });
+    req.on("error", (error) => resolve({ status: 0, body: error.message }));
+  });
+  req.write(body.slice(0, half));
+  return { answer, finish: () => req.end(body.slice(half)) };
+}
+
+describe("graceful shutdown", () => {
+  let dataDir: string;
+  let child: ChildProcess;
+  let output = "";
+
+  beforeAll(async () => {
+    execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: root });
+    dataDir = mkdtempSync(path.join(tmpdir(), "gateway-shutdown-"));
+  });
+  afterAll(() => {
+    child?.kill("SIGKILL");
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("answers every request in flight when SIGTERM arrives during a burst of writes, then exits 0", async () => {
+    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    child = spawn(process.execPath, ["dist/server.js"], {
+      cwd: root,
+      env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: "", REDIS_URL: "", LOG_LEVEL: "info" },
+    });
+    child.stdout?.on("data", (chunk) => {
+      output += chunk;
+    });
+    child.stderr?.on("data", (chunk) => {
+      output += chunk;
+    });
+    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+    const deadline = Date.now() + 30_000;
+    while (!/API key:\s+cwk_/.test(output) || !output.includes('"msg":"listening"')) {
+      if (Date.now() > deadline) throw new Error(`server did not start:\n${output}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const key = /API key:\s+(cwk_\S+)/.exec(output)?.[1] as string;
+    const headers = { "x-api-key": key, "content-type": "application/json" };
+
+    // One write certainly in flight, and a burst of others racing the signal.
+    const slow = slowPost(
+      port,
+      "/v1/tasks",
+      headers,
+      JSON.stringify({ title: "finished after the signal", description: "x".repeat(4096) }),
+    );
+    const burst = Array.from({ length: 40 }, (_, i) =>
+      fetch(`http://127.0.0.1:${port}/v1/tasks`, { method: "POST", headers, body: JSON.stringify({ title: `burst ${i}` }) }).then(
+        async (r): Promise<Answer> => ({ status: r.status, body: await r.json() }),
+        (error: Error & { cause?: { code?: string } }): Answer => ({ status: 0, body: error.cause?.code ?? error.message }),
+      ),
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    child.kill("SIGTERM");
+    while (!output.includes('"msg":"shutting down"')) await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 100));
+    slow.finish();
+
+    const finished = await slow.answer;
+    expect(finished.status).toBe(201);
+    const answers = await Promise.all(burst);
+    // A request is either answered, or was never accepted (refused once the server stopped
+    // listening); none is dropped half-way.
+    expect(answers.filter((a) => a.status !== 201 && a.body !== "ECONNREFUSED")).toEqual([]);
+    expect(await exited).toBe(0);
+    // The slow write was answered after the server began to shut down.
+    expect(output.lastIndexOf('"path":"/v1/tasks","status":201')).toBeGreaterThan(output.indexOf('"msg":"shutting down"'));
+    expect(output).toContain('"msg":"stopped"');
+
+    // Everything acknowledged is there after a restart.
+    const acknowledged = [finished, ...answers].filter((a) => a.status === 201).map((a) => (a.body as { id: string }).id);
+    const again = spawn(process.execPath, ["dist/server.js"], {
+      cwd: root,
+      env: { ...process.env, DATA_DIR: dataDir, PORT: String(port + 1), DATABASE_URL: "", LOG_LEVEL: "warn" },
+    });
+    try {
+      const start = Date.now();
+      let listed: { items: { id: string }[] } | null = null;
+      while (!listed && Date.now() - start < 30_000) {
+        listed = await fetch(`http://127.0.0.1:${port + 1}/v1/tasks?limit=100`, { headers: { "x-api-key": key } }).then(
+          (r) => (r.ok ? r.json() : null),
+          () => null,
+        );
+        if (!listed) await new Promise((r) => setTimeout(r, 100));
+      }
+      const ids = new Set(listed?.items.map((t) => t.id));
+      expect(acknowledged.filter((id) => !ids.has(id))).toEqual([]);
+    } finally {
+      again.kill("SIGKILL");
+    }
+  });
+});

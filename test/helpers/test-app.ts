@@ -1,0 +1,152 @@
+import { randomBytes } from "node:crypto";
+import type { Redis } from "ioredis";
+import pg from "pg";
+import pino from "pino";
+import { createApiKey } from "../../src/admin/admin.service.js";
+import { type SeedResult, seedDemo } from "../../src/admin/seed.js";
+import { createApp } from "../../src/app.js";
+import type { Permission } from "../../src/auth/permissions.js";
+import type { Config } from "../../src/config.js";
+import { type Database, openDatabase } from "../../src/db/database.js";
+import type { DeviceManagement } from "../../src/modules/members/device-management.js";
+
+/** `TEST_DATABASE=postgres` runs the suite against a throwaway database on the local server. */
+export const usePostgres = process.env.TEST_DATABASE === "postgres";
+const adminUrl = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
+
+/** A new empty database on the local PostgreSQL server, and how to drop it. */
+export async function createPostgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `gateway_test_${randomBytes(6).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const client = new pg.Client({ connectionString: adminUrl });
+      await client.connect();
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await client.end();
+    },
+  };
+}
+
+async function openTestDatabase(): Promise<{ database: Database; drop: () => Promise<void> }> {
+  if (!usePostgres) return { database: await openDatabase({ kind: "embedded" }), drop: async () => {} };
+  const { url, drop } = await createPostgresDatabase();
+  return { database: await openDatabase({ kind: "postgres", url, poolSize: 20 }), drop };
+}
+
+export type RestOptions = { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> };
+
+export const testJwtSecret = "test-secret-for-hs256-signing-0123456789";
+
+export async function createTestApp(
+  options: {
+    deviceManagement?: DeviceManagement;
+    bodyLimitBytes?: number;
+    jwt?: Config["jwt"];
+    rateLimitPerMinute?: number;
+    authFailuresPerMinute?: number;
+    trustProxy?: boolean;
+    redis?: Redis;
+    rateLimitKeyPrefix?: string;
+    database?: Database;
+  } = {},
+) {
+  const { database, drop } = options.database ? { database: options.database, drop: async () => {} } : await openTestDatabase();
+  const app = createApp({
+    database,
+    config: {
+      production: false,
+      bodyLimitBytes: options.bodyLimitBytes ?? 36 * 1024 * 1024,
+      jwt: options.jwt ?? { secret: testJwtSecret },
+      // Suites send far more than a minute's worth from one key; the limit has its own tests.
+      rateLimitPerMinute: options.rateLimitPerMinute ?? 1_000_000,
+      authFailuresPerMinute: options.authFailuresPerMinute ?? 1_000_000,
+      trustProxy: options.trustProxy,
+    },
+    redis: options.redis,
+    rateLimitKeyPrefix: options.rateLimitKeyPrefix,
+    logger: pino({ level: "silent" }),
+    deviceManagement: options.deviceManagement,
+  });
+
+  async function rest(method: string, path: string, opts: RestOptions = {}) {
+    const headers: Record<string, string> = { ...opts.headers };
+    if (opts.key) headers["x-api-key"] = opts.key;
+    let body: string | undefined = opts.rawBody;
+    if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers["content-type"] ??= "application/json";
+    }
+    const response = await app.fetch(new Request(`http://test${path}`, { method, headers, body }));
+    const text = await response.text();
+    let json: unknown;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    // biome-ignore lint/suspicious/noExplicitAny: tests inspect arbitrary JSON
+    return { status: response.status, headers: response.headers, text, body: json as any };
+  }
+
+  async function gql(
+    query: string,
+    variables: Record<string, unknown> = {},
+    opts: { key?: string; headers?: Record<string, string> } = {},
+  ) {
+    const headers: Record<string, string> = { "content-type": "application/json", ...opts.headers };
+    if (opts.key) headers["x-api-key"] = opts.key;
+    const response = await app.fetch(
+      new Request("http://test/graphql", { method: "POST", headers, body: JSON.stringify({ query, variables }) }),
+    );
+    // biome-ignore lint/suspicious/noExplicitAny: tests inspect arbitrary JSON
+    return { status: response.status, body: (await response.json()) as any };
+  }
+
+  /** A new organization with demo data and a key holding every scope. */
+  async function seedOrg(): Promise<SeedResult> {
+    return seedDemo(database.db, `Org ${randomBytes(3).toString("hex")}`);
+  }
+
+  async function keyWith(organizationId: string, scopes: Permission[], extra: { expiresInMs?: number } = {}) {
+    return createApiKey(database.db, { organizationId, name: "test", scopes, ...extra });
+  }
+
+  /** Counts the SQL statements `fn` makes Prisma send. */
+  async function countQueries(fn: () => Promise<unknown>): Promise<{ count: number; statements: string[] }> {
+    const statements: string[] = [];
+    database.onQuery((sql) => statements.push(sql));
+    try {
+      await fn();
+    } finally {
+      database.onQuery(undefined);
+    }
+    const count = statements.filter((s) => !/^(BEGIN|COMMIT|ROLLBACK)/i.test(s.trim())).length;
+    return { count, statements };
+  }
+
+  return {
+    app,
+    database,
+    db: database.db,
+    rest,
+    gql,
+    seedOrg,
+    keyWith,
+    countQueries,
+    /** Closes the database unless the caller passed its own in. */
+    async close() {
+      if (options.database) return;
+      await database.close();
+      await drop();
+    },
+  };
+}
+
+export type TestApp = Awaited<ReturnType<typeof createTestApp>>;

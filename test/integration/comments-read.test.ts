@@ -1,0 +1,177 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { SeedResult } from "../../src/admin/seed.js";
+import { createTestApp, type TestApp } from "../helpers/test-app.js";
+
+let t: TestApp;
+let org: SeedResult;
+let other: SeedResult;
+
+beforeAll(async () => {
+  t = await createTestApp();
+  org = await t.seedOrg();
+  other = await t.seedOrg();
+});
+afterAll(() => t.close());
+
+function comment(content: string, extra: Record<string, unknown> = {}, entityId = org.vendorIds[0]) {
+  return t.rest("POST", "/v1/comments", {
+    key: org.apiKey,
+    body: { content, entityId, entityType: "vendor", userId: org.userIds[0], ...extra },
+  });
+}
+
+describe("list comments of an entity", () => {
+  it("lists newest first with authors and attachments, paging with nextCursor", async () => {
+    for (let i = 0; i < 5; i++) {
+      const res = await comment(`c${i}`, {
+        attachments: [{ fileName: `f${i}.txt`, fileType: "text/plain", fileData: Buffer.from(`file ${i}`).toString("base64") }],
+      });
+      expect(res.status).toBe(201);
+    }
+    const first = await t.rest("GET", `/v1/comments?entityId=${org.vendorIds[0]}&entityType=vendor&limit=3`, { key: org.apiKey });
+    expect(first.status).toBe(200);
+    expect(Object.keys(first.body).sort()).toEqual(["items", "nextCursor"]);
+    expect(first.body.items.map((c: { content: string }) => c.content)).toEqual(["c4", "c3", "c2"]);
+    expect(first.body.items[0].author).toMatchObject({ id: org.userIds[0], name: "Ada Owner" });
+    expect(first.body.items[0].attachments).toEqual([
+      { id: expect.stringMatching(/^att_/), name: "f4.txt", type: "text/plain", size: 6, createdAt: expect.any(String) },
+    ]);
+    const second = await t.rest(
+      "GET",
+      `/v1/comments?entityId=${org.vendorIds[0]}&entityType=vendor&limit=3&cursor=${first.body.nextCursor}`,
+      {
+        key: org.apiKey,
+      },
+    );
+    expect(second.body.items.map((c: { content: string }) => c.content)).toEqual(["c1", "c0"]);
+    expect(second.body.nextCursor).toBeNull();
+    const gql = await t.gql(
+      `query($id: ID!) { comments(entityId: $id, entityType: vendor, limit: 3) { items { content author { name } attachments { name } } nextCursor } }`,
+      { id: org.vendorIds[0] },
+      { key: org.apiKey },
+    );
+    expect(gql.body.data.comments.nextCursor).toBe(first.body.nextCursor);
+    expect(gql.body.data.comments.items[0]).toEqual({
+      content: "c4",
+      author: { name: "Ada Owner" },
+      attachments: [{ name: "f4.txt" }],
+    });
+  });
+
+  it("costs the same number of SQL statements for 5 and 50 comments", async () => {
+    const entityId = org.vendorIds[1] as string;
+    for (let i = 0; i < 50; i++)
+      await comment(`bulk ${i}`, { attachments: [{ fileName: "a.txt", fileType: "text/plain", fileData: "YQ==" }] }, entityId);
+    const small = await t.countQueries(() =>
+      t.rest("GET", `/v1/comments?entityId=${entityId}&entityType=vendor&limit=5`, { key: org.apiKey }),
+    );
+    const large = await t.countQueries(() =>
+      t.rest("GET", `/v1/comments?entityId=${entityId}&entityType=vendor&limit=50`, { key: org.apiKey }),
+    );
+    expect(large.count).toBe(small.count);
+    // key, entity check, comments, attachments, authors, users: one statement each, whatever the page size
+    expect(small.count).toBeLessThanOrEqual(6);
+  });
+
+  it("pages with no repeats and no gaps while comments are being added", async () => {
+    const entityId = org.riskIds[0] as string;
+    const post = (content: string) =>
+      t.rest("POST", "/v1/comments", {
+        key: org.apiKey,
+        body: { content, entityId, entityType: "risk", userId: org.userIds[0] },
+      });
+    const existing: string[] = [];
+    for (let i = 0; i < 40; i++) existing.push((await post(`before ${i}`)).body.id);
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let inserted = 0;
+    do {
+      const query: string = `/v1/comments?entityId=${entityId}&entityType=risk&limit=7${cursor ? `&cursor=${cursor}` : ""}`;
+      const [page] = await Promise.all([
+        t.rest("GET", query, { key: org.apiKey }),
+        post(`during ${inserted++}`),
+        post(`during ${inserted++}`),
+      ]);
+      expect(page.status).toBe(200);
+      seen.push(...page.body.items.map((c: { id: string }) => c.id));
+      cursor = page.body.nextCursor;
+    } while (cursor);
+    expect(new Set(seen).size).toBe(seen.length);
+    expect(existing.filter((id) => !seen.includes(id))).toEqual([]);
+    expect(inserted).toBeGreaterThan(10);
+  });
+
+  it("validates the entity and the page arguments", async () => {
+    const base = `/v1/comments?entityType=vendor`;
+    expect((await t.rest("GET", `${base}&entityId=vnd_missing`, { key: org.apiKey })).status).toBe(404);
+    expect((await t.rest("GET", `${base}&entityId=${other.vendorIds[0]}`, { key: org.apiKey })).status).toBe(404);
+    for (const page of ["limit=0", "limit=101", "limit=abc", "limit=1.5", "cursor=bogus"]) {
+      const res = await t.rest("GET", `${base}&entityId=${org.vendorIds[0]}&${page}`, { key: org.apiKey });
+      expect(res.status, page).toBe(400);
+      expect(res.body.code).toBe("BAD_USER_INPUT");
+    }
+    const defaultPage = await t.rest("GET", `${base}&entityId=${org.vendorIds[1]}`, { key: org.apiKey });
+    expect(defaultPage.body.items).toHaveLength(20);
+  });
+});
+
+describe("download an attachment", () => {
+  it("answers the stored bytes with the stored type, as an attachment that cannot be rendered", async () => {
+    const bytes = Buffer.from([0x25, 0x50, 0x44, 0x46, 0x00, 0xff, 0x10]);
+    const created = await comment("with file", {
+      attachments: [{ fileName: 'rapport été".pdf', fileType: "application/pdf", fileData: bytes.toString("base64") }],
+    });
+    expect(created.status).toBe(400);
+    const ok = await comment("with file", {
+      attachments: [{ fileName: "rapport été.pdf", fileType: "application/pdf", fileData: bytes.toString("base64") }],
+    });
+    const id = ok.body.attachments[0].id;
+    const response = await t.app.fetch(new Request(`http://test/v1/attachments/${id}`, { headers: { "x-api-key": org.apiKey } }));
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe("application/pdf");
+    expect(response.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(response.headers.get("content-disposition")).toBe(
+      `attachment; filename="rapport _t_.pdf"; filename*=UTF-8''${encodeURIComponent("rapport été.pdf")}`,
+    );
+    expect(response.headers.get("content-security-policy")).toContain("sandbox");
+    expect(Buffer.from(await response.arrayBuffer())).toEqual(bytes);
+    const gql = await t.gql(
+      `query($id: ID!) { attachment(id: $id) { name type size contentBase64 } }`,
+      { id },
+      { key: org.apiKey },
+    );
+    expect(gql.body.data.attachment).toEqual({
+      name: "rapport été.pdf",
+      type: "application/pdf",
+      size: 7,
+      contentBase64: bytes.toString("base64"),
+    });
+  });
+
+  it("answers 404 for another organization's attachment, in our envelope", async () => {
+    const ok = await comment("file", { attachments: [{ fileName: "a.txt", fileType: "text/plain", fileData: "YQ==" }] });
+    const res = await t.rest("GET", `/v1/attachments/${ok.body.attachments[0].id}`, { key: other.apiKey });
+    expect(res.status).toBe(404);
+    expect(res.body.code).toBe("NOT_FOUND");
+  });
+});
+
+describe("audit events", () => {
+  it("lists the organization's events newest first, only its own", async () => {
+    await comment("audited");
+    const res = await t.rest("GET", "/v1/audit-events?limit=5", { key: org.apiKey });
+    expect(res.status).toBe(200);
+    expect(res.body.items[0]).toMatchObject({
+      action: "comment.created",
+      entityType: "comment",
+      actorApiKeyId: expect.stringMatching(/^apk_/),
+    });
+    expect(Object.keys(res.body.items[0]).sort()).toEqual(
+      ["action", "actorApiKeyId", "actorUserId", "createdAt", "data", "entityId", "entityType", "id", "requestId"].sort(),
+    );
+    const theirs = await t.rest("GET", "/v1/audit-events?limit=100", { key: other.apiKey });
+    expect(theirs.body.items.map((e: { action: string }) => e.action).sort()).toEqual(
+      ["api_key.created", "member.created", "member.created", "member.created", "member.created"].sort(),
+    );
+  });
+});

@@ -1,0 +1,132 @@
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { SeedResult } from "../../src/admin/seed.js";
+import { createApp } from "../../src/app.js";
+import { createTestApp, type TestApp } from "../helpers/test-app.js";
+
+let t: TestApp;
+let org: SeedResult;
+
+beforeAll(async () => {
+  t = await createTestApp();
+  org = await t.seedOrg();
+});
+afterAll(() => t.close());
+
+/** Sends the document and checks it was refused before any resolver (or authentication) ran. */
+async function refused(query: string): Promise<string[]> {
+  let body: { data?: unknown; errors: { message: string; extensions: { code: string } }[] } | undefined;
+  const { count } = await t.countQueries(async () => {
+    body = (await t.gql(query, {}, { key: org.apiKey })).body;
+  });
+  expect(body?.data ?? null, JSON.stringify(body).slice(0, 300)).toBeNull();
+  for (const error of body?.errors ?? [])
+    expect(error.extensions.code).toMatch(/^(BAD_USER_INPUT|GRAPHQL_VALIDATION_FAILED|GRAPHQL_PARSE_FAILED)$/);
+  expect(count).toBe(0);
+  return (body?.errors ?? []).map((e) => e.message);
+}
+
+describe("GraphQL operation limits", () => {
+  it("refuses documents nested deeper than 10", async () => {
+    let selection = "leaf";
+    for (let i = 0; i < 11; i++) selection = `level${i} { ${selection} }`;
+    const messages = await refused(`{ ${selection} }`);
+    expect(messages.join(" ")).toMatch(/depth/i);
+  });
+
+  it("refuses more than 15 aliases", async () => {
+    const aliases = Array.from({ length: 16 }, (_, i) => `t${i}: task(taskId: "${org.taskIds[0]}") { id }`).join(" ");
+    expect((await refused(`{ ${aliases} }`)).join(" ")).toMatch(/alias/i);
+    const fifteen = Array.from({ length: 15 }, (_, i) => `t${i}: task(taskId: "${org.taskIds[0]}") { id }`).join(" ");
+    expect((await t.gql(`{ ${fifteen} }`, {}, { key: org.apiKey })).body.errors).toBeUndefined();
+  });
+
+  it("refuses documents of more than 2000 tokens", async () => {
+    expect((await refused(`{ ${Array.from({ length: 2100 }, () => "__typename").join(" ")} }`)).join(" ")).toMatch(/token/i);
+  });
+
+  it("refuses more than 20 directives", async () => {
+    expect(
+      (await refused(`{ __typename ${Array.from({ length: 21 }, () => "@include(if: true)").join(" ")} }`)).join(" "),
+    ).toMatch(/directive/i);
+  });
+
+  it("does not suggest field names", async () => {
+    const messages = await refused(`{ taks(taskId: "x") { id } }`);
+    expect(messages.join(" ")).not.toMatch(/did you mean/i);
+  });
+
+  it("refuses batched requests", async () => {
+    const response = await t.app.fetch(
+      new Request("http://test/graphql", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-key": org.apiKey },
+        body: JSON.stringify([{ query: "{ __typename }" }, { query: "{ __typename }" }]),
+      }),
+    );
+    expect(response.status).toBe(400);
+  });
+});
+
+describe("cross-site request forgery", () => {
+  it("refuses a GET or a form POST carrying no custom header, as a browser would send cross-site", async () => {
+    const get = await t.app.fetch(new Request(`http://test/graphql?query=${encodeURIComponent("{ __typename }")}`));
+    expect(get.status).toBe(403);
+    expect((await get.json()).errors[0].extensions.code).toBe("FORBIDDEN");
+    const form = await t.app.fetch(
+      new Request("http://test/graphql", {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", cookie: "session_token=cws_x" },
+        body: "query=%7B__typename%7D",
+      }),
+    );
+    // Refused before CSRF prevention even looks: GraphQL requests must be JSON.
+    expect(form.status).toBe(415);
+    expect((await form.json()).errors[0].extensions.code).toBe("UNSUPPORTED_MEDIA_TYPE");
+  });
+
+  it("lets API clients through", async () => {
+    const get = await t.app.fetch(
+      new Request(`http://test/graphql?query=${encodeURIComponent("{ __typename }")}`, { headers: { "x-api-key": org.apiKey } }),
+    );
+    expect(get.status).toBe(200);
+  });
+});
+
+describe("production mode", () => {
+  function productionApp(extra: { introspection?: boolean; graphiql?: boolean } = {}) {
+    return createApp({
+      database: t.database,
+      config: { production: true, bodyLimitBytes: 1 << 20, ...extra },
+      logger: pino({ level: "silent" }),
+    });
+  }
+  const introspect = (app: ReturnType<typeof productionApp>) =>
+    app
+      .fetch(
+        new Request("http://test/graphql", {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-api-key": org.apiKey },
+          body: JSON.stringify({ query: "{ __schema { queryType { name } } }" }),
+        }),
+      )
+      .then((r) => r.json());
+  const graphiql = (app: ReturnType<typeof productionApp>) =>
+    app
+      .fetch(new Request("http://test/graphql", { headers: { accept: "text/html" } }))
+      .then((r) => r.headers.get("content-type") ?? "");
+
+  it("turns introspection and GraphiQL off", async () => {
+    const app = productionApp();
+    const result = await introspect(app);
+    expect(result.data ?? null).toBeNull();
+    expect(result.errors[0].extensions.code).toMatch(/BAD_USER_INPUT|GRAPHQL_VALIDATION_FAILED/);
+    expect(await graphiql(app)).not.toContain("text/html");
+  });
+
+  it("turns them on when configured", async () => {
+    const app = productionApp({ introspection: true, graphiql: true });
+    expect((await introspect(app)).data.__schema.queryType.name).toBe("Query");
+    expect(await graphiql(app)).toContain("text/html");
+  });
+});

@@ -1,0 +1,129 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { SeedResult } from "../../src/admin/seed.js";
+import { createTestApp, type TestApp } from "../helpers/test-app.js";
+
+let t: TestApp;
+let org: SeedResult;
+let other: SeedResult;
+let n = 0;
+const newKey = () => `retry-${Date.now()}-${n++}`;
+
+beforeAll(async () => {
+  t = await createTestApp();
+  org = await t.seedOrg();
+  other = await t.seedOrg();
+});
+afterAll(() => t.close());
+
+const comment = (content: string) => ({ content, entityId: org.taskIds[0], entityType: "task", userId: org.userIds[0] });
+const post = (key: string, body: unknown, apiKey = org.apiKey) =>
+  t.rest("POST", "/v1/comments", { key: apiKey, body, headers: { "idempotency-key": key } });
+const countComments = () => t.db.comment.count({ where: { organizationId: org.organizationId } });
+
+describe("Idempotency-Key on REST", () => {
+  it("returns the first answer to a retry without writing again", async () => {
+    const key = newKey();
+    const before = await countComments();
+    const first = await post(key, comment("once"));
+    expect(first.status).toBe(201);
+    const retry = await post(key, comment("once"));
+    expect(retry.status).toBe(201);
+    expect(retry.body).toEqual(first.body);
+    expect(retry.headers.get("idempotent-replayed")).toBe("true");
+    expect(await countComments()).toBe(before + 1);
+  });
+
+  it("answers 422 for the same key with another body", async () => {
+    const key = newKey();
+    expect((await post(key, comment("first"))).status).toBe(201);
+    const reuse = await post(key, comment("second"));
+    expect(reuse.status).toBe(422);
+    expect(reuse.body).toMatchObject({ statusCode: 422, code: "IDEMPOTENCY_KEY_REUSED" });
+  });
+
+  it("writes once when retries race", async () => {
+    const key = newKey();
+    const before = await countComments();
+    const answers = await Promise.all(Array.from({ length: 8 }, () => post(key, comment("racing"))));
+    expect(answers.map((a) => a.status)).toEqual(Array(8).fill(201));
+    expect(new Set(answers.map((a) => a.body.id)).size).toBe(1);
+    expect(await countComments()).toBe(before + 1);
+  });
+
+  it("keeps keys per organization", async () => {
+    const key = newKey();
+    expect((await post(key, comment("mine"))).status).toBe(201);
+    const theirs = await post(
+      key,
+      { content: "theirs", entityId: other.taskIds[0], entityType: "task", userId: other.userIds[0] },
+      other.apiKey,
+    );
+    expect(theirs.status).toBe(201);
+    expect(theirs.headers.get("idempotent-replayed")).toBeNull();
+  });
+
+  it("replays a refusal from the operation, but not a refusal of the request itself", async () => {
+    const key = newKey();
+    const missing = { ...comment("x"), entityId: "tsk_missing" };
+    expect((await post(key, missing)).status).toBe(404);
+    const replay = await post(key, missing);
+    expect(replay.status).toBe(404);
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+
+    const other = newKey();
+    expect((await post(other, { ...comment("x"), content: 5 })).status).toBe(400);
+    expect((await post(other, comment("fixed"))).status).toBe(201);
+  });
+
+  it("runs again once a key has expired", async () => {
+    const key = newKey();
+    const first = await post(key, comment("old"));
+    await t.db.idempotencyKey.updateMany({ where: { key }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    const again = await post(key, comment("old"));
+    expect(again.status).toBe(201);
+    expect(again.body.id).not.toBe(first.body.id);
+  });
+
+  it("refuses a malformed key", async () => {
+    const res = await post("has spaces in it", comment("x"));
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe("BAD_USER_INPUT");
+  });
+
+  it("applies to every create, e.g. policy versions", async () => {
+    const key = newKey();
+    const path = `/v1/policies/${org.policyIds[0]}/versions`;
+    const first = await t.rest("POST", path, { key: org.apiKey, body: {}, headers: { "idempotency-key": key } });
+    const retry = await t.rest("POST", path, { key: org.apiKey, body: {}, headers: { "idempotency-key": key } });
+    expect(retry.body).toEqual(first.body);
+    const next = await t.rest("POST", path, { key: org.apiKey, body: {} });
+    expect(next.body.version).toBe(first.body.version + 1);
+  });
+});
+
+describe("Idempotency-Key on GraphQL mutations", () => {
+  const mutation = `mutation($title: String!) { createTask(title: $title) { id title } }`;
+  const send = (key: string, title: string) =>
+    t.gql(mutation, { title }, { key: org.apiKey, headers: { "idempotency-key": key } });
+
+  it("returns the first answer to a retry, and 422 for other variables", async () => {
+    const key = newKey();
+    const before = await t.db.task.count({ where: { organizationId: org.organizationId } });
+    const first = await send(key, "Once over GraphQL");
+    const retry = await send(key, "Once over GraphQL");
+    expect(retry.body).toEqual(first.body);
+    expect(await t.db.task.count({ where: { organizationId: org.organizationId } })).toBe(before + 1);
+    const reuse = await send(key, "Another title");
+    expect(reuse.status).toBe(422);
+    expect(reuse.body.errors[0].extensions.code).toBe("IDEMPOTENCY_KEY_REUSED");
+  });
+
+  it("ignores the header on queries", async () => {
+    const key = newKey();
+    const query = `query($id: ID!) { task(taskId: $id) { id } }`;
+    const a = await t.gql(query, { id: org.taskIds[0] }, { key: org.apiKey, headers: { "idempotency-key": key } });
+    const b = await t.gql(query, { id: org.taskIds[1] }, { key: org.apiKey, headers: { "idempotency-key": key } });
+    expect(a.body.data.task.id).toBe(org.taskIds[0]);
+    expect(b.body.data.task.id).toBe(org.taskIds[1]);
+  });
+});

@@ -1,0 +1,579 @@
+/**
+ * Isolation matrix: organization B tries every id-taking operation on organization A's ids.
+ *
+ * Rows: every argument of type ID of every root Query, Mutation and Subscription field (found in
+ * the schema, input objects included: createComment's attachments[].userId), called with each of
+ * A's ids of that kind. Columns: both transports (the REST route of the field from the route table,
+ * and GraphQL) times every credential kind of B (API key with every scope, JWT of B's owner,
+ * session of B's owner as bearer token and as cookie).
+ *
+ * Expected: 404 NOT_FOUND, exactly like a missing record (400 only where an attempt says so),
+ * never an answer carrying A's data; A's rows (every table with organizationId, A's organization,
+ * its members' users and their sessions, read as PostgreSQL's own JSON of each row) byte-identical
+ * after every attempt. With a user credential createComment ignores `userId` by design (the caller
+ * is the author): that attempt may succeed, but then the author is B's owner, never A's member.
+ *
+ * Also: B's user credentials (and B's API key) naming A in X-Organization-Id are 403 on every
+ * operation; an Idempotency-Key A used never replays A's answer to B; B's lists never show A's records.
+ */
+
+import { type GraphQLArgument, type GraphQLField, type GraphQLInputType, getNamedType, isInputObjectType } from "graphql";
+import { SignJWT } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { SeedResult } from "../../src/admin/seed.js";
+import { createSession } from "../../src/auth/sessions.js";
+import { REST_BASE, restRoutes } from "../../src/rest/routes.js";
+import { schema } from "../../src/schema.js";
+import { selectionOf } from "../fuzz/arbitraries.js";
+import { createTestApp, type TestApp, testJwtSecret } from "../helpers/test-app.js";
+
+type Root = "Query" | "Mutation" | "Subscription";
+type CredentialKind = "apiKey" | "jwt" | "session" | "sessionCookie";
+const credentialKinds: CredentialKind[] = ["apiKey", "jwt", "session", "sessionCookie"];
+
+type Attempt = {
+  /** e.g. Query.task */
+  field: string;
+  /** The ID argument aimed at A, e.g. taskId or attachments.userId */
+  arg: string;
+  /** A's id in that argument */
+  aId: string;
+  /** All arguments of the call */
+  args: Record<string, unknown>;
+  /** createComment's userId with a user credential: ignored by design, so it may succeed as B's owner. */
+  authorIgnoredWithUser?: boolean;
+  /** An id of the wrong kind for the argument: 400 BAD_USER_INPUT is as good as 404. */
+  allow400?: boolean;
+};
+
+let t: TestApp;
+let A: SeedResult & { versionIds: string[]; attachmentIds: string[]; commentIds: string[]; emails: string[] };
+let B: SeedResult & { versionIds: string[] };
+const headersOfB = {} as Record<CredentialKind, Record<string, string>>;
+
+async function enrich(org: SeedResult) {
+  // A comment with an attachment (on a vendor) and a draft version: every kind of id exists.
+  const comment = await t.rest("POST", "/v1/comments", {
+    key: org.apiKey,
+    body: {
+      content: `Confidential note of ${org.organizationId}`,
+      entityId: org.vendorIds[0],
+      entityType: "vendor",
+      userId: org.userIds[1],
+      attachments: [
+        {
+          fileName: "soc2.pdf",
+          fileType: "application/pdf",
+          fileData: Buffer.from(`%PDF-1.7 ${org.organizationId}`).toString("base64"),
+        },
+      ],
+    },
+  });
+  expect(comment.status).toBe(201);
+  const version = await t.rest("POST", `/v1/policies/${org.policyIds[0]}/versions`, {
+    key: org.apiKey,
+    body: { changelog: "Draft" },
+  });
+  expect(version.status).toBe(201);
+  const where = { where: { organizationId: org.organizationId }, select: { id: true } };
+  return {
+    ...org,
+    versionIds: (await t.db.policyVersion.findMany(where)).map((r) => r.id),
+    attachmentIds: (await t.db.attachment.findMany(where)).map((r) => r.id),
+    commentIds: (await t.db.comment.findMany(where)).map((r) => r.id),
+    emails: (
+      await t.db.user.findMany({
+        where: { memberships: { some: { organizationId: org.organizationId } } },
+        select: { email: true },
+      })
+    ).map((u) => u.email),
+  };
+}
+
+beforeAll(async () => {
+  t = await createTestApp();
+  A = await enrich(await t.seedOrg());
+  B = await enrich(await t.seedOrg());
+  const owner = B.userIds[0] as string;
+  const jwt = await new SignJWT({})
+    .setProtectedHeader({ alg: "HS256" })
+    .setSubject(owner)
+    .setExpirationTime("1h")
+    .sign(new TextEncoder().encode(testJwtSecret));
+  const session = await createSession(t.db, owner, 3_600_000);
+  headersOfB.apiKey = { "x-api-key": B.apiKey };
+  headersOfB.jwt = { authorization: `Bearer ${jwt}`, "x-organization-id": B.organizationId };
+  headersOfB.session = { authorization: `Bearer ${session.token}`, "x-organization-id": B.organizationId };
+  headersOfB.sessionCookie = { cookie: `session_token=${session.token}`, "x-organization-id": B.organizationId };
+});
+afterAll(() => t?.close());
+
+// ---------------------------------------------------------------------------------------------
+// A's data, byte for byte
+
+/** Every row of A: tables with organizationId, the organization, its members' users and their sessions, as PostgreSQL's JSON. */
+async function snapshotOf(organizationId: string): Promise<Record<string, string[]>> {
+  const tables = await t.db.$queryRawUnsafe<{ table_name: string }[]>(
+    `SELECT table_name FROM information_schema.columns
+      WHERE table_schema = current_schema() AND column_name = 'organizationId' ORDER BY table_name`,
+  );
+  const rows = async (sql: string) =>
+    (await t.db.$queryRawUnsafe<{ row: string }[]>(sql, organizationId)).map((r) => r.row).sort();
+  const snapshot: Record<string, string[]> = {};
+  for (const { table_name: table } of tables) {
+    snapshot[table] = await rows(`SELECT to_jsonb(x)::text AS row FROM "${table}" x WHERE x."organizationId" = $1`);
+  }
+  snapshot.Organization = await rows(`SELECT to_jsonb(x)::text AS row FROM "Organization" x WHERE x.id = $1`);
+  snapshot.User = await rows(
+    `SELECT to_jsonb(x)::text AS row FROM "User" x WHERE x.id IN (SELECT "userId" FROM "Member" WHERE "organizationId" = $1)`,
+  );
+  snapshot.Session = await rows(
+    `SELECT to_jsonb(x)::text AS row FROM "Session" x WHERE x."userId" IN (SELECT "userId" FROM "Member" WHERE "organizationId" = $1)`,
+  );
+  return snapshot;
+}
+
+let baseline: Record<string, string[]>;
+let baselineText: string;
+
+/** Which of A's tables changed since the baseline, with the first differing rows. */
+async function changesToA(): Promise<string[]> {
+  const now = await snapshotOf(A.organizationId);
+  if (JSON.stringify(now) === baselineText) return [];
+  return Object.keys({ ...baseline, ...now }).flatMap((table) => {
+    const before = baseline[table] ?? [];
+    const after = now[table] ?? [];
+    if (JSON.stringify(before) === JSON.stringify(after)) return [];
+    const gone = before.filter((r) => !after.includes(r));
+    const added = after.filter((r) => !before.includes(r));
+    return [`${table}: -${gone.slice(0, 2).join(" ")} +${added.slice(0, 2).join(" ")}`];
+  });
+}
+
+/** A's data an answer must never carry: every id of A but the one the request named, its e-mails, its comment. */
+function leakedOfA(text: string, requested: string): string[] {
+  const markers = [
+    ...A.userIds,
+    ...A.memberIds,
+    ...A.taskIds,
+    ...A.vendorIds,
+    ...A.riskIds,
+    ...A.policyIds,
+    ...A.taskItemIds,
+    ...A.versionIds,
+    ...A.attachmentIds,
+    ...A.commentIds,
+    ...A.emails,
+    `Confidential note of ${A.organizationId}`,
+    Buffer.from(`%PDF-1.7 ${A.organizationId}`).toString("base64"),
+  ];
+  return markers.filter((m) => text.includes(m) && !requested.includes(m));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The operations that take ids, from the schema
+
+const roots: [Root, Record<string, GraphQLField<unknown, unknown>>][] = [
+  ["Query", schema.getQueryType()?.getFields() ?? {}],
+  ["Mutation", schema.getMutationType()?.getFields() ?? {}],
+  ["Subscription", schema.getSubscriptionType()?.getFields() ?? {}],
+];
+
+/** Paths of ID arguments, into input objects and lists: id, entityId, attachments.userId, ... */
+function idPaths(type: GraphQLInputType, prefix: string): string[] {
+  const named = getNamedType(type);
+  if (named.name === "ID") return [prefix];
+  if (isInputObjectType(named)) return Object.values(named.getFields()).flatMap((f) => idPaths(f.type, `${prefix}.${f.name}`));
+  return [];
+}
+
+const idTakingArguments = roots.flatMap(([root, fields]) =>
+  Object.values(fields).flatMap((field) =>
+    field.args.flatMap((arg) => idPaths(arg.type, arg.name).map((path) => `${root}.${field.name}:${path}`)),
+  ),
+);
+
+function fieldOf(name: string): { root: Root; field: GraphQLField<unknown, unknown> } {
+  const [root, fieldName] = name.split(".") as [Root, string];
+  const field = roots.find(([r]) => r === root)?.[1][fieldName];
+  if (!field) throw new Error(`no field ${name}`);
+  return { root, field };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The attempts
+
+const pdf = { fileName: "x.pdf", fileType: "application/pdf", fileData: "JVBERi0xLjcK" };
+
+/**
+ * The matrix rows: each ID argument with each of A's ids of its kind. `wrongKind` adds, per
+ * argument, one of A's ids of every other kind (a vendor's id as a taskId...): 404 or 400.
+ */
+function attempts({ wrongKind = false } = {}): Attempt[] {
+  const list: Attempt[] = [];
+  const idsOfA: Record<string, string[]> = {
+    user: A.userIds,
+    member: A.memberIds,
+    task: A.taskIds,
+    vendor: A.vendorIds,
+    risk: A.riskIds,
+    policy: A.policyIds,
+    policyVersion: A.versionIds,
+    taskItem: A.taskItemIds,
+    comment: A.commentIds,
+    attachment: A.attachmentIds,
+  };
+  const add = (
+    field: string,
+    arg: string,
+    ids: string[],
+    args: (id: string) => Record<string, unknown>,
+    extra: Partial<Attempt> = {},
+  ) => {
+    if (!wrongKind) {
+      for (const aId of ids) list.push({ field, arg, aId, args: args(aId), ...extra });
+      return;
+    }
+    for (const others of Object.values(idsOfA)) {
+      const aId = others[0] as string;
+      if (!ids.includes(aId)) list.push({ field, arg, aId, args: args(aId), allow400: true, ...extra });
+    }
+  };
+  const entities = [
+    ...A.taskIds.map((id) => [id, "task"] as const),
+    ...A.vendorIds.map((id) => [id, "vendor"] as const),
+    ...A.riskIds.map((id) => [id, "risk"] as const),
+    ...A.policyIds.map((id) => [id, "policy"] as const),
+  ];
+  const typeOf = (id: string, otherwise: string) => entities.find(([e]) => e === id)?.[1] ?? otherwise;
+  const itemEntities = [...A.vendorIds, ...A.riskIds];
+  const ownerOfB = B.userIds[0] as string;
+
+  // The five operations
+  add("Query.task", "taskId", A.taskIds, (id) => ({ taskId: id }));
+  add("Mutation.unlinkDevice", "id", A.memberIds, (id) => ({ id }));
+  add("Mutation.createPolicyVersion", "id", A.policyIds, (id) => ({ id, changelog: "B was here" }));
+  add("Mutation.createPolicyVersion", "sourceVersionId", A.versionIds, (id) => ({ id: B.policyIds[0], sourceVersionId: id }));
+  add("Query.taskItemStats", "entityId", itemEntities, (id) => ({ entityId: id, entityType: typeOf(id, "vendor") }));
+  add(
+    "Mutation.createComment",
+    "entityId",
+    entities.map(([id]) => id),
+    (id) => ({ content: "B was here", entityId: id, entityType: typeOf(id, "task"), userId: ownerOfB }),
+  );
+  // A's member as the author (by user id, and by member id), and as an attachment's uploader
+  add(
+    "Mutation.createComment",
+    "userId",
+    [...A.userIds, ...A.memberIds],
+    (id) => ({ content: "B was here", entityId: B.taskIds[0], entityType: "task", userId: id }),
+    { authorIgnoredWithUser: true },
+  );
+  add("Mutation.createComment", "attachments.userId", A.userIds, (id) => ({
+    content: "B was here",
+    entityId: B.taskIds[0],
+    entityType: "task",
+    userId: ownerOfB,
+    attachments: [{ ...pdf, userId: id }],
+  }));
+  // The supporting operations
+  add("Query.member", "id", A.memberIds, (id) => ({ id }));
+  add("Mutation.updateMember", "id", A.memberIds, (id) => ({ id, jobTitle: "B was here", role: "employee", isActive: false }));
+  add("Query.policy", "id", A.policyIds, (id) => ({ id }));
+  add("Query.policyVersions", "id", A.policyIds, (id) => ({ id }));
+  add("Mutation.updateTask", "taskId", A.taskIds, (id) => ({ taskId: id, title: "B was here", description: null }));
+  add("Mutation.updateTaskItem", "id", A.taskItemIds, (id) => ({ id, title: "B was here", status: "canceled" }));
+  add("Query.taskItems", "entityId", itemEntities, (id) => ({ entityId: id, entityType: typeOf(id, "vendor") }));
+  add("Mutation.createTaskItem", "entityId", itemEntities, (id) => ({
+    title: "B was here",
+    entityId: id,
+    entityType: typeOf(id, "vendor"),
+  }));
+  add(
+    "Query.comments",
+    "entityId",
+    entities.map(([id]) => id),
+    (id) => ({ entityId: id, entityType: typeOf(id, "task") }),
+  );
+  add("Query.attachment", "id", A.attachmentIds, (id) => ({ id }));
+  add(
+    "Subscription.commentAdded",
+    "entityId",
+    entities.map(([id]) => id),
+    (id) => ({ entityId: id, entityType: typeOf(id, "task") }),
+  );
+  return list;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Calling an operation on both transports
+
+type Outcome = { status: number; code: string | undefined; text: string; body: unknown };
+
+function argType(field: GraphQLField<unknown, unknown>, name: string): GraphQLArgument {
+  const arg = field.args.find((a) => a.name === name);
+  if (!arg) throw new Error(`${field.name} has no argument ${name}`);
+  return arg;
+}
+
+function operation(name: string, args: Record<string, unknown>): string {
+  const { root, field } = fieldOf(name);
+  const names = Object.keys(args);
+  const defs = names.map((n) => `$${n}: ${argType(field, n).type}`).join(", ");
+  const call = names.map((n) => `${n}: $${n}`).join(", ");
+  return `${root.toLowerCase()} Isolation(${defs}) { ${field.name}(${call}) ${selectionOf(field.type)} }`;
+}
+
+async function viaGraphql(name: string, args: Record<string, unknown>, headers: Record<string, string>): Promise<Outcome> {
+  const response = await t.app.fetch(
+    new Request("http://test/graphql", {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify({ query: operation(name, args), variables: args }),
+    }),
+  );
+  const text = await response.text();
+  const body = JSON.parse(text);
+  return { status: response.status, code: body.errors?.[0]?.extensions?.code, text, body };
+}
+
+/** The field's REST route from the route table: path parameters in the path, the rest in the query (GET) or the JSON body. */
+function restRequest(name: string, args: Record<string, unknown>): { method: string; path: string; body?: string } {
+  const route = restRoutes[name];
+  if (!route) throw new Error(`${name} has no REST route`);
+  const rest = { ...args };
+  const path = route.path.replace(/:(\w+)/g, (_, param: string) => {
+    const value = rest[param];
+    delete rest[param];
+    return encodeURIComponent(String(value));
+  });
+  if (route.method === "GET") {
+    const query = new URLSearchParams(Object.entries(rest).map(([k, v]) => [k, String(v)])).toString();
+    return { method: "GET", path: `${REST_BASE}${path}${query ? `?${query}` : ""}` };
+  }
+  return { method: route.method, path: `${REST_BASE}${path}`, body: JSON.stringify(rest) };
+}
+
+async function viaRest(name: string, args: Record<string, unknown>, headers: Record<string, string>): Promise<Outcome> {
+  const { method, path, body } = restRequest(name, args);
+  const response = await t.app.fetch(
+    new Request(`http://test${path}`, {
+      method,
+      headers: { ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
+      body,
+    }),
+  );
+  const text = await response.text();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  return { status: response.status, code: (parsed as { code?: string } | undefined)?.code, text, body: parsed };
+}
+
+/** A subscription over server-sent events: its first event (or none within the wait), then closed. */
+async function viaSse(name: string, args: Record<string, unknown>, headers: Record<string, string>): Promise<Outcome> {
+  const controller = new AbortController();
+  const response = await t.app.fetch(
+    new Request("http://test/graphql", {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "text/event-stream", ...headers },
+      body: JSON.stringify({ query: operation(name, args), variables: args }),
+      signal: controller.signal,
+    }),
+  );
+  const reader = response.body?.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  const deadline = Date.now() + 2_000;
+  try {
+    while (reader && Date.now() < deadline && !/event: (next|complete)[\s\S]*\n\n/.test(text)) {
+      const chunk = await Promise.race([
+        reader.read(),
+        new Promise<{ done: true; value: undefined }>((resolve) =>
+          setTimeout(() => resolve({ done: true, value: undefined }), 250),
+        ),
+      ]);
+      if (chunk.value) text += decoder.decode(chunk.value, { stream: true });
+      else if (chunk.done && Date.now() >= deadline) break;
+    }
+  } finally {
+    controller.abort();
+    await reader?.cancel().catch(() => {});
+  }
+  const data = /event: next\ndata: (.*)\n/.exec(text)?.[1];
+  const body = data ? JSON.parse(data) : undefined;
+  return { status: response.status, code: body?.errors?.[0]?.extensions?.code ?? (data ? undefined : "NO_EVENT"), text, body };
+}
+
+type Transport = "REST" | "GraphQL";
+
+async function call(transport: Transport, name: string, args: Record<string, unknown>, headers: Record<string, string>) {
+  if (name.startsWith("Subscription.")) return viaSse(name, args, headers);
+  return transport === "REST" ? viaRest(name, args, headers) : viaGraphql(name, args, headers);
+}
+
+const transportsOf = (name: string): Transport[] => (restRoutes[name] ? ["REST", "GraphQL"] : ["GraphQL"]);
+
+/** What is wrong with B's answer to an attempt on A's id; empty when it is the 404 a missing record gets. */
+function problemsWith(attempt: Attempt, transport: Transport, credential: CredentialKind, outcome: Outcome): string[] {
+  const problems: string[] = [];
+  const requested = JSON.stringify(attempt.args);
+  const leaks = leakedOfA(outcome.text, requested);
+  if (leaks.length) problems.push(`the answer carries A's ${leaks.join(", ")}`);
+  if (attempt.authorIgnoredWithUser && credential !== "apiKey") {
+    // userId is ignored with a user credential: the comment (on B's task) is B's owner's.
+    const comment =
+      transport === "REST" ? outcome.body : (outcome.body as { data?: { createComment?: unknown } })?.data?.createComment;
+    const author = (comment as { author?: { id?: string } } | undefined)?.author?.id;
+    if (outcome.code !== "NOT_FOUND" && author !== B.userIds[0]) problems.push(`the author is ${author}, not B's owner`);
+    return problems;
+  }
+  const rest = transport === "REST" && !attempt.field.startsWith("Subscription.");
+  const badInput = attempt.allow400 && outcome.code === "BAD_USER_INPUT";
+  if (rest && outcome.status !== 404 && !(badInput && outcome.status === 400)) problems.push(`status ${outcome.status}, not 404`);
+  if (!rest && outcome.status !== 200 && !(badInput && outcome.status === 400))
+    problems.push(`HTTP status ${outcome.status}, not 200`);
+  if (outcome.code !== "NOT_FOUND" && !badInput) problems.push(`code ${outcome.code}, not NOT_FOUND`);
+  if (!rest) {
+    const data = (outcome.body as { data?: Record<string, unknown> | null } | undefined)?.data;
+    if (data && Object.values(data).some((v) => v !== null)) problems.push(`data ${JSON.stringify(data).slice(0, 200)}`);
+  }
+  return problems;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe("isolation matrix: organization B on organization A's ids", () => {
+  it("the matrix covers every ID argument of every operation, and every REST route that takes an id", () => {
+    const all = attempts();
+    const covered = new Set(all.map((a) => `${a.field}:${a.arg}`));
+    expect([...covered].sort()).toEqual([...new Set(idTakingArguments)].sort());
+    // Every route with a path id takes an ID argument, so it is in the matrix; and so is every other route taking one.
+    const idFields = new Set(idTakingArguments.map((k) => k.split(":")[0]));
+    for (const [field, route] of Object.entries(restRoutes)) {
+      if (route.path.includes(":")) expect(idFields.has(field), `${field} (${route.path})`).toBe(true);
+      if (idFields.has(field)) expect(all.some((a) => a.field === field)).toBe(true);
+    }
+    // Each attempt names an id of A of the argument's kind, not a made-up one.
+    for (const a of all) expect(JSON.stringify(A)).toContain(a.aId);
+  });
+
+  it("every attempt, on both transports, with every credential of B, is 404 and leaves A byte-identical", {
+    timeout: 180_000,
+  }, async () => {
+    baseline = await snapshotOf(A.organizationId);
+    baselineText = JSON.stringify(baseline);
+    // The snapshot sees A's data in every table that holds some.
+    for (const table of ["Member", "Device", "ApiKey", "Task", "TaskItem", "Vendor", "Risk", "Policy", "PolicyVersion"]) {
+      expect(baseline[table]?.length, table).toBeGreaterThan(0);
+    }
+    for (const table of ["Comment", "Attachment", "AuditEvent", "Organization", "User"]) {
+      expect(baseline[table]?.length, table).toBeGreaterThan(0);
+    }
+
+    const failures: string[] = [];
+    let calls = 0;
+    // A's ids of the argument's kind with every credential; ids of the other kinds with B's API key.
+    const rows = [
+      ...attempts().map((attempt) => ({ attempt, credentials: credentialKinds })),
+      ...attempts({ wrongKind: true }).map((attempt) => ({ attempt, credentials: ["apiKey"] as CredentialKind[] })),
+    ];
+    for (const { attempt, credentials } of rows) {
+      for (const transport of transportsOf(attempt.field)) {
+        for (const credential of credentials) {
+          const outcome = await call(transport, attempt.field, attempt.args, headersOfB[credential]);
+          calls++;
+          const where = `${attempt.field}(${attempt.arg}: ${attempt.aId}) via ${attempt.field.startsWith("Subscription.") ? "GraphQL SSE" : transport} as B's ${credential}`;
+          const problems = problemsWith(attempt, transport, credential, outcome);
+          const changed = await changesToA();
+          if (changed.length) {
+            problems.push(`A's data changed: ${changed.join("; ")}`);
+            // Compare later attempts against the changed state, so that each change is reported once.
+            baseline = await snapshotOf(A.organizationId);
+            baselineText = JSON.stringify(baseline);
+          }
+          if (problems.length)
+            failures.push(`${where}: ${problems.join("; ")}\n    answer ${outcome.status} ${outcome.text.slice(0, 300)}`);
+        }
+      }
+    }
+    console.info(`[isolation] ${calls} calls with A's ids (${rows.length} operation and id pairs)`);
+    expect(failures).toEqual([]);
+  });
+
+  it("B's user credentials naming A in X-Organization-Id are 403 on every operation, and so is B's API key", async () => {
+    const before = JSON.stringify(await snapshotOf(A.organizationId));
+    const failures: string[] = [];
+    const seen = new Set<string>();
+    for (const attempt of attempts()) {
+      // One call per operation and argument is enough: authentication fails before the arguments matter.
+      const key = `${attempt.field}:${attempt.arg}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      for (const transport of transportsOf(attempt.field)) {
+        for (const credential of credentialKinds) {
+          const headers = { ...headersOfB[credential], "x-organization-id": A.organizationId };
+          const outcome = await call(transport, attempt.field, attempt.args, headers);
+          const rest = transport === "REST" && !attempt.field.startsWith("Subscription.");
+          const problems: string[] = [];
+          if (rest && outcome.status !== 403) problems.push(`status ${outcome.status}, not 403`);
+          if (outcome.code !== "FORBIDDEN") problems.push(`code ${outcome.code}, not FORBIDDEN`);
+          const leaks = leakedOfA(outcome.text, JSON.stringify(attempt.args));
+          if (leaks.length) problems.push(`the answer carries A's ${leaks.join(", ")}`);
+          if (problems.length) {
+            failures.push(
+              `${attempt.field} via ${transport} as B's ${credential} naming A: ${problems.join("; ")}\n    answer ${outcome.text.slice(0, 300)}`,
+            );
+          }
+        }
+      }
+    }
+    expect(failures).toEqual([]);
+    expect(JSON.stringify(await snapshotOf(A.organizationId))).toBe(before);
+  });
+
+  it("an Idempotency-Key that A used does not replay A's answer to B", async () => {
+    for (const transport of ["REST", "GraphQL"] as const) {
+      const key = `isolation-${transport}-${A.organizationId}`;
+      const args = { title: "Quarterly access review", description: "Same request, same key, other organization" };
+      const first = await call(transport, "Mutation.createTask", args, { "x-api-key": A.apiKey, "idempotency-key": key });
+      const created = transport === "REST" ? first.body : (first.body as { data?: { createTask?: unknown } }).data?.createTask;
+      const aTaskId = (created as { id?: string } | undefined)?.id;
+      expect(aTaskId, first.text).toMatch(/^tsk_/);
+      const before = JSON.stringify(await snapshotOf(A.organizationId));
+      for (const credential of credentialKinds) {
+        const again = await call(transport, "Mutation.createTask", args, { ...headersOfB[credential], "idempotency-key": key });
+        expect(again.text, `${transport} as B's ${credential}`).not.toContain(aTaskId);
+        expect(again.code, `${transport} as B's ${credential}: ${again.text}`).toBeUndefined();
+      }
+      expect(JSON.stringify(await snapshotOf(A.organizationId))).toBe(before);
+    }
+  });
+
+  it("B's lists show none of A's records, on both transports, with every credential", async () => {
+    const lists: [string, Record<string, unknown>][] = [
+      ["Query.members", { limit: 100 }],
+      ["Query.tasks", { limit: 100 }],
+      ["Query.auditEvents", { limit: 100 }],
+      ["Query.comments", { entityId: B.vendorIds[0], entityType: "vendor", limit: 100 }],
+      ["Query.taskItems", { entityId: B.vendorIds[0], entityType: "vendor", limit: 100 }],
+      ["Query.policyVersions", { id: B.policyIds[0], limit: 100 }],
+    ];
+    const failures: string[] = [];
+    for (const [name, args] of lists) {
+      for (const transport of transportsOf(name)) {
+        for (const credential of credentialKinds) {
+          const outcome = await call(transport, name, args, headersOfB[credential]);
+          if (outcome.status !== 200 || outcome.code !== undefined)
+            failures.push(`${name} via ${transport} as ${credential}: ${outcome.status} ${outcome.code}`);
+          const leaks = leakedOfA(outcome.text, "");
+          if (leaks.length) failures.push(`${name} via ${transport} as ${credential} lists A's ${leaks.join(", ")}`);
+        }
+      }
+    }
+    expect(failures).toEqual([]);
+  });
+});

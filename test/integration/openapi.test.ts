@@ -1,0 +1,290 @@
+import { createConfig, lintFromString } from "@redocly/openapi-core";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import { isEnumType, isNonNullType, isObjectType } from "graphql";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { SeedResult } from "../../src/admin/seed.js";
+import { restRoutes } from "../../src/rest/routes.js";
+import { schema } from "../../src/schema.js";
+import { createTestApp, type TestApp } from "../helpers/test-app.js";
+
+type Parameter = { name: string; in: string; required?: boolean; description?: string; schema?: Schema; $ref?: string };
+type Schema = Record<string, unknown> & { properties?: Record<string, Schema>; required?: string[] };
+type Operation = {
+  operationId: string;
+  summary: string;
+  description: string;
+  security: Record<string, string[]>[];
+  parameters: Parameter[];
+  requestBody?: { required: boolean; content: Record<string, { schema: Schema }> };
+  responses: Record<string, { $ref?: string; content?: Record<string, { schema: Schema }> }>;
+};
+type Document = {
+  openapi: string;
+  paths: Record<string, Record<string, Operation>>;
+  components: {
+    schemas: Record<string, Schema>;
+    responses: Record<string, { content: Record<string, { schema: Schema }> }>;
+    parameters: Record<string, Parameter>;
+    securitySchemes: Record<string, Record<string, string>>;
+  };
+};
+
+let t: TestApp;
+let org: SeedResult;
+let doc: Document;
+
+const operations = () =>
+  Object.entries(doc.paths).flatMap(([path, methods]) =>
+    Object.entries(methods).map(([method, op]) => ({ path, method: method.toUpperCase(), op })),
+  );
+const operation = (id: string) => {
+  const found = operations().find((o) => o.op.operationId === id);
+  if (!found) throw new Error(`no operation ${id}`);
+  return found;
+};
+const field = (id: string) => {
+  const key = Object.keys(restRoutes).find((k) => k.endsWith(`.${id}`)) as string;
+  const [type, name] = key.split(".") as [string, string];
+  return (type === "Query" ? schema.getQueryType() : schema.getMutationType())?.getFields()[name];
+};
+const objectType = (name: string) => {
+  const type = schema.getType(name);
+  if (!isObjectType(type)) throw new Error(`${name} is not an object type`);
+  return type;
+};
+const bodySchema = (op: Operation) => op.requestBody?.content["application/json"]?.schema;
+const statuses = (op: Operation) => Object.keys(op.responses).map(Number);
+
+beforeAll(async () => {
+  t = await createTestApp();
+  org = await t.seedOrg();
+  const res = await t.rest("GET", "/v1/openapi.json");
+  expect(res.status).toBe(200);
+  doc = res.body;
+});
+afterAll(() => t.close());
+
+describe("GET /v1/openapi.json", () => {
+  it("needs no credential and answers JSON", async () => {
+    const res = await t.app.fetch(new Request("http://test/v1/openapi.json"));
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+  });
+
+  it("passes Redocly's strictest built-in ruleset with no error and no warning", async () => {
+    // A private service: there is no license to state.
+    const config = await createConfig({ extends: ["recommended-strict"], rules: { "info-license": "off" } });
+    const problems = await lintFromString({ source: JSON.stringify(doc), absoluteRef: "/v1/openapi.json", config });
+    expect(problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`)).toEqual([]);
+  });
+
+  it("is OpenAPI 3.1 with one operation per route, named after its GraphQL field", () => {
+    expect(doc.openapi).toBe("3.1.0");
+    const ids = operations().map((o) => o.op.operationId);
+    expect(new Set(ids).size).toBe(ids.length);
+    const expected = Object.entries(restRoutes).map(
+      ([key, r]) => `${r.method} ${r.path.replace(/:(\w+)/g, "{$1}")} ${key.split(".")[1]}`,
+    );
+    expect(
+      operations()
+        .map((o) => `${o.method} ${o.path} ${o.op.operationId}`)
+        .sort(),
+    ).toEqual(expected.sort());
+  });
+
+  it("documents every argument once: path, query (GET) or body, never two of them", () => {
+    for (const { method, op } of operations()) {
+      const path = op.parameters.filter((p) => p.in === "path").map((p) => p.name);
+      const query = op.parameters.filter((p) => p.in === "query").map((p) => p.name);
+      const body = Object.keys(bodySchema(op)?.properties ?? {});
+      if (method === "GET") expect(op.requestBody, op.operationId).toBeUndefined();
+      else expect(query, op.operationId).toEqual([]);
+      for (const name of path) expect(body, `${op.operationId} ${name}`).not.toContain(name);
+      const args = (field(op.operationId)?.args ?? []).map((a) => a.name);
+      expect([...path, ...query, ...body].sort(), op.operationId).toEqual(args.sort());
+    }
+    expect(bodySchema(operation("updateTask").op)?.properties).not.toHaveProperty("taskId");
+    expect(bodySchema(operation("createPolicyVersion").op)?.properties).not.toHaveProperty("id");
+    expect(operation("unlinkDevice").op.requestBody).toBeUndefined();
+  });
+
+  it("marks what is required: path parameters, non-null arguments, and at least one field of an update", () => {
+    const comments = operation("comments").op.parameters;
+    expect(comments.find((p) => p.name === "entityId")?.required).toBe(true);
+    expect(comments.find((p) => p.name === "limit")?.required).toBe(false);
+    const create = operation("createComment").op;
+    expect(create.requestBody?.required).toBe(true);
+    expect(bodySchema(create)?.required?.sort()).toEqual(["content", "entityId", "entityType"]);
+    expect(operation("createPolicyVersion").op.requestBody?.required).toBe(false);
+    expect(operation("updateTask").op.requestBody?.required).toBe(true);
+    expect(bodySchema(operation("updateTask").op)).toMatchObject({ minProperties: 1, additionalProperties: false });
+  });
+
+  it("documents the errors each route can answer, all with the Error envelope", () => {
+    for (const { op } of operations()) {
+      const errors = statuses(op).filter((s) => s >= 400);
+      expect(errors, op.operationId).toEqual(expect.arrayContaining([400, 401, 403, 429, 500, 503]));
+      const hasBody = !!op.requestBody;
+      expect(errors.includes(413), op.operationId).toBe(hasBody);
+      expect(errors.includes(415), op.operationId).toBe(hasBody);
+      for (const status of errors) {
+        const ref = op.responses[String(status)]?.$ref as string;
+        const response = doc.components.responses[ref.replace("#/components/responses/", "")];
+        expect(response?.content["application/json"]?.schema, `${op.operationId} ${status}`).toEqual({
+          $ref: "#/components/schemas/Error",
+        });
+      }
+    }
+    expect(statuses(operation("createMember").op)).toContain(409);
+    expect(statuses(operation("updateMember").op)).toContain(409);
+    expect(statuses(operation("member").op)).not.toContain(409);
+    expect(statuses(operation("unlinkDevice").op)).not.toContain(409);
+    expect(statuses(operation("unlinkDevice").op)).toContain(502);
+    expect(statuses(operation("task").op)).toContain(404);
+    expect(statuses(operation("taskItemStats").op)).toContain(404);
+    expect(statuses(operation("tasks").op)).not.toContain(404);
+    expect(doc.components.schemas.Error?.required).toEqual(["statusCode", "error", "message", "code"]);
+  });
+
+  it("takes an Idempotency-Key on every POST, with its 409 and 422", () => {
+    for (const { method, op } of operations()) {
+      const idempotent = op.parameters.some((p) => p.$ref === "#/components/parameters/IdempotencyKey");
+      expect(idempotent, op.operationId).toBe(method === "POST");
+      if (method === "POST") expect(statuses(op), op.operationId).toEqual(expect.arrayContaining([409, 422]));
+      else expect(statuses(op), op.operationId).not.toContain(422);
+    }
+    expect(doc.components.parameters.IdempotencyKey).toMatchObject({ name: "Idempotency-Key", in: "header", required: false });
+  });
+
+  it("offers the three credentials as alternatives on every operation", () => {
+    expect(doc.components.securitySchemes).toEqual({
+      ApiKey: expect.objectContaining({ type: "apiKey", in: "header", name: "X-API-Key" }),
+      BearerJwt: expect.objectContaining({ type: "http", scheme: "bearer", bearerFormat: "JWT" }),
+      SessionCookie: expect.objectContaining({ type: "apiKey", in: "cookie", name: "session_token" }),
+    });
+    for (const { op } of operations()) {
+      expect(op.security, op.operationId).toEqual([{ ApiKey: [] }, { BearerJwt: [] }, { SessionCookie: [] }]);
+      expect(op.parameters, op.operationId).toContainEqual({ $ref: "#/components/parameters/OrganizationId" });
+    }
+  });
+
+  it("takes descriptions from the schema", () => {
+    for (const { op } of operations()) {
+      const gqlField = field(op.operationId);
+      expect(gqlField?.description, op.operationId).toBeTruthy();
+      expect(op.description, op.operationId).toContain(gqlField?.description);
+      expect(op.summary.length, op.operationId).toBeGreaterThan(0);
+      for (const p of op.parameters.filter((p) => p.in === "path" || p.in === "query")) {
+        const arg = gqlField?.args.find((a) => a.name === p.name);
+        if (arg?.description) expect(p.description, `${op.operationId} ${p.name}`).toBe(arg.description);
+      }
+    }
+    expect(doc.components.schemas.Task?.properties?.title?.description).toBe(objectType("Task").getFields().title?.description);
+  });
+
+  it("gives dates, integers and enums their formats, and marks nullable fields", () => {
+    const { schemas } = doc.components;
+    expect(schemas.Task?.properties?.createdAt).toMatchObject({ type: "string", format: "date-time" });
+    expect(schemas.PolicyVersionCreated?.properties?.version).toMatchObject({ type: "integer", format: "int32" });
+    expect(operation("tasks").op.parameters.find((p) => p.name === "limit")?.schema).toEqual({
+      type: "integer",
+      format: "int32",
+    });
+    for (const name of ["TaskStatus", "TaskItemStatus", "CommentEntityType", "MemberRole"]) {
+      const type = schema.getType(name);
+      if (!isEnumType(type)) throw new Error(name);
+      expect(schemas[name], name).toMatchObject({ type: "string", enum: type.getValues().map((v) => v.name) });
+    }
+    // Every field is present in a response; nullable ones may be null.
+    const taskType = objectType("Task");
+    for (const [name, f] of Object.entries(taskType.getFields())) {
+      const property = schemas.Task?.properties?.[name] as Schema;
+      const nullable = Array.isArray(property.type) && property.type.includes("null");
+      expect(nullable, name).toBe(!isNonNullType(f.type));
+    }
+    expect(schemas.Task?.required?.sort()).toEqual(Object.keys(taskType.getFields()).sort());
+    expect(schemas.Member?.properties?.deviceLabelId).toMatchObject({ type: ["integer", "null"], format: "int32" });
+    // An update clears a nullable field with null and refuses null for the others.
+    const update = bodySchema(operation("updateTask").op)?.properties;
+    expect(update?.description?.type).toEqual(["string", "null"]);
+    expect(update?.title?.type).toBe("string");
+    expect(update?.status).toMatchObject({ $ref: "#/components/schemas/TaskStatus" });
+  });
+
+  it("documents the attachment download as bytes, not JSON", () => {
+    const { op } = operation("attachment");
+    const content = op.responses["200"]?.content ?? {};
+    expect(Object.keys(content)).toEqual(["*/*"]);
+    expect(content["*/*"]?.schema).toEqual({ type: "string", format: "binary" });
+  });
+});
+
+describe("REST responses match the OpenAPI document", () => {
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  ajv.addFormat("int32", { type: "number", validate: (n: number) => Number.isInteger(n) && Math.abs(n) <= 2 ** 31 });
+  ajv.addFormat("double", { type: "number", validate: () => true });
+  ajv.addFormat("date-time", (s: string) => /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/.test(s));
+
+  function check(id: string, status: number, body: unknown) {
+    if (!ajv.getSchema("openapi")) ajv.addSchema({ $id: "openapi", components: doc.components }, "openapi");
+    const response = operation(id).op.responses[String(status)] as {
+      $ref?: string;
+      content?: Record<string, { schema: Schema }>;
+    };
+    const resolved = response.$ref ? doc.components.responses[response.$ref.replace("#/components/responses/", "")] : response;
+    const schemaOf = resolved?.content?.["application/json"]?.schema as Schema;
+    const validate = ajv.compile({ ...JSON.parse(JSON.stringify(schemaOf).replaceAll('"#/', '"openapi#/')) });
+    expect(validate(body) ? [] : validate.errors, `${id} ${status}`).toEqual([]);
+  }
+
+  it("for the five operations and an error", async () => {
+    const key = org.apiKey;
+    const task = await t.rest("GET", `/v1/tasks/${org.taskIds[0]}`, { key });
+    expect(task.status).toBe(200);
+    check("task", 200, task.body);
+
+    const stats = await t.rest("GET", `/v1/task-management/stats?entityId=${org.vendorIds[0]}&entityType=vendor`, { key });
+    expect(stats.status).toBe(200);
+    check("taskItemStats", 200, stats.body);
+
+    const comment = await t.rest("POST", "/v1/comments", {
+      key,
+      body: {
+        content: "Evidence",
+        entityId: org.vendorIds[0],
+        entityType: "vendor",
+        userId: org.userIds[0],
+        attachments: [{ fileName: "a.txt", fileType: "text/plain", fileData: Buffer.from("hello").toString("base64") }],
+      },
+    });
+    expect(comment.status).toBe(201);
+    check("createComment", 201, comment.body);
+
+    const unlinked = await t.rest("PATCH", `/v1/people/${org.memberIds[1]}/unlink-device`, { key });
+    expect(unlinked.status).toBe(200);
+    check("unlinkDevice", 200, unlinked.body);
+
+    const version = await t.rest("POST", `/v1/policies/${org.policyIds[0]}/versions`, { key, body: { changelog: null } });
+    expect(version.status).toBe(201);
+    check("createPolicyVersion", 201, version.body);
+
+    const missing = await t.rest("GET", "/v1/tasks/tsk_missing", { key });
+    expect(missing.status).toBe(404);
+    check("task", 404, missing.body);
+  });
+
+  it("for lists, whose items carry nullable fields", async () => {
+    const key = org.apiKey;
+    for (const [id, path] of [
+      ["members", "/v1/people"],
+      ["tasks", "/v1/tasks"],
+      ["auditEvents", "/v1/audit-events"],
+      ["policyVersions", `/v1/policies/${org.policyIds[0]}/versions`],
+      ["taskItems", `/v1/task-management?entityId=${org.vendorIds[0]}&entityType=vendor`],
+    ] as const) {
+      const res = await t.rest("GET", path, { key });
+      expect(res.status, path).toBe(200);
+      check(id, 200, res.body);
+    }
+  });
+});
