@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { Plugin } from "graphql-yoga";
+import type { FetchAPI, Plugin } from "graphql-yoga";
 import type { AuthState } from "../auth/caller.js";
 import { AppError, UnauthenticatedError } from "../errors.js";
 import { docsResponse } from "./docs.js";
@@ -26,6 +26,12 @@ async function readBodyWithin(request: Request, limit: number): Promise<string |
   return Buffer.concat(chunks).toString("utf8");
 }
 
+/** Whether the request says it carries a body (a GET that does is refused by validation). */
+function announcesBody(request: Request): boolean {
+  const length = request.headers.get("content-length");
+  return (length !== null && length !== "0") || request.headers.has("transfer-encoding");
+}
+
 type RestGuardOptions = {
   bodyLimitBytes: number;
   routes: CompiledRoute[];
@@ -35,41 +41,51 @@ type RestGuardOptions = {
   openApiDocument: () => unknown;
 };
 
+type Answer = { status: number; headers: Record<string, string>; body: string | Uint8Array<ArrayBuffer> };
+
 /**
  * A GET answer with an ETag (a hash of its bytes), or 304 with no body when the caller already has
  * them (If-None-Match). Answers depend on the caller, so caches must revalidate every time.
+ * Built with the server's own fetch classes: converting between implementations costs more than the hash.
  */
-async function conditional(request: Request, response: Response): Promise<Response> {
-  const bytes = new Uint8Array(await response.arrayBuffer());
-  const etag = `"${createHash("sha256").update(bytes).digest("base64url").slice(0, 27)}"`;
-  const headers = new Headers(response.headers);
-  headers.set("etag", etag);
-  headers.set("cache-control", "private, no-cache");
+function conditional(request: Request, { status, headers, body }: Answer, fetchAPI: FetchAPI): Response {
+  const etag = `"${createHash("sha1").update(body).digest("base64url")}"`;
+  headers.etag = etag;
+  headers["cache-control"] = "private, no-cache";
   const known = request.headers.get("if-none-match");
   if (known && (known.trim() === "*" || known.split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag))) {
-    headers.delete("content-length");
-    headers.delete("content-type");
-    return new Response(null, { status: 304, headers });
+    delete headers["content-length"];
+    delete headers["content-type"];
+    return new fetchAPI.Response(null, { status: 304, headers });
   }
-  return new Response(bytes, { status: response.status, headers });
+  return new fetchAPI.Response(body, { status, headers });
+}
+
+/** A JSON answer as text with its headers. */
+async function jsonAnswer(response: Response): Promise<Answer> {
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    headers[name] = value;
+  });
+  return { status: response.status, headers, body: await response.text() };
 }
 
 /** The bytes of a download route's JSON answer, sent so that no browser renders them as a page. */
-async function downloadResponse(json: Response): Promise<Response> {
+async function downloadAnswer(json: Response): Promise<Answer> {
   const file = (await json.json()) as { name: string; type: string; contentBase64: string };
-  const bytes = Buffer.from(file.contentBase64, "base64");
+  const bytes = new Uint8Array(Buffer.from(file.contentBase64, "base64"));
   const asciiName = file.name.replace(/[^A-Za-z0-9._ -]/g, "_");
-  return new Response(bytes, {
+  return {
     status: 200,
+    body: bytes,
     headers: {
       "content-type": file.type,
       "content-length": String(bytes.length),
       "content-disposition": `attachment; filename="${asciiName}"; filename*=UTF-8''${encodeURIComponent(file.name)}`,
       "x-content-type-options": "nosniff",
       "content-security-policy": "default-src 'none'; sandbox",
-      "cache-control": "private, no-store",
     },
-  });
+  };
 }
 
 /**
@@ -88,12 +104,12 @@ export function useRestGuard({ routes, authenticate, rememberAuth, openApiDocume
       const nulls = request && explicitNulls.get(request);
       if (nulls) args.variableValues = { ...args.variableValues, ...Object.fromEntries(nulls.map((name) => [name, null])) };
     },
-    async onResponse({ request, response, setResponse }) {
+    async onResponse({ request, response, setResponse, fetchAPI }) {
       if (!reads.has(request) || response.status !== 200) return;
-      const final = downloads.has(request) ? await downloadResponse(response) : response;
-      setResponse(await conditional(request, final));
+      const answer = downloads.has(request) ? await downloadAnswer(response) : await jsonAnswer(response);
+      setResponse(conditional(request, answer, fetchAPI));
     },
-    async onRequest({ request, url, endResponse, setRequest }) {
+    async onRequest({ request, url, endResponse, setRequest, fetchAPI }) {
       const { pathname } = url;
       if (pathname !== REST_BASE && !pathname.startsWith(`${REST_BASE}/`)) {
         if (pathname.startsWith(REST_BASE)) endResponse(errorResponse("NOT_FOUND", `No route ${request.method} ${pathname}`));
@@ -132,6 +148,14 @@ export function useRestGuard({ routes, authenticate, rememberAuth, openApiDocume
         return;
       }
       try {
+        if (match.route.method === "GET" && !announcesBody(request)) {
+          // Nothing to read: Sofa gets the request as it came.
+          validateRestRequest(match.route, match.params, url, "", null);
+          rememberAuth(request, auth);
+          reads.add(request);
+          if (match.route.download) downloads.add(request);
+          return;
+        }
         const body = await readBodyWithin(request, bodyLimitBytes);
         if (body === null) {
           endResponse(errorResponse("PAYLOAD_TOO_LARGE", `The request body is larger than ${bodyLimitBytes} bytes`));
@@ -139,11 +163,13 @@ export function useRestGuard({ routes, authenticate, rememberAuth, openApiDocume
         }
         const nulls = validateRestRequest(match.route, match.params, url, body, request.headers.get("content-type"));
         // The body stream is consumed: Sofa gets a request carrying the text that was checked.
-        const checked = new Request(request.url, { method: request.method, headers: request.headers, body: body || undefined });
+        const checked = new fetchAPI.Request(request.url, {
+          method: request.method,
+          headers: request.headers,
+          body: body || undefined,
+        });
         rememberAuth(checked, auth);
         if (nulls.length) explicitNulls.set(checked, nulls);
-        if (match.route.download) downloads.add(checked);
-        if (match.route.method === "GET") reads.add(checked);
         setRequest(checked);
       } catch (error) {
         if (!(error instanceof AppError)) throw error;

@@ -93,9 +93,10 @@ describe("graceful shutdown", () => {
     const finished = await slow.answer;
     expect(finished.status).toBe(201);
     const answers = await Promise.all(burst);
-    // A request is either answered, or was never accepted (refused once the server stopped
-    // listening); none is dropped half-way.
-    expect(answers.filter((a) => a.status !== 201 && a.body !== "ECONNREFUSED")).toEqual([]);
+    // A request is either answered, or was never read: refused once the server stopped listening,
+    // or reset while it still waited in the kernel's accept queue or unread on an idle connection
+    // (what closing a listening socket does). Below: none of those was written, so a retry is safe.
+    expect(answers.filter((a) => a.status !== 201 && a.body !== "ECONNREFUSED" && a.body !== "ECONNRESET")).toEqual([]);
     expect(await exited).toBe(0);
     // The slow write was answered after the server began to shut down.
     expect(output.lastIndexOf('"path":"/v1/tasks","status":201')).toBeGreaterThan(output.indexOf('"msg":"shutting down"'));
@@ -119,6 +120,14 @@ describe("graceful shutdown", () => {
       }
       const ids = new Set(listed?.items.map((t) => t.id));
       expect(acknowledged.filter((id) => !ids.has(id))).toEqual([]);
+      // Nothing was written without an answer: the stored burst tasks are exactly the acknowledged ones.
+      const written = (listed?.items ?? []).filter((t) => /^burst \d+$/.test((t as { title?: string }).title ?? ""));
+      expect(written.map((t) => t.id).sort()).toEqual(
+        answers
+          .filter((a) => a.status === 201)
+          .map((a) => (a.body as { id: string }).id)
+          .sort(),
+      );
     } finally {
       again.kill("SIGKILL");
     }
