@@ -261,8 +261,10 @@ async function checkQuiet(label) {
   return busy;
 }
 
+/** Node flags of the service; BENCH_NODE_FLAGS adds more (e.g. "--max-semi-space-size=32") to try them. */
 function serviceArgs(extra = []) {
-  return [...extra, "dist/server.js"];
+  const flags = (process.env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean);
+  return [...flags, ...extra, "dist/server.js"];
 }
 
 function serviceEnv(database) {
