@@ -605,6 +605,7 @@ async function benchDatabase(kind, workDir) {
       }
     }
     out.finalMemory = { service: memoryMb(service.pid), floor: memoryMb(floor.pid) };
+    out.framework = await frameworkCeiling(floor, reqs, out.responses.service, logFile);
     await stopProcess(floor);
     await stopProcess(service);
     if (settings.profile && activeScenarios.some((s) => s.id === "rest-task")) {
@@ -647,6 +648,48 @@ async function benchDatabase(kind, workDir) {
   );
   out.serviceRssMaxMb = serviceRss.length ? Math.max(...serviceRss) : null;
   return out;
+}
+
+/**
+ * graphql-yoga + Sofa alone (bench/framework.mjs: a constant task, no database, no auth) against the
+ * floor, alternately, at 32 connections: the most any service on this stack could reach here.
+ */
+async function frameworkCeiling(floor, reqs, serviceResponses, logFile) {
+  const ids = ["rest-task", "graphql-task"].filter((id) => activeScenarios.some((s) => s.id === id));
+  if (!ids.length) return null;
+  const task = JSON.parse(serviceResponses["rest-task"]?.body ?? "{}");
+  const proc = await startProcess({
+    name: "framework",
+    args: ["bench/framework.mjs"],
+    env: { ...process.env, NODE_ENV: "production", FRAMEWORK_TASK: JSON.stringify(task) },
+    logFile,
+    probe: reqs["rest-task"],
+  });
+  const result = {};
+  try {
+    log("\nFramework ceiling: graphql-yoga + Sofa with a constant task (no database, no auth), against the floor");
+    for (const id of ids) {
+      await load(proc, reqs[id], 32, settings.warmupS, undefined);
+      const runs = { framework: [], floor: [] };
+      for (let round = 1; round <= settings.rounds; round++) {
+        for (const [target, p] of [
+          ["framework", proc],
+          ["floor", floor],
+        ]) {
+          const run = await load(p, reqs[id], 32, settings.durationS, undefined);
+          runs[target].push(run);
+          log(`  ${id.padEnd(14)} c32  ${target.padEnd(9)} #${round}  ${fmtRun(run)}`);
+          await sleep(300);
+        }
+      }
+      const framework = median(runs.framework.map((r) => r.rps));
+      const floorRps = median(runs.floor.map((r) => r.rps));
+      result[id] = { framework, floor: floorRps, ratio: framework / floorRps, runs };
+    }
+  } finally {
+    await stopProcess(proc);
+  }
+  return result;
 }
 
 /** The service once more under node --cpu-prof, REST get task at 32 connections; summary of the load window. */
@@ -921,6 +964,17 @@ async function main() {
   log(table(results));
   log("\nTargets (issue 6; PostgreSQL at 32 connections unless named):");
   for (const target of report.list) log(`  ${target.result.padEnd(4)}  ${target.name.padEnd(70)} ${target.measured}`);
+  const framework = results.databases.find((d) => d.framework)?.framework;
+  if (framework) {
+    log("\nFramework ceiling (PostgreSQL phase, 32 conn): graphql-yoga + Sofa answering a constant task, no database, no auth");
+    for (const [id, f] of Object.entries(framework)) {
+      const service = results.databases.find((d) => d.kind === "postgres")?.scenarios[id]?.[32]?.serviceMedian?.rps;
+      log(
+        `  ${id.padEnd(14)} framework ${num(f.framework)} req/s = ${(f.ratio * 100).toFixed(0)}% of the floor (${num(f.floor)} req/s)` +
+          (service ? `; the service reaches ${((service / f.framework) * 100).toFixed(0)}% of the framework alone` : ""),
+      );
+    }
+  }
   if (report.errors.length) log(`\nService errors under load:\n  ${report.errors.join("\n  ")}`);
   if (profile?.summary) {
     log("\nWhere the service's time goes (REST get task, PostgreSQL; full summary in bench/profile-summary.txt):");
