@@ -22,6 +22,7 @@ const schema = z.object({
   AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).default(30),
   TRUST_PROXY: z.enum(["true", "false"]).default("false"),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+  SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(300_000).default(0),
   BODY_LIMIT_BYTES: z.coerce
     .number()
     .int()
@@ -50,6 +51,8 @@ export type Config = {
   trustProxy: boolean;
   authFailuresPerMinute: number;
   shutdownGraceMs: number;
+  /** After SIGTERM, how long to keep serving (with /ready at 503) before closing the listener. */
+  shutdownDelayMs: number;
   bodyLimitBytes: number;
   logLevel: string;
   production: boolean;
@@ -82,6 +85,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: e.TRUST_PROXY === "true",
     authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    shutdownDelayMs: e.SHUTDOWN_DELAY_MS,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     logLevel: e.LOG_LEVEL,
     production: e.NODE_ENV === "production",

@@ -99,14 +99,16 @@ server.listen(config.port, config.host, () => {
 });
 
 /**
- * Stop taking connections (and answer /ready with 503), let requests in flight finish, then close
- * the database and exit 0. Connections still open after the grace period (e.g. live
- * subscriptions) are closed.
+ * Answer /ready with 503 and keep serving for SHUTDOWN_DELAY_MS, so that a load balancer stops
+ * sending before the listener closes (a connection still waiting to be accepted then would be
+ * reset). Then stop taking connections, let requests in flight finish, close the database and
+ * exit 0. Connections still open after the grace period (e.g. live subscriptions) are closed.
  */
 async function shutdown(signal: string) {
   if (shuttingDown) return;
   shuttingDown = true;
-  logger.info({ signal }, "shutting down");
+  logger.info({ signal, delayMs: config.shutdownDelayMs }, "shutting down");
+  if (config.shutdownDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
   const forceClose = setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs);
   await new Promise<void>((resolve) => {
     server.close(() => resolve());

@@ -132,4 +132,59 @@ describe("graceful shutdown", () => {
       again.kill("SIGKILL");
     }
   });
+
+  it("keeps serving for SHUTDOWN_DELAY_MS with /ready at 503, then closes and exits 0", async () => {
+    const delayDir = mkdtempSync(path.join(tmpdir(), "gateway-shutdown-delay-"));
+    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    let log = "";
+    const server = spawn(process.execPath, ["dist/server.js"], {
+      cwd: root,
+      env: {
+        ...process.env,
+        DATA_DIR: delayDir,
+        PORT: String(port),
+        DATABASE_URL: "",
+        REDIS_URL: "",
+        LOG_LEVEL: "info",
+        SHUTDOWN_DELAY_MS: "1500",
+      },
+    });
+    server.stdout?.on("data", (chunk) => {
+      log += chunk;
+    });
+    server.stderr?.on("data", (chunk) => {
+      log += chunk;
+    });
+    const exited = new Promise<number | null>((resolve) => server.on("exit", resolve));
+    try {
+      const deadline = Date.now() + 30_000;
+      while (!/API key:\s+cwk_/.test(log) || !log.includes('"msg":"listening"')) {
+        if (Date.now() > deadline) throw new Error(`server did not start:\n${log}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const key = /API key:\s+(cwk_\S+)/.exec(log)?.[1] as string;
+      const base = `http://127.0.0.1:${port}`;
+      expect((await fetch(`${base}/ready`)).status).toBe(200);
+
+      const signalled = Date.now();
+      server.kill("SIGTERM");
+      while (!log.includes('"msg":"shutting down"')) await new Promise((r) => setTimeout(r, 20));
+      // During the delay: not ready, yet a new connection is still accepted and served.
+      expect((await fetch(`${base}/ready`)).status).toBe(503);
+      const created = await fetch(`${base}/v1/tasks`, {
+        method: "POST",
+        headers: { "x-api-key": key, "content-type": "application/json" },
+        body: JSON.stringify({ title: "during the delay" }),
+      });
+      expect(created.status).toBe(201);
+      expect(created.headers.get("connection")).toBe("close");
+
+      expect(await exited).toBe(0);
+      expect(Date.now() - signalled).toBeGreaterThanOrEqual(1500);
+      expect(log).toContain('"msg":"stopped"');
+    } finally {
+      server.kill("SIGKILL");
+      rmSync(delayDir, { recursive: true, force: true });
+    }
+  });
 });
