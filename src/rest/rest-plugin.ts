@@ -170,6 +170,9 @@ export function useRestGuard({ routes, authenticate, rememberAuth, openApiDocume
         });
         rememberAuth(checked, auth);
         if (nulls.length) explicitNulls.set(checked, nulls);
+        // A GET here announced a body that turned out empty: still a read, with its ETag or bytes.
+        if (match.route.method === "GET") reads.add(checked);
+        if (match.route.download) downloads.add(checked);
         setRequest(checked);
       } catch (error) {
         if (!(error instanceof AppError)) throw error;

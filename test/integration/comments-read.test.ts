@@ -135,6 +135,14 @@ describe("download an attachment", () => {
     );
     expect(response.headers.get("content-security-policy")).toContain("sandbox");
     expect(Buffer.from(await response.arrayBuffer())).toEqual(bytes);
+    // The same when the GET announces a body (chunked) that turns out empty.
+    const chunked = await t.app.fetch(
+      new Request(`http://test/v1/attachments/${id}`, { headers: { "x-api-key": org.apiKey, "transfer-encoding": "chunked" } }),
+    );
+    expect(chunked.status).toBe(200);
+    expect(chunked.headers.get("content-type")).toBe("application/pdf");
+    expect(chunked.headers.get("etag")).toBe(response.headers.get("etag"));
+    expect(Buffer.from(await chunked.arrayBuffer())).toEqual(bytes);
     const gql = await t.gql(
       `query($id: ID!) { attachment(id: $id) { name type size contentBase64 } }`,
       { id },
