@@ -41,7 +41,7 @@ type RestGuardOptions = {
   openApiDocument: () => unknown;
 };
 
-type Answer = { status: number; headers: Record<string, string>; body: string | Uint8Array<ArrayBuffer> };
+type Answer = { status: number; headers: Record<string, string>; body: string | Buffer<ArrayBuffer> };
 
 /**
  * A GET answer with an ETag (a hash of its bytes), or 304 with no body when the caller already has
@@ -73,7 +73,7 @@ async function jsonAnswer(response: Response): Promise<Answer> {
 /** The bytes of a download route's JSON answer, sent so that no browser renders them as a page. */
 async function downloadAnswer(json: Response): Promise<Answer> {
   const file = (await json.json()) as { name: string; type: string; contentBase64: string };
-  const bytes = new Uint8Array(Buffer.from(file.contentBase64, "base64"));
+  const bytes = Buffer.from(file.contentBase64, "base64");
   const asciiName = file.name.replace(/[^A-Za-z0-9._ -]/g, "_");
   return {
     status: 200,
@@ -147,13 +147,17 @@ export function useRestGuard({ routes, authenticate, rememberAuth, openApiDocume
         endResponse(appErrorResponse(new UnauthenticatedError()));
         return;
       }
+      // What Sofa's request carries on: the caller, nulls the body set, and whether it is a read.
+      const handOn = (forwarded: Request, nulls: string[]) => {
+        rememberAuth(forwarded, auth);
+        if (nulls.length) explicitNulls.set(forwarded, nulls);
+        if (match.route.method === "GET") reads.add(forwarded);
+        if (match.route.download) downloads.add(forwarded);
+      };
       try {
         if (match.route.method === "GET" && !announcesBody(request)) {
           // Nothing to read: Sofa gets the request as it came.
-          validateRestRequest(match.route, match.params, url, "", null);
-          rememberAuth(request, auth);
-          reads.add(request);
-          if (match.route.download) downloads.add(request);
+          handOn(request, validateRestRequest(match.route, match.params, url, "", null));
           return;
         }
         const body = await readBodyWithin(request, bodyLimitBytes);
@@ -168,11 +172,7 @@ export function useRestGuard({ routes, authenticate, rememberAuth, openApiDocume
           headers: request.headers,
           body: body || undefined,
         });
-        rememberAuth(checked, auth);
-        if (nulls.length) explicitNulls.set(checked, nulls);
-        // A GET here announced a body that turned out empty: still a read, with its ETag or bytes.
-        if (match.route.method === "GET") reads.add(checked);
-        if (match.route.download) downloads.add(checked);
+        handOn(checked, nulls);
         setRequest(checked);
       } catch (error) {
         if (!(error instanceof AppError)) throw error;
