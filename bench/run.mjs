@@ -778,26 +778,18 @@ function table(results) {
         const a = cell.serviceMedian;
         const b = cell.floorMedian;
         const errs = (x) => `${x.errors + x.non2xx + x.mismatches}`;
+        // service, floor, ratio of one measure
+        const triple = (key, digits, ratio) => [num(a[key], digits), num(b[key], digits), ratio(cell.ratio[key])];
         lines.push(
           row([
             s.label,
             connections,
-            num(a.rps),
-            num(b.rps),
-            ratioPct(cell.ratio.rps),
-            num(a.p50, 1),
-            num(b.p50, 1),
-            ratioX(cell.ratio.p50),
-            num(a.p99, 1),
-            num(b.p99, 1),
-            ratioX(cell.ratio.p99),
+            ...triple("rps", 0, ratioPct),
+            ...triple("p50", 1, ratioX),
+            ...triple("p99", 1, ratioX),
             `${errs(a)}/${errs(b)}`,
-            num(a.rssMb),
-            num(b.rssMb),
-            ratioX(cell.ratio.rssMb),
-            num(a.cpuMsPerRequest, 2),
-            num(b.cpuMsPerRequest, 2),
-            ratioX(cell.ratio.cpuMsPerRequest),
+            ...triple("rssMb", 0, ratioX),
+            ...triple("cpuMsPerRequest", 2, ratioX),
           ]),
         );
       }

@@ -36,10 +36,38 @@ function slowPost(port: number, pathname: string, headers: Record<string, string
   return { answer, finish: () => req.end(body.slice(half)) };
 }
 
+type DemoServer = { child: ChildProcess; port: number; key: string; exited: Promise<number | null>; output: () => string };
+
+/** The built server on an embedded database in `dataDir`, once it listens; its demo API key from the first start. */
+async function startDemoServer(dataDir: string, env: Record<string, string> = {}): Promise<DemoServer> {
+  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  let output = "";
+  const child = spawn(process.execPath, ["dist/server.js"], {
+    cwd: root,
+    env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: "", REDIS_URL: "", LOG_LEVEL: "info", ...env },
+  });
+  child.stdout?.on("data", (chunk) => {
+    output += chunk;
+  });
+  child.stderr?.on("data", (chunk) => {
+    output += chunk;
+  });
+  const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+  const deadline = Date.now() + 30_000;
+  while (!/API key:\s+cwk_/.test(output) || !output.includes('"msg":"listening"')) {
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error(`server did not start:\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const key = /API key:\s+(cwk_\S+)/.exec(output)?.[1] as string;
+  return { child, port, key, exited, output: () => output };
+}
+
 describe("graceful shutdown", () => {
   let dataDir: string;
-  let child: ChildProcess;
-  let output = "";
+  let child: ChildProcess | undefined;
 
   beforeAll(async () => {
     execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: root });
@@ -51,24 +79,9 @@ describe("graceful shutdown", () => {
   });
 
   it("answers every request in flight when SIGTERM arrives during a burst of writes, then exits 0", async () => {
-    const port = 20_000 + Math.floor(Math.random() * 20_000);
-    child = spawn(process.execPath, ["dist/server.js"], {
-      cwd: root,
-      env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: "", REDIS_URL: "", LOG_LEVEL: "info" },
-    });
-    child.stdout?.on("data", (chunk) => {
-      output += chunk;
-    });
-    child.stderr?.on("data", (chunk) => {
-      output += chunk;
-    });
-    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
-    const deadline = Date.now() + 30_000;
-    while (!/API key:\s+cwk_/.test(output) || !output.includes('"msg":"listening"')) {
-      if (Date.now() > deadline) throw new Error(`server did not start:\n${output}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const key = /API key:\s+(cwk_\S+)/.exec(output)?.[1] as string;
+    const server = await startDemoServer(dataDir);
+    child = server.child;
+    const { port, key, exited, output } = server;
     const headers = { "x-api-key": key, "content-type": "application/json" };
 
     // One write certainly in flight, and a burst of others racing the signal.
@@ -85,8 +98,8 @@ describe("graceful shutdown", () => {
       ),
     );
     await new Promise((r) => setTimeout(r, 100));
-    child.kill("SIGTERM");
-    while (!output.includes('"msg":"shutting down"')) await new Promise((r) => setTimeout(r, 20));
+    server.child.kill("SIGTERM");
+    while (!output().includes('"msg":"shutting down"')) await new Promise((r) => setTimeout(r, 20));
     await new Promise((r) => setTimeout(r, 100));
     slow.finish();
 
@@ -99,8 +112,8 @@ describe("graceful shutdown", () => {
     expect(answers.filter((a) => a.status !== 201 && a.body !== "ECONNREFUSED" && a.body !== "ECONNRESET")).toEqual([]);
     expect(await exited).toBe(0);
     // The slow write was answered after the server began to shut down.
-    expect(output.lastIndexOf('"path":"/v1/tasks","status":201')).toBeGreaterThan(output.indexOf('"msg":"shutting down"'));
-    expect(output).toContain('"msg":"stopped"');
+    expect(output().lastIndexOf('"path":"/v1/tasks","status":201')).toBeGreaterThan(output().indexOf('"msg":"shutting down"'));
+    expect(output()).toContain('"msg":"stopped"');
 
     // Everything acknowledged is there after a restart.
     const acknowledged = [finished, ...answers].filter((a) => a.status === 201).map((a) => (a.body as { id: string }).id);
@@ -135,40 +148,16 @@ describe("graceful shutdown", () => {
 
   it("keeps serving for SHUTDOWN_DELAY_MS with /ready at 503, then closes and exits 0", async () => {
     const delayDir = mkdtempSync(path.join(tmpdir(), "gateway-shutdown-delay-"));
-    const port = 20_000 + Math.floor(Math.random() * 20_000);
-    let log = "";
-    const server = spawn(process.execPath, ["dist/server.js"], {
-      cwd: root,
-      env: {
-        ...process.env,
-        DATA_DIR: delayDir,
-        PORT: String(port),
-        DATABASE_URL: "",
-        REDIS_URL: "",
-        LOG_LEVEL: "info",
-        SHUTDOWN_DELAY_MS: "1500",
-      },
-    });
-    server.stdout?.on("data", (chunk) => {
-      log += chunk;
-    });
-    server.stderr?.on("data", (chunk) => {
-      log += chunk;
-    });
-    const exited = new Promise<number | null>((resolve) => server.on("exit", resolve));
+    let server: DemoServer | undefined;
     try {
-      const deadline = Date.now() + 30_000;
-      while (!/API key:\s+cwk_/.test(log) || !log.includes('"msg":"listening"')) {
-        if (Date.now() > deadline) throw new Error(`server did not start:\n${log}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      const key = /API key:\s+(cwk_\S+)/.exec(log)?.[1] as string;
+      server = await startDemoServer(delayDir, { SHUTDOWN_DELAY_MS: "1500" });
+      const { child: delayed, port, key, exited, output } = server;
       const base = `http://127.0.0.1:${port}`;
       expect((await fetch(`${base}/ready`)).status).toBe(200);
 
       const signalled = Date.now();
-      server.kill("SIGTERM");
-      while (!log.includes('"msg":"shutting down"')) await new Promise((r) => setTimeout(r, 20));
+      delayed.kill("SIGTERM");
+      while (!output().includes('"msg":"shutting down"')) await new Promise((r) => setTimeout(r, 20));
       // During the delay: not ready, yet a new connection is still accepted and served.
       expect((await fetch(`${base}/ready`)).status).toBe(503);
       const created = await fetch(`${base}/v1/tasks`, {
@@ -181,9 +170,9 @@ describe("graceful shutdown", () => {
 
       expect(await exited).toBe(0);
       expect(Date.now() - signalled).toBeGreaterThanOrEqual(1500);
-      expect(log).toContain('"msg":"stopped"');
+      expect(output()).toContain('"msg":"stopped"');
     } finally {
-      server.kill("SIGKILL");
+      server?.child.kill("SIGKILL");
       rmSync(delayDir, { recursive: true, force: true });
     }
   });
