@@ -1,3 +1,4 @@
+import "./engine-flags.js";
 import { createServer } from "node:http";
 import { createRedisEventTarget } from "@graphql-yoga/redis-event-target";
 import { Redis } from "ioredis";

@@ -10,9 +10,14 @@ export type Db = PrismaClient;
 
 export type DatabaseOptions =
   /** PostgreSQL server. */
-  | { kind: "postgres"; url: string; poolSize?: number; onIdleError?: (error: Error) => void }
-  /** Embedded PGlite; `dataDir` undefined means in memory (tests). */
-  | { kind: "embedded"; dataDir?: string };
+  (
+    | { kind: "postgres"; url: string; poolSize?: number; onIdleError?: (error: Error) => void }
+    /** Embedded PGlite; `dataDir` undefined means in memory (tests). */
+    | { kind: "embedded"; dataDir?: string }
+  ) & {
+    /** Makes `onQuery` available. Off in production: Prisma's query event costs CPU on every statement. */
+    countQueries?: boolean;
+  };
 
 export type Database = {
   db: Db;
@@ -20,7 +25,7 @@ export type Database = {
   /** Answers when the database answers; used by readiness checks. */
   ping(): Promise<void>;
   close(): Promise<void>;
-  /** Called with every SQL statement Prisma sends (tests count them). */
+  /** Called with every SQL statement Prisma sends (tests count them); needs `countQueries`. */
   onQuery(listener: ((sql: string) => void) | undefined): void;
   /** Connections of the PostgreSQL pool (metrics); the embedded database has no pool. */
   poolStats?(): PoolStats;
@@ -30,7 +35,13 @@ export type PoolStats = { total: number; idle: number; waiting: number; max: num
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   let queryListener: ((sql: string) => void) | undefined;
-  const log = [{ emit: "event", level: "query" }] as const;
+  const queryEvents = [{ emit: "event", level: "query" }] as const;
+  // Typed as always on, so that `$on("query")` type-checks; Prisma emits nothing when it is off.
+  const log = (options.countQueries ? [...queryEvents] : []) as [...typeof queryEvents];
+  const onQuery = (listener: ((sql: string) => void) | undefined) => {
+    if (!options.countQueries) throw new Error("open the database with countQueries: true to observe its statements");
+    queryListener = listener;
+  };
 
   if (options.kind === "postgres") {
     const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10 });
@@ -43,8 +54,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     } finally {
       client.release();
     }
-    const db = new PrismaClient({ adapter: new PrismaPg(pool), log: [...log] });
-    db.$on("query", (event) => queryListener?.(event.query));
+    const db = new PrismaClient({ adapter: new PrismaPg(pool), log });
+    if (options.countQueries) db.$on("query", (event) => queryListener?.(event.query));
     return {
       db,
       kind: "postgres",
@@ -55,9 +66,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         await db.$disconnect();
         if (!pool.ended) await pool.end();
       },
-      onQuery(listener) {
-        queryListener = listener;
-      },
+      onQuery,
       poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: pool.options.max }),
     };
   }
@@ -72,8 +81,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     unlock();
     throw error;
   }
-  const db = new PrismaClient({ adapter: new PrismaPGlite(pglite), log: [...log] });
-  db.$on("query", (event) => queryListener?.(event.query));
+  const db = new PrismaClient({ adapter: new PrismaPGlite(pglite), log });
+  if (options.countQueries) db.$on("query", (event) => queryListener?.(event.query));
   return {
     db,
     kind: "embedded",
@@ -85,9 +94,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       await pglite.close();
       unlock();
     },
-    onQuery(listener) {
-      queryListener = listener;
-    },
+    onQuery,
   };
 }
 

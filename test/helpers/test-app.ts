@@ -35,9 +35,9 @@ export async function createPostgresDatabase(): Promise<{ url: string; drop: () 
 }
 
 async function openTestDatabase(): Promise<{ database: Database; drop: () => Promise<void> }> {
-  if (!usePostgres) return { database: await openDatabase({ kind: "embedded" }), drop: async () => {} };
+  if (!usePostgres) return { database: await openDatabase({ kind: "embedded", countQueries: true }), drop: async () => {} };
   const { url, drop } = await createPostgresDatabase();
-  return { database: await openDatabase({ kind: "postgres", url, poolSize: 20 }), drop };
+  return { database: await openDatabase({ kind: "postgres", url, poolSize: 20, countQueries: true }), drop };
 }
 
 export type RestOptions = { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> };
