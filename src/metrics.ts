@@ -99,13 +99,17 @@ export function useMetrics({ routes, poolStats }: MetricsOptions): Plugin {
     return { route: "unmatched", transport: "other" };
   }
 
-  const started = new WeakMap<object, number>();
+  /** What onRequest learnt of a request, so that neither the URL nor the route is worked out twice. */
+  const seen = new WeakMap<object, { start: number; route: string; transport: Transport }>();
+  const transports = new WeakMap<Request, Transport>();
 
   function observeOperation(document: DocumentNode, operationName: string | null | undefined, context: unknown) {
     const operation = getOperationAST(document, operationName);
     const type = operation?.operation ?? "unknown";
     const request = (context as { request?: Request }).request;
-    const rest = !!request && new URL(request.url).pathname.startsWith(`${REST_BASE}/`);
+    // A request the REST guard replaced (to hand on a checked body) is not the one onRequest saw.
+    const rest =
+      !!request && (transports.get(request) ?? routeOf(request.method, new URL(request.url).pathname).transport) === "rest";
     const transport: Transport = rest ? "rest" : "graphql";
     // Sofa names its operations itself: the root field is the stable name of a REST operation.
     const firstField = operation?.selectionSet.selections.find((s) => s.kind === "Field");
@@ -125,17 +129,19 @@ export function useMetrics({ routes, poolStats }: MetricsOptions): Plugin {
 
   return {
     async onRequest({ request, url, serverContext, endResponse }) {
-      started.set(serverContext, performance.now());
+      const { route, transport } = routeOf(request.method, url.pathname);
+      seen.set(serverContext, { start: performance.now(), route, transport });
+      transports.set(request, transport);
       if (url.pathname === "/metrics" && (request.method === "GET" || request.method === "HEAD")) {
         endResponse(new Response(await registry.metrics(), { headers: { "content-type": registry.contentType } }));
       }
     },
     onResponse({ request, response, serverContext }) {
       const method = methods.has(request.method) ? request.method : "other";
-      const { route, transport } = routeOf(request.method, new URL(request.url).pathname);
+      const known = seen.get(serverContext);
+      const { route, transport } = known ?? routeOf(request.method, new URL(request.url).pathname);
       httpRequests.inc({ method, route, status: String(response.status), transport });
-      const start = started.get(serverContext);
-      if (start !== undefined) httpDuration.observe({ method, route, transport }, (performance.now() - start) / 1000);
+      if (known) httpDuration.observe({ method, route, transport }, (performance.now() - known.start) / 1000);
     },
     onExecute({ args }) {
       const done = observeOperation(args.document, args.operationName, args.contextValue);
