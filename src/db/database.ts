@@ -42,6 +42,11 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     if (!options.countQueries) throw new Error("open the database with countQueries: true to observe its statements");
     queryListener = listener;
   };
+  const createClient = (adapter: PrismaPg | PrismaPGlite) => {
+    const db = new PrismaClient({ adapter, log });
+    if (options.countQueries) db.$on("query", (event) => queryListener?.(event.query));
+    return db;
+  };
 
   if (options.kind === "postgres") {
     const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10 });
@@ -54,8 +59,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     } finally {
       client.release();
     }
-    const db = new PrismaClient({ adapter: new PrismaPg(pool), log });
-    if (options.countQueries) db.$on("query", (event) => queryListener?.(event.query));
+    const db = createClient(new PrismaPg(pool));
     return {
       db,
       kind: "postgres",
@@ -81,8 +85,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     unlock();
     throw error;
   }
-  const db = new PrismaClient({ adapter: new PrismaPGlite(pglite), log });
-  if (options.countQueries) db.$on("query", (event) => queryListener?.(event.query));
+  const db = createClient(new PrismaPGlite(pglite));
   return {
     db,
     kind: "embedded",
