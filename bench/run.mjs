@@ -31,6 +31,8 @@ const settings = {
   profile: env.BENCH_PROFILE !== "0",
   waitQuietS: Number(env.BENCH_WAIT_QUIET ?? 0),
   profileDurationS: Number(env.BENCH_PROFILE_DURATION ?? Math.max(6, Number(env.BENCH_DURATION ?? 5))),
+  // A/B mode: another build of the service (e.g. a copy of an earlier dist/) takes the floor's place.
+  against: env.BENCH_AGAINST ? path.resolve(env.BENCH_AGAINST) : null,
 };
 
 const scenarioList = [
@@ -262,9 +264,9 @@ async function checkQuiet(label) {
 }
 
 /** Node flags of the service; BENCH_NODE_FLAGS adds more (e.g. "--max-semi-space-size=32") to try them. */
-function serviceArgs(extra = []) {
+function serviceArgs(extra = [], bundle = "dist/server.js") {
   const flags = (process.env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean);
-  return [...flags, ...extra, "dist/server.js"];
+  return [...flags, ...extra, bundle];
 }
 
 function serviceEnv(database) {
@@ -523,7 +525,15 @@ async function benchDatabase(kind, workDir) {
     return proc;
   };
   const startFloor = async () => {
-    const proc = await startProcess({ name: "floor", args: ["bench/floor.mjs"], env: floorEnv(database), logFile, probe });
+    const proc = settings.against
+      ? await startProcess({
+          name: "baseline",
+          args: serviceArgs([], settings.against),
+          env: serviceEnv(database),
+          logFile,
+          probe,
+        })
+      : await startProcess({ name: "floor", args: ["bench/floor.mjs"], env: floorEnv(database), logFile, probe });
     out.starts.push({ target: "floor", ...proc.coldStart });
     return proc;
   };
@@ -605,10 +615,10 @@ async function benchDatabase(kind, workDir) {
       }
     }
     out.finalMemory = { service: memoryMb(service.pid), floor: memoryMb(floor.pid) };
-    out.framework = await frameworkCeiling(floor, reqs, out.responses.service, logFile);
+    if (!settings.against) out.framework = await frameworkCeiling(floor, reqs, out.responses.service, logFile);
     await stopProcess(floor);
     await stopProcess(service);
-    if (settings.profile && activeScenarios.some((s) => s.id === "rest-task")) {
+    if (settings.profile && !settings.against && activeScenarios.some((s) => s.id === "rest-task")) {
       out.profile = await profileRun(reqs["rest-task"], workDir, startService);
     }
   } else {
@@ -950,12 +960,15 @@ async function main() {
   results.targets = report.list;
   const profile = results.databases.find((d) => d.profile)?.profile;
   if (profile?.summary) profile.summary.functions = profile.summary.functions.slice(0, 40);
-  writeFileSync(path.join(benchDir, "results.json"), `${JSON.stringify(results, null, 2)}\n`);
+  const resultsFile = settings.against ? "results-against.json" : "results.json";
+  writeFileSync(path.join(benchDir, resultsFile), `${JSON.stringify(results, null, 2)}\n`);
+  if (settings.against) log(`\nA/B mode: the "floor" columns are ${settings.against}, not bench/floor.mjs.`);
 
   log(`\n${"=".repeat(100)}`);
   log(table(results));
-  log("\nTargets (issue 6; PostgreSQL at 32 connections unless named):");
-  for (const target of report.list) log(`  ${target.result.padEnd(4)}  ${target.name.padEnd(70)} ${target.measured}`);
+  if (!settings.against) log("\nTargets (issue 6; PostgreSQL at 32 connections unless named):");
+  for (const target of settings.against ? [] : report.list)
+    log(`  ${target.result.padEnd(4)}  ${target.name.padEnd(70)} ${target.measured}`);
   const framework = results.databases.find((d) => d.framework)?.framework;
   if (framework) {
     log("\nFramework ceiling (PostgreSQL phase, 32 conn): graphql-yoga + Sofa answering a constant task, no database, no auth");
@@ -973,7 +986,7 @@ async function main() {
     for (const g of profile.summary.groups)
       if (g.selfPctOfBusy !== null) log(`  ${g.group.padEnd(78)} ${g.selfPctOfBusy.toFixed(1).padStart(5)}% self`);
   }
-  log(`\nbench/results.json written; ${results.elapsedS.toFixed(0)} s in all.`);
+  log(`\nbench/${resultsFile} written; ${results.elapsedS.toFixed(0)} s in all.`);
 }
 
 try {
