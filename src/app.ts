@@ -3,7 +3,6 @@ import { useCSRFPrevention } from "@graphql-yoga/plugin-csrf-prevention";
 import { useDisableIntrospection } from "@graphql-yoga/plugin-disable-introspection";
 import { useSofa } from "@graphql-yoga/plugin-sofa";
 import type { Tracer } from "@opentelemetry/api";
-import { GraphQLError } from "graphql";
 import { createYoga, type Plugin, useReadinessCheck } from "graphql-yoga";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
@@ -12,18 +11,17 @@ import type { AuthState } from "./auth/caller.js";
 import type { Config } from "./config.js";
 import type { Context } from "./context.js";
 import type { Database } from "./db/database.js";
-import { AppError, BadUserInputError, ConflictError, type ErrorCode, isErrorCode, NotFoundError } from "./errors.js";
+import { maskError, restErrorsResponse, useUnexpectedErrorLog } from "./error-masking.js";
 import type { Events } from "./events.js";
-import { Prisma } from "./generated/prisma/client.js";
 import { graphiqlExamples, renderLocalGraphiQL, useGraphiQLAssets } from "./graphiql.js";
 import { useIdempotency } from "./idempotency.js";
 import { useGraphqlInputHygiene } from "./input-hygiene.js";
 import { useMetrics } from "./metrics.js";
 import type { DeviceManagement } from "./modules/members/device-management.js";
 import { limitAuthenticationFailures, useRateLimit } from "./rate-limit.js";
-import { currentRequestId, withRequestId } from "./request-context.js";
+import { requestIdOf, useRequestId } from "./request-context.js";
 import { useRequestLog } from "./request-log.js";
-import { errorResponse, graphqlErrorsResponse } from "./rest/error-response.js";
+import { errorResponse } from "./rest/error-response.js";
 import { buildOpenApiDocument } from "./rest/openapi.js";
 import { compileRoutes } from "./rest/request-validation.js";
 import { useRestGuard } from "./rest/rest-plugin.js";
@@ -50,23 +48,6 @@ export type AppDeps = {
   isShuttingDown?: () => boolean;
 };
 
-/** Yoga's own request error codes, renamed to ours so both transports agree. */
-const yogaCodes: Record<string, ErrorCode> = { REQUEST_ENTITY_TOO_LARGE: "PAYLOAD_TOO_LARGE" };
-
-/** Known database failures as our errors; null for anything unexpected. */
-function translateDatabaseError(error: unknown): AppError | null {
-  if (!(error instanceof Prisma.PrismaClientKnownRequestError)) return null;
-  const cause = (error.meta?.driverAdapterError as { cause?: { originalCode?: string } } | undefined)?.cause;
-  // PostgreSQL text cannot hold NUL (0x00) or invalid UTF-8: that is the caller's input.
-  if (cause?.originalCode === "22021" || cause?.originalCode === "22P05") {
-    return new BadUserInputError("Text must not contain NUL characters (\\u0000)");
-  }
-  if (error.code === "P2002") return new ConflictError("A record with the same unique values already exists");
-  if (error.code === "P2025") return new NotFoundError("Record", "requested");
-  if (error.code === "P2028") return new AppError("SERVICE_UNAVAILABLE", "The database is busy; retry the request");
-  return null;
-}
-
 export function createApp(deps: AppDeps) {
   const { database, config, logger } = deps;
   const services = createServices(database.db, { deviceManagement: deps.deviceManagement, events: deps.events });
@@ -86,16 +67,6 @@ export function createApp(deps: AppDeps) {
   };
   const routes = compileRoutes(schema, restRoutes);
   let openApi: unknown;
-
-  function logUnexpected(error: unknown) {
-    logger.error({ err: error, requestId: currentRequestId() }, "unexpected error");
-  }
-
-  const requestIdHeader: Plugin = {
-    onResponse({ response }) {
-      response.headers.set("x-request-id", currentRequestId());
-    },
-  };
 
   const bodyLimit: Plugin = {
     onRequest({ request, endResponse }) {
@@ -125,46 +96,21 @@ export function createApp(deps: AppDeps) {
           headers: JSON.stringify({ "X-API-Key": "" }, null, 2),
           defaultQuery: graphiqlExamples,
         },
-    maskedErrors: {
-      maskError(error): Error {
-        const original = error instanceof GraphQLError ? (error.originalError ?? error) : error;
-        if (original instanceof AppError) return error as GraphQLError;
-        // Request errors (syntax, validation, variable values) carry no path: they are the caller's.
-        if (
-          error instanceof GraphQLError &&
-          !error.path &&
-          (!error.originalError || error.originalError instanceof GraphQLError)
-        ) {
-          const status = (error.extensions.http as { status?: number } | undefined)?.status;
-          const byStatus = status === 405 ? "METHOD_NOT_ALLOWED" : status === 403 ? "FORBIDDEN" : undefined;
-          const own = isErrorCode(error.extensions.code) ? error.extensions.code : undefined;
-          const code = own ?? byStatus ?? yogaCodes[String(error.extensions.code)] ?? "BAD_USER_INPUT";
-          if (code === error.extensions.code) return error;
-          return new GraphQLError(error.message, {
-            nodes: error.nodes,
-            source: error.source,
-            positions: error.positions,
-            extensions: { ...error.extensions, code },
-          });
-        }
-        const translated = translateDatabaseError(original);
-        const path = error instanceof GraphQLError ? error.path : undefined;
-        if (translated) return new GraphQLError(translated.message, { path, extensions: translated.extensions });
-        logUnexpected(original);
-        return new GraphQLError("Internal server error", { path, extensions: { code: "INTERNAL_SERVER_ERROR" } });
-      },
-    },
-    context: async ({ request }) => ({
-      requestId: currentRequestId(),
-      auth: await authenticateOnce(request),
+    maskedErrors: { maskError },
+    // Yoga builds the context on the request's server context, which carries the request id.
+    context: async (initial) => ({
+      requestId: requestIdOf(initial),
+      auth: await authenticateOnce(initial.request),
       services,
       logger,
     }),
     plugins: [
-      // First, so that it times every request, including those other plugins answer early.
+      // First, so that every answer carries the id and its log lines too.
+      useRequestId(),
+      useUnexpectedErrorLog(logger),
+      // Next, so that it times every request, including those other plugins answer early.
       useMetrics({ routes, poolStats: database.poolStats }),
       ...((config.graphiql ?? !config.production) ? [useGraphiQLAssets()] : []),
-      requestIdHeader,
       useRequestLog(logger),
       ...(deps.tracer ? [useTracing(deps.tracer)] : []),
       useReadinessCheck({
@@ -217,13 +163,8 @@ export function createApp(deps: AppDeps) {
         routes: restRoutes,
         openAPI: { endpoint: false } as never,
         swaggerUI: { endpoint: false } as never,
-        errorHandler(errors) {
-          for (const error of errors) {
-            if (!(error instanceof GraphQLError)) logUnexpected(error);
-          }
-          // Sofa types its own Response class; ours is the same WHATWG Response.
-          return graphqlErrorsResponse(errors) as never;
-        },
+        // Sofa types its own Response class; ours is the same WHATWG Response.
+        errorHandler: (errors) => restErrorsResponse(errors) as never,
       }),
     ],
   });
@@ -232,8 +173,8 @@ export function createApp(deps: AppDeps) {
     yoga,
     services,
     /** Handles one request in process, as the HTTP server does. */
-    fetch(request: Request): Promise<Response> {
-      return withRequestId(request.headers.get("x-request-id"), async () => yoga.fetch(request));
+    async fetch(request: Request): Promise<Response> {
+      return yoga.fetch(request);
     },
   };
 }

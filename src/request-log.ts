@@ -1,6 +1,6 @@
 import type { Plugin } from "graphql-yoga";
 import type { Logger } from "pino";
-import { currentRequestId } from "./request-context.js";
+import { requestIdOf } from "./request-context.js";
 
 /** One JSON line per request: id, method, path, status, duration. Never headers or bodies (secrets). */
 export function useRequestLog(logger: Logger): Plugin {
@@ -14,7 +14,7 @@ export function useRequestLog(logger: Logger): Plugin {
       if (!start) return;
       logger.info(
         {
-          requestId: currentRequestId(),
+          requestId: requestIdOf(serverContext),
           method: start.method,
           path: start.path,
           status: response.status,

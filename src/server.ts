@@ -9,7 +9,6 @@ import { type Config, loadConfig } from "./config.js";
 import { openDatabase } from "./db/database.js";
 import { createEvents } from "./events.js";
 import { createDeviceManagement } from "./modules/members/device-management.js";
-import { withRequestId } from "./request-context.js";
 import { startTracing } from "./tracing.js";
 
 function fail(message: string): never {
@@ -71,8 +70,7 @@ const app = createApp({
 const server = createServer((req, res) => {
   // While draining, tell keep-alive clients to reconnect (to another replica).
   if (shuttingDown) res.setHeader("connection", "close");
-  const header = req.headers["x-request-id"];
-  withRequestId(Array.isArray(header) ? header[0] : header, () => app.yoga(req, res));
+  app.yoga(req, res);
 });
 
 const demo =

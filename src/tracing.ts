@@ -4,7 +4,7 @@ import { resourceFromAttributes } from "@opentelemetry/resources";
 import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
 import type { Plugin } from "graphql-yoga";
-import { currentRequestId, requestStore } from "./request-context.js";
+import { requestIdOf } from "./request-context.js";
 
 /** OpenTelemetry traces sent over OTLP/HTTP to `endpoint` (e.g. http://collector:4318). */
 export function startTracing(endpoint: string, serviceName = "compliance-gateway") {
@@ -17,19 +17,18 @@ export function startTracing(endpoint: string, serviceName = "compliance-gateway
 
 /** A server span per HTTP request and a child span per GraphQL execution (both transports). */
 export function useTracing(tracer: Tracer): Plugin {
-  const spans = new WeakMap<object, Span>();
+  // On the server context, where the GraphQL context of either transport finds it (see request-context.ts).
+  type WithSpan = { requestSpan?: Span };
   return {
     onRequest({ request, url, serverContext }) {
       const span = tracer.startSpan(`${request.method} ${url.pathname.startsWith("/v1/") ? "/v1" : url.pathname}`, {
         kind: SpanKind.SERVER,
-        attributes: { "http.request.method": request.method, "url.path": url.pathname, "request.id": currentRequestId() },
+        attributes: { "http.request.method": request.method, "url.path": url.pathname, "request.id": requestIdOf(serverContext) },
       });
-      spans.set(serverContext, span);
-      const store = requestStore();
-      if (store) store.span = span;
+      (serverContext as WithSpan).requestSpan = span;
     },
     onExecute({ args }) {
-      const parent = requestStore()?.span as Span | undefined;
+      const parent = (args.contextValue as WithSpan).requestSpan;
       const operation = args.document.definitions.find((d: { kind: string }) => d.kind === "OperationDefinition");
       const type = operation && "operation" in operation ? operation.operation : "unknown";
       const name = operation && "name" in operation ? (operation.name?.value ?? "anonymous") : "anonymous";
@@ -47,7 +46,7 @@ export function useTracing(tracer: Tracer): Plugin {
       };
     },
     onResponse({ serverContext, response }) {
-      const span = spans.get(serverContext);
+      const span = (serverContext as WithSpan).requestSpan;
       if (!span) return;
       span.setAttribute("http.response.status_code", response.status);
       if (response.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });

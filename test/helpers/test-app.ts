@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import pg from "pg";
-import pino from "pino";
+import pino, { type Logger } from "pino";
 import { createApiKey } from "../../src/admin/admin.service.js";
 import { type SeedResult, seedDemo } from "../../src/admin/seed.js";
 import { createApp } from "../../src/app.js";
@@ -55,6 +55,7 @@ export async function createTestApp(
     redis?: Redis;
     rateLimitKeyPrefix?: string;
     database?: Database;
+    logger?: Logger;
   } = {},
 ) {
   const { database, drop } = options.database ? { database: options.database, drop: async () => {} } : await openTestDatabase();
@@ -71,7 +72,7 @@ export async function createTestApp(
     },
     redis: options.redis,
     rateLimitKeyPrefix: options.rateLimitKeyPrefix,
-    logger: pino({ level: "silent" }),
+    logger: options.logger ?? pino({ level: "silent" }),
     deviceManagement: options.deviceManagement,
   });
 

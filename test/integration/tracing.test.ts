@@ -62,5 +62,20 @@ describe("OpenTelemetry tracing", () => {
     for (const name of ["GET /v1", "POST /graphql", "graphql.query GetTask", "graphql.query task"])
       expect(exported).toContain(name);
     expect(exported).toContain("compliance-gateway");
+
+    // Each execution span is a child of its own request's span.
+    type OtlpSpan = { name: string; spanId: string; parentSpanId?: string; traceId: string };
+    const spans: OtlpSpan[] = received.flatMap((line) => {
+      const json = JSON.parse(line.slice(line.indexOf("{"))) as {
+        resourceSpans: Array<{ scopeSpans: Array<{ spans: OtlpSpan[] }> }>;
+      };
+      return json.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans));
+    });
+    const parentOf = (name: string) => {
+      const child = spans.find((s) => s.name === name);
+      return spans.find((s) => s.spanId === child?.parentSpanId && s.traceId === child?.traceId)?.name;
+    };
+    expect(parentOf("graphql.query GetTask")).toBe("POST /graphql");
+    expect(parentOf("graphql.query task_query")).toBe("GET /v1");
   });
 });
