@@ -602,10 +602,13 @@ async function benchDatabase(kind, workDir) {
       await load(floor, reqs[s.id], 32, settings.warmupS, undefined);
       for (const connections of settings.connections) {
         for (let round = 1; round <= settings.rounds; round++) {
-          for (const [target, proc] of [
+          // ABBA order (service first in odd rounds, floor first in even ones): a trend during the
+          // run (JIT warm-up, caches, the machine) favours neither side.
+          const pair = [
             ["service", service],
             ["floor", floor],
-          ]) {
+          ];
+          for (const [target, proc] of round % 2 ? pair : pair.toReversed()) {
             const run = await load(proc, reqs[s.id], connections, settings.durationS, expected(target, s.id));
             record(s.id, connections, target, run);
             log(`  ${s.id.padEnd(14)} c${String(connections).padEnd(4)} ${target.padEnd(7)} #${round}  ${fmtRun(run)}`);
@@ -622,11 +625,11 @@ async function benchDatabase(kind, workDir) {
       out.profile = await profileRun(reqs["rest-task"], workDir, startService);
     }
   } else {
-    // One process at a time: alternate whole phases (floor is up now, then service, floor, ...).
+    // One process at a time: alternate whole phases, ABBA (service, floor, floor, service, ...).
     await stopProcess(floor);
     floor = null;
     for (let round = 1; round <= settings.rounds; round++) {
-      for (const target of ["service", "floor"]) {
+      for (const target of round % 2 ? ["service", "floor"] : ["floor", "service"]) {
         const proc = target === "service" ? await startService() : await startFloor();
         for (const s of activeScenarios) await load(proc, reqs[s.id], 32, Math.min(settings.warmupS, 1.5), undefined);
         for (const s of activeScenarios) {
