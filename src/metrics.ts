@@ -99,17 +99,17 @@ export function useMetrics({ routes, poolStats }: MetricsOptions): Plugin {
     return { route: "unmatched", transport: "other" };
   }
 
-  /** What onRequest learnt of a request, so that neither the URL nor the route is worked out twice. */
-  const seen = new WeakMap<object, { start: number; route: string; transport: Transport }>();
-  const transports = new WeakMap<Request, Transport>();
+  /**
+   * What onRequest learnt of a request, so that neither the URL nor the route is worked out twice.
+   * Kept on the server context, where the GraphQL context of either transport finds it (see
+   * request-context.ts), also when the REST guard has replaced the request to hand on its body.
+   */
+  type Seen = { requestMetrics?: { start: number; route: string; transport: Transport } };
 
   function observeOperation(document: DocumentNode, operationName: string | null | undefined, context: unknown) {
     const operation = getOperationAST(document, operationName);
     const type = operation?.operation ?? "unknown";
-    const request = (context as { request?: Request }).request;
-    // A request the REST guard replaced (to hand on a checked body) is not the one onRequest saw.
-    const rest =
-      !!request && (transports.get(request) ?? routeOf(request.method, new URL(request.url).pathname).transport) === "rest";
+    const rest = (context as Seen).requestMetrics?.transport === "rest";
     const transport: Transport = rest ? "rest" : "graphql";
     // Sofa names its operations itself: the root field is the stable name of a REST operation.
     const firstField = operation?.selectionSet.selections.find((s) => s.kind === "Field");
@@ -130,15 +130,14 @@ export function useMetrics({ routes, poolStats }: MetricsOptions): Plugin {
   return {
     async onRequest({ request, url, serverContext, endResponse }) {
       const { route, transport } = routeOf(request.method, url.pathname);
-      seen.set(serverContext, { start: performance.now(), route, transport });
-      transports.set(request, transport);
+      (serverContext as Seen).requestMetrics = { start: performance.now(), route, transport };
       if (url.pathname === "/metrics" && (request.method === "GET" || request.method === "HEAD")) {
         endResponse(new Response(await registry.metrics(), { headers: { "content-type": registry.contentType } }));
       }
     },
     onResponse({ request, response, serverContext }) {
       const method = methods.has(request.method) ? request.method : "other";
-      const known = seen.get(serverContext);
+      const known = (serverContext as Seen).requestMetrics;
       const { route, transport } = known ?? routeOf(request.method, new URL(request.url).pathname);
       httpRequests.inc({ method, route, status: String(response.status), transport });
       if (known) httpDuration.observe({ method, route, transport }, (performance.now() - known.start) / 1000);
