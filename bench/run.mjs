@@ -969,9 +969,10 @@ async function main() {
 
   log(`\n${"=".repeat(100)}`);
   log(table(results));
-  if (!settings.against) log("\nTargets (issue 6; PostgreSQL at 32 connections unless named):");
-  for (const target of settings.against ? [] : report.list)
-    log(`  ${target.result.padEnd(4)}  ${target.name.padEnd(70)} ${target.measured}`);
+  if (!settings.against) {
+    log("\nTargets (issue 6; PostgreSQL at 32 connections unless named):");
+    for (const target of report.list) log(`  ${target.result.padEnd(4)}  ${target.name.padEnd(70)} ${target.measured}`);
+  }
   const framework = results.databases.find((d) => d.framework)?.framework;
   if (framework) {
     log("\nFramework ceiling (PostgreSQL phase, 32 conn): graphql-yoga + Sofa answering a constant task, no database, no auth");

@@ -10,7 +10,9 @@ import { graphqlErrorsResponse } from "./rest/error-response.js";
 const yogaCodes: Record<string, ErrorCode> = { REQUEST_ENTITY_TOO_LARGE: "PAYLOAD_TOO_LARGE" };
 
 /** What each "Internal server error" hides, for the log line of its request. */
-const hiddenCauses = new WeakMap<object, unknown>();
+const hiddenCauses = new WeakMap<GraphQLError, unknown>();
+/** The same for a REST answer: the causes of the errors it reports. */
+const causesOfResponse = new WeakMap<Response, unknown[]>();
 
 /** Known database failures as our errors; null for anything unexpected. */
 function translateDatabaseError(error: unknown): AppError | null {
@@ -58,16 +60,17 @@ export function maskError(error: unknown): Error {
 
 /** The causes of a result's internal errors. */
 function causesIn(errors: readonly unknown[]): unknown[] {
-  return errors.flatMap((error) =>
-    hiddenCauses.has(error as object) ? [hiddenCauses.get(error as object)] : error instanceof GraphQLError ? [] : [error],
-  );
+  return errors.flatMap((error) => {
+    if (!(error instanceof GraphQLError)) return [error];
+    return hiddenCauses.has(error) ? [hiddenCauses.get(error)] : [];
+  });
 }
 
 /** Sofa's error answer (errors already masked); the response remembers what it hides. */
 export function restErrorsResponse(errors: readonly unknown[]): Response {
   const response = graphqlErrorsResponse(errors);
   const causes = causesIn(errors);
-  if (causes.length) hiddenCauses.set(response, causes);
+  if (causes.length) causesOfResponse.set(response, causes);
   return response;
 }
 
@@ -97,7 +100,7 @@ export function useUnexpectedErrorLog(logger: Logger): Plugin {
       for (const single of Array.isArray(result) ? result : [result]) logResult(serverContext, single);
     },
     onResponse({ serverContext, response }) {
-      const causes = hiddenCauses.get(response) as unknown[] | undefined;
+      const causes = causesOfResponse.get(response);
       if (causes) log(serverContext, causes);
     },
   };
