@@ -8,8 +8,10 @@ import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { createAuthenticator } from "./auth/authenticate.js";
 import type { AuthState } from "./auth/caller.js";
-import type { Config } from "./config.js";
+import { createBodyBudget, createBodyReader, useGraphqlBodyAdmission } from "./body-admission.js";
+import { type Config, DEFAULT_BODY_BUDGET_BYTES } from "./config.js";
 import type { Context } from "./context.js";
+import { useCredentialWatch } from "./credential-watch.js";
 import type { Database } from "./db/database.js";
 import { maskError, restErrorsResponse, useUnexpectedErrorLog } from "./error-masking.js";
 import type { Events } from "./events.js";
@@ -33,6 +35,7 @@ import { useTracing } from "./tracing.js";
 export type AppDeps = {
   database: Database;
   config: Pick<Config, "production" | "bodyLimitBytes"> &
+    Partial<Pick<Config, "bodyBudgetBytes" | "corsOrigins" | "trustProxyHops">> &
     Partial<Pick<Config, "jwt" | "rateLimitPerMinute" | "authFailuresPerMinute" | "trustProxy" | "introspection" | "graphiql">>;
   logger: Logger;
   deviceManagement?: DeviceManagement;
@@ -48,10 +51,28 @@ export type AppDeps = {
   isShuttingDown?: () => boolean;
 };
 
+/** CORS headers (with credentials) for listed origins only; nothing for any other, `null` included. */
+function corsFor(origins: readonly string[]) {
+  const allowed = new Set(origins);
+  return (request: Request) => {
+    const origin = request.headers.get("origin");
+    if (!origin || !allowed.has(origin)) return false;
+    return {
+      origin: [origin],
+      credentials: true,
+      methods: ["GET", "POST", "PUT", "PATCH", "DELETE"],
+      allowedHeaders: ["content-type", "x-api-key", "authorization", "x-organization-id", "idempotency-key", "if-none-match"],
+      exposedHeaders: ["x-request-id", "etag", "retry-after", "ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"],
+      maxAge: 600,
+    };
+  };
+}
+
 export function createApp(deps: AppDeps) {
   const { database, config, logger } = deps;
   const services = createServices(database.db, { deviceManagement: deps.deviceManagement, events: deps.events });
-  const authenticate = limitAuthenticationFailures(createAuthenticator(database.db, config.jwt), {
+  const verify = createAuthenticator(database.db, config.jwt);
+  const authenticate = limitAuthenticationFailures(verify, {
     perMinute: config.authFailuresPerMinute ?? 30,
     redis: deps.redis,
     keyPrefix: deps.rateLimitKeyPrefix,
@@ -65,6 +86,11 @@ export function createApp(deps: AppDeps) {
     }
     return auth;
   };
+  const bodyReader = createBodyReader(
+    createBodyBudget(config.bodyBudgetBytes ?? DEFAULT_BODY_BUDGET_BYTES),
+    config.bodyLimitBytes,
+  );
+  const rememberAuth = (request: Request, auth: AuthState) => authByRequest.set(request, Promise.resolve(auth));
   const routes = compileRoutes(schema, restRoutes);
   let openApi: unknown;
 
@@ -97,6 +123,8 @@ export function createApp(deps: AppDeps) {
           defaultQuery: graphiqlExamples,
         },
     maskedErrors: { maskError },
+    // Browsers on other origins get no access unless CORS_ORIGINS lists theirs exactly.
+    cors: corsFor(config.corsOrigins ?? []),
     // Yoga builds the context on the request's server context, which carries the request id.
     context: async (initial) => ({
       requestId: requestIdOf(initial),
@@ -130,21 +158,25 @@ export function createApp(deps: AppDeps) {
         perMinute: config.rateLimitPerMinute ?? 1200,
         redis: deps.redis,
         trustProxy: config.trustProxy,
+        trustProxyHops: config.trustProxyHops,
+        authenticate: authenticateOnce,
         keyPrefix: deps.rateLimitKeyPrefix,
       }),
       bodyLimit,
       useGraphqlInputHygiene(),
+      useGraphqlBodyAdmission({ reader: bodyReader, authenticate: authenticateOnce, rememberAuth }),
       useRestGuard({
         routes,
-        bodyLimitBytes: config.bodyLimitBytes,
+        bodyReader,
         authenticate: authenticateOnce,
-        rememberAuth: (request, auth) => authByRequest.set(request, Promise.resolve(auth)),
+        rememberAuth,
         openApiDocument: () => {
           openApi ??= buildOpenApiDocument(schema, routes);
           return openApi;
         },
       }),
       useIdempotency({ db: database.db, authenticate: authenticateOnce, logger }),
+      useCredentialWatch(verify),
       // Limits on the shape of GraphQL documents. REST operations are fixed documents and skip
       // validation, so these only ever concern /graphql.
       EnvelopArmorPlugin({

@@ -1,5 +1,21 @@
 import { z } from "zod";
 
+/**
+ * Request bodies in flight at once. A JSON body costs several times its size while it is decoded
+ * and written (about 6x for a large attachment), so 80 MiB keeps a replica well under 1 GB.
+ */
+export const DEFAULT_BODY_BUDGET_BYTES = 80 * 1024 * 1024;
+
+/** scheme://host[:port] as a browser sends it in Origin: never "null", "*", a path or a pattern. */
+function isExactOrigin(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === "https:" || url.protocol === "http:") && url.origin === value;
+  } catch {
+    return false;
+  }
+}
+
 const schema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(4000),
   HOST: z.string().min(1).default("127.0.0.1"),
@@ -21,6 +37,18 @@ const schema = z.object({
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(1200),
   AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).default(30),
   TRUST_PROXY: z.enum(["true", "false"]).default("false"),
+  TRUST_PROXY_HOPS: z.coerce.number().int().min(1).max(10).default(1),
+  CORS_ORIGINS: z
+    .string()
+    .default("")
+    .transform((list) =>
+      list
+        .split(",")
+        .map((origin) => origin.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.string().refine(isExactOrigin, "each entry must be an exact origin such as https://app.example.com"))),
+  AUTH_JWT_MAX_AGE_SECONDS: z.coerce.number().int().min(1).default(86_400),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
   SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(300_000).default(0),
   BODY_LIMIT_BYTES: z.coerce
@@ -28,6 +56,7 @@ const schema = z.object({
     .int()
     .min(1024)
     .default(36 * 1024 * 1024),
+  BODY_BUDGET_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_BODY_BUDGET_BYTES),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
   DEVICE_MANAGEMENT_URL: z.url().optional(),
@@ -46,14 +75,21 @@ export type Config = {
   databasePoolSize: number;
   redisUrl: string | undefined;
   redisKeyPrefix: string;
-  jwt: { secret?: string; jwksUrl?: string; issuer?: string; audience?: string };
+  /** `maxAgeSeconds`: tokens must carry exp, and iat no older than this. */
+  jwt: { secret?: string; jwksUrl?: string; issuer?: string; audience?: string; maxAgeSeconds?: number };
   rateLimitPerMinute: number;
   trustProxy: boolean;
+  /** Proxies in front of the service that each append to X-Forwarded-For (with trustProxy). */
+  trustProxyHops: number;
+  /** Origins (exact) whose pages may call the API from a browser, with credentials; none by default. */
+  corsOrigins: string[];
   authFailuresPerMinute: number;
   shutdownGraceMs: number;
   /** After SIGTERM, how long to keep serving (with /ready at 503) before closing the listener. */
   shutdownDelayMs: number;
   bodyLimitBytes: number;
+  /** Bytes of request bodies admitted at once; past it, 503 with Retry-After before reading. */
+  bodyBudgetBytes: number;
   logLevel: string;
   production: boolean;
   /** Introspection and GraphiQL: on in development, off in production unless enabled. */
@@ -80,13 +116,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databasePoolSize: e.DATABASE_POOL_SIZE,
     redisUrl: e.REDIS_URL,
     redisKeyPrefix: e.REDIS_KEY_PREFIX,
-    jwt: { secret: e.AUTH_JWT_SECRET, jwksUrl: e.AUTH_JWKS_URL, issuer: e.AUTH_JWT_ISSUER, audience: e.AUTH_JWT_AUDIENCE },
+    jwt: {
+      secret: e.AUTH_JWT_SECRET,
+      jwksUrl: e.AUTH_JWKS_URL,
+      issuer: e.AUTH_JWT_ISSUER,
+      audience: e.AUTH_JWT_AUDIENCE,
+      maxAgeSeconds: e.AUTH_JWT_MAX_AGE_SECONDS,
+    },
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     trustProxy: e.TRUST_PROXY === "true",
+    trustProxyHops: e.TRUST_PROXY_HOPS,
+    corsOrigins: e.CORS_ORIGINS,
     authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     shutdownDelayMs: e.SHUTDOWN_DELAY_MS,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    bodyBudgetBytes: e.BODY_BUDGET_BYTES,
     logLevel: e.LOG_LEVEL,
     production: e.NODE_ENV === "production",
     introspection: e.INTROSPECTION ? e.INTROSPECTION === "true" : e.NODE_ENV !== "production",

@@ -1,4 +1,5 @@
 import type { GraphiQLOptions, Plugin } from "graphql-yoga";
+import { errorResponse } from "./rest/error-response.js";
 
 /** What GraphiQL opens with: the five operations of the specification, ready to run. */
 export const graphiqlExamples = `# Put your API key in the Headers tab: {"X-API-Key": "cwk_..."}
@@ -112,9 +113,11 @@ export function useGraphiQLAssets(): Plugin {
   return {
     async onRequest({ request, url, endResponse }) {
       if (!url.pathname.startsWith(`${ASSETS}/`)) return;
-      const file = assetFiles[url.pathname.slice(ASSETS.length + 1)];
+      const name = url.pathname.slice(ASSETS.length + 1);
+      // Own names only: `__proto__` or `constructor` must not find Object.prototype's members.
+      const file = Object.hasOwn(assetFiles, name) ? assetFiles[name] : undefined;
       if (!file || (request.method !== "GET" && request.method !== "HEAD")) {
-        endResponse(new Response("Not found", { status: 404, headers: { "content-type": "text/plain; charset=utf-8" } }));
+        endResponse(errorResponse("NOT_FOUND", `No file ${url.pathname}`));
         return;
       }
       let content = encoded.get(file);

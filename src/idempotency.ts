@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { Kind, parse } from "graphql";
 import type { Plugin } from "graphql-yoga";
 import type { Logger } from "pino";
-import type { AuthState } from "./auth/caller.js";
+import type { AuthState, Caller } from "./auth/caller.js";
 import type { Db } from "./db/database.js";
 import type { ErrorCode } from "./errors.js";
 import { Prisma } from "./generated/prisma/client.js";
@@ -30,11 +30,22 @@ function isMutation(body: string): boolean {
   }
 }
 
+/**
+ * The stored key: the client's key bound to who sent it and what they may do. Another credential
+ * of the organization (or the same one after its permissions changed) never meets a stored answer:
+ * its request runs, and is authorized, as a new one.
+ */
+function scopedKey(caller: Caller, clientKey: string): string {
+  const who = caller.apiKeyId ? `key:${caller.apiKeyId}` : `user:${caller.userId}`;
+  const may = [...caller.permissions].sort().join(",");
+  return createHash("sha256").update(`${who}\n${may}\n${clientKey}`).digest("hex");
+}
+
 type Options = { db: Db; authenticate: (request: Request) => Promise<AuthState>; logger: Logger };
 
 /**
  * Safe retries: a REST POST or a GraphQL mutation sent with `Idempotency-Key` runs once per
- * organization and key; a retry within 24 hours gets the first answer (status and body) again,
+ * credential (with its permissions) and key; a retry within 24 hours gets the first answer (status and body) again,
  * also while the first is still running (it waits), and the same key with another request is 422.
  * Keys live in the database, so replicas agree.
  */
@@ -48,19 +59,22 @@ export function useIdempotency({ db, authenticate, logger }: Options): Plugin {
 
   return {
     async onRequest({ request, url, serverContext, endResponse }) {
-      const key = request.headers.get("idempotency-key");
-      if (key === null || request.method !== "POST") return;
+      const clientKey = request.headers.get("idempotency-key");
+      if (clientKey === null || request.method !== "POST") return;
       const rest = url.pathname.startsWith("/v1/");
       if (!rest && url.pathname !== "/graphql") return;
-      if (!KEY_PATTERN.test(key)) {
+      if (!KEY_PATTERN.test(clientKey)) {
         endResponse(refuse(url.pathname, "BAD_USER_INPUT", "Idempotency-Key must be 1 to 255 visible ASCII characters"));
         return;
       }
-      const body = await request.clone().text();
-      if (!rest && !isMutation(body)) return;
+      // The credential first: nothing of an unknown caller's body is read (and the guards before
+      // this plugin have read it within the limits by now, so this text is bounded).
       const auth = await authenticate(request);
       if (!("caller" in auth)) return;
+      const body = await request.clone().text();
+      if (!rest && !isMutation(body)) return;
       const organizationId = auth.caller.organizationId;
+      const key = scopedKey(auth.caller, clientKey);
       const requestHash = createHash("sha256").update(`${request.method} ${url.pathname}${url.search}\n${body}`).digest("hex");
 
       if (Date.now() - lastCleanup > 10 * 60_000) {

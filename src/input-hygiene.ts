@@ -1,4 +1,5 @@
 import { createGraphQLError, type Plugin } from "graphql-yoga";
+import { jsonDepth, MAX_JSON_DEPTH } from "./body-admission.js";
 import { transportErrorResponse } from "./rest/error-response.js";
 
 /** A lone UTF-16 surrogate: not a character, and neither PostgreSQL's JSON nor its text can keep it. */
@@ -11,6 +12,20 @@ export function malformedTextPath(value: unknown, path = ""): string | null {
   for (const [key, item] of Object.entries(value)) {
     if (loneSurrogate.test(key)) return path;
     const found = malformedTextPath(item, path ? `${path}.${key}` : key);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
+/** Most items of one list in a request's input: coercing a huge list costs seconds of CPU. */
+export const MAX_LIST_ITEMS = 10_000;
+
+/** The path of the first list in `value` longer than MAX_LIST_ITEMS, or null. */
+export function longListPath(value: unknown, path = ""): string | null {
+  if (!value || typeof value !== "object") return null;
+  if (Array.isArray(value) && value.length > MAX_LIST_ITEMS) return path;
+  for (const [key, item] of Object.entries(value)) {
+    const found = longListPath(item, path ? `${path}.${key}` : key);
     if (found !== null) return found;
   }
   return null;
@@ -49,6 +64,10 @@ export function useGraphqlInputHygiene(): Plugin {
       for (const name of ["variables", "extensions"]) {
         const raw = url.searchParams.get(name);
         if (raw === null) continue;
+        if (jsonDepth(raw) > MAX_JSON_DEPTH) {
+          endResponse(transportErrorResponse(url.pathname, "BAD_USER_INPUT", `The ${name} parameter nests too deeply`));
+          return;
+        }
         let parsed: unknown;
         try {
           parsed = JSON.parse(raw);
@@ -62,6 +81,12 @@ export function useGraphqlInputHygiene(): Plugin {
       }
     },
     onParams({ params }) {
+      const long = longListPath(params.variables ?? {}, "variables");
+      if (long !== null) {
+        throw createGraphQLError(`${long}: a list may have at most ${MAX_LIST_ITEMS} items`, {
+          extensions: { code: "BAD_USER_INPUT", http: { status: 400 } },
+        });
+      }
       const where = loneSurrogate.test(params.query ?? "") ? "query" : malformedTextPath(params.variables ?? {}, "variables");
       if (where !== null) {
         throw createGraphQLError(`${where}: text must be well-formed Unicode (a lone surrogate is not a character)`, {

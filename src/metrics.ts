@@ -106,6 +106,12 @@ export function useMetrics({ routes, poolStats }: MetricsOptions): Plugin {
    */
   type Seen = { requestMetrics?: { start: number; route: string; transport: Transport } };
 
+  // Only a verified caller's operation may take one of the label slots, which are never freed.
+  const authenticated = (context: unknown) => {
+    const auth = (context as { auth?: object }).auth;
+    return !!auth && "caller" in auth;
+  };
+
   function observeOperation(document: DocumentNode, operationName: string | null | undefined, context: unknown) {
     const operation = getOperationAST(document, operationName);
     const type = operation?.operation ?? "unknown";
@@ -117,7 +123,9 @@ export function useMetrics({ routes, poolStats }: MetricsOptions): Plugin {
       ? firstField && "name" in firstField
         ? firstField.name.value
         : "unknown"
-      : operationLabel(operationName ?? operation?.name?.value);
+      : authenticated(context)
+        ? operationLabel(operationName ?? operation?.name?.value)
+        : "unauthenticated";
     const start = performance.now();
     return (hasErrors: boolean) => {
       operations.inc({ operation_type: type, operation_name: name, transport, result: hasErrors ? "error" : "success" });

@@ -1,8 +1,6 @@
-import { createHash } from "node:crypto";
 import type { Plugin } from "graphql-yoga";
 import type { Redis } from "ioredis";
 import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
-import { parseApiKey } from "./auth/api-keys.js";
 import type { AuthState } from "./auth/caller.js";
 import { AppError } from "./errors.js";
 import { transportErrorResponse } from "./rest/error-response.js";
@@ -15,6 +13,10 @@ export type RateLimitOptions = {
   redis?: Redis;
   /** Take the client address from X-Forwarded-For (only behind a proxy that sets it). */
   trustProxy?: boolean;
+  /** How many trusted proxies append to X-Forwarded-For (1 unless configured). */
+  trustProxyHops?: number;
+  /** The request's verified caller, which the limit keys on. */
+  authenticate?: (request: Request) => Promise<AuthState>;
   /** Redis key prefix (tests use their own). */
   keyPrefix?: string;
 };
@@ -32,17 +34,31 @@ export function createRateLimiter({ perMinute, redis, keyPrefix = "cwg:rate" }: 
   });
 }
 
-const digest = (value: string) => createHash("sha256").update(value).digest("base64url").slice(0, 22);
-
-/** Who a request counts against: its credential (never the secret itself), else its address. */
-export function rateLimitKey(request: Request, clientAddress: string | undefined): string {
-  const apiKey = request.headers.get("x-api-key")?.trim();
-  if (apiKey) return `key:${parseApiKey(apiKey) ?? digest(apiKey)}`;
-  const bearer = /^Bearer\s+(\S+)/i.exec(request.headers.get("authorization") ?? "")?.[1];
-  if (bearer) return `bearer:${digest(bearer)}`;
-  const session = /(?:^|;\s*)session_token=([^;]+)/.exec(request.headers.get("cookie") ?? "")?.[1];
-  if (session) return `session:${digest(session)}`;
+/**
+ * Who a request counts against: the verified identity (API key id; user and organization for a
+ * JWT or session, however the credential is spelt), else the client address. Never a raw header,
+ * which a caller can re-encode to count as many.
+ */
+export function rateLimitKey(auth: AuthState | undefined, clientAddress: string | undefined): string {
+  if (auth && "caller" in auth) {
+    const { caller } = auth;
+    return caller.apiKeyId ? `key:${caller.apiKeyId}` : `user:${caller.userId}:${caller.organizationId}`;
+  }
   return `ip:${clientAddress ?? "unknown"}`;
+}
+
+/**
+ * The client address: the socket's, or behind `hops` trusted proxies that each append the address
+ * they received from to X-Forwarded-For, the entry the outermost of them added. Entries further
+ * left were written by the client and prove nothing.
+ */
+export function clientAddress(forwardedFor: string | null, socketAddress: string | undefined, hops: number | undefined): string {
+  if (hops && forwardedFor) {
+    const entries = forwardedFor.split(",").map((entry) => entry.trim());
+    const added = entries[Math.max(0, entries.length - hops)];
+    if (added) return added;
+  }
+  return socketAddress || "unknown";
 }
 
 const exempt = new Set(["/health", "/ready", "/metrics"]);
@@ -96,10 +112,14 @@ export function useRateLimit(options: RateLimitOptions): Plugin {
   return {
     async onRequest({ request, url, serverContext, endResponse }) {
       if (exempt.has(url.pathname) || /^\/(v1\/docs|graphiql)(\/|$)/.test(url.pathname)) return;
-      const forwarded = options.trustProxy ? request.headers.get("x-forwarded-for")?.split(",")[0]?.trim() : undefined;
       const socketAddress = (serverContext as { req?: { socket?: { remoteAddress?: string } } }).req?.socket?.remoteAddress;
-      addresses.set(request, forwarded || socketAddress || "unknown");
-      const key = rateLimitKey(request, forwarded || socketAddress);
+      const address = clientAddress(
+        request.headers.get("x-forwarded-for"),
+        socketAddress,
+        options.trustProxy ? (options.trustProxyHops ?? 1) : undefined,
+      );
+      addresses.set(request, address);
+      const key = rateLimitKey(await options.authenticate?.(request), address);
       try {
         states.set(serverContext, await limiter.consume(key));
       } catch (rejection) {

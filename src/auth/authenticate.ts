@@ -16,6 +16,9 @@ const LAST_USED_RESOLUTION_MS = 60_000;
  */
 export const CREDENTIAL_CACHE_MS = 2_000;
 
+/** Oldest accepted JWT (by iat) unless configured: a day. */
+export const DEFAULT_JWT_MAX_AGE_SECONDS = 86_400;
+
 export type Authenticator = (request: Request) => Promise<AuthState>;
 
 const apiKeySelect = {
@@ -37,10 +40,16 @@ type ApiKeyRow = {
   lastUsedAt: Date | null;
 };
 
-function cookie(request: Request, name: string): string | null {
+/** The cookie's value; undefined when it is not valid percent-encoding (a malformed credential). */
+function cookie(request: Request, name: string): string | null | undefined {
   for (const part of request.headers.get("cookie")?.split(";") ?? []) {
     const [key, ...value] = part.trim().split("=");
-    if (key === name) return decodeURIComponent(value.join("="));
+    if (key !== name) continue;
+    try {
+      return decodeURIComponent(value.join("="));
+    } catch {
+      return undefined;
+    }
   }
   return null;
 }
@@ -100,7 +109,15 @@ export function createAuthenticator(db: Db, jwt: Config["jwt"] = {}): Authentica
         issuer: jwt.issuer,
         audience: jwt.audience,
         algorithms: jwt.secret ? ["HS256"] : undefined,
+        // A token without an expiry would be valid forever.
+        requiredClaims: ["exp"],
       });
+      // Nor may one live longer than the maximum age: not issued (iat) longer ago, nor expiring later.
+      const maxAge = jwt.maxAgeSeconds ?? DEFAULT_JWT_MAX_AGE_SECONDS;
+      const now = Math.floor(Date.now() / 1000);
+      if ((payload.exp as number) - now > maxAge || (typeof payload.iat === "number" && now - payload.iat > maxAge)) {
+        return { error: new UnauthenticatedError(`The token may be valid for at most ${maxAge} s`) };
+      }
       if (typeof payload.sub !== "string" || !payload.sub) {
         return { error: new UnauthenticatedError("The token names no subject (sub)") };
       }
@@ -163,6 +180,13 @@ export function createAuthenticator(db: Db, jwt: Config["jwt"] = {}): Authentica
       bearer = match[1] as string;
     }
     const sessionCookie = cookie(request, "session_token");
+    if (sessionCookie === undefined && !bearer) {
+      return {
+        error: new BadUserInputError("The session_token cookie is not valid percent-encoding", [
+          { path: "Cookie", message: "session_token has a malformed % escape" },
+        ]),
+      };
+    }
     if (!bearer && !sessionCookie) return { anonymous: true };
 
     const kind = bearer && looksLikeJwt(bearer) ? "jwt" : "session";

@@ -9,7 +9,7 @@ import {
   isScalarType,
 } from "graphql";
 import { AppError, BadUserInputError, type ErrorDetail } from "../errors.js";
-import { malformedTextPath } from "../input-hygiene.js";
+import { longListPath, MAX_LIST_ITEMS, malformedTextPath } from "../input-hygiene.js";
 import type { RestRoute } from "./routes.js";
 
 export type CompiledRoute = RestRoute & {
@@ -149,6 +149,8 @@ export function validateRestRequest(
       const malformed = malformedTextPath(parsed);
       if (malformed !== null)
         details.push({ path: malformed, message: "must be well-formed Unicode (a lone surrogate is not a character)" });
+      const long = longListPath(parsed);
+      if (long !== null) details.push({ path: long, message: `must have at most ${MAX_LIST_ITEMS} items` });
       for (const [name, value] of Object.entries(parsed)) {
         const arg = args.get(name);
         if (!arg || route.pathParams.includes(name)) {

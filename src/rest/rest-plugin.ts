@@ -1,39 +1,16 @@
 import { createHash } from "node:crypto";
 import type { FetchAPI, Plugin } from "graphql-yoga";
 import type { AuthState } from "../auth/caller.js";
+import { announcesBody, type BodyReader } from "../body-admission.js";
 import { AppError, UnauthenticatedError } from "../errors.js";
 import { docsResponse } from "./docs.js";
 import { appErrorResponse, errorResponse } from "./error-response.js";
 import { type CompiledRoute, matchRoute, validateRestRequest } from "./request-validation.js";
 import { REST_BASE } from "./routes.js";
 
-/** The body as text, or null when it is longer than `limit` bytes (read no further than that, even when chunked). */
-async function readBodyWithin(request: Request, limit: number): Promise<string | null> {
-  const reader = request.body?.getReader();
-  if (!reader) return "";
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      void reader.cancel();
-      return null;
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString("utf8");
-}
-
-/** Whether the request says it carries a body (a GET that does is refused by validation). */
-function announcesBody(request: Request): boolean {
-  const length = request.headers.get("content-length");
-  return (length !== null && length !== "0") || request.headers.has("transfer-encoding");
-}
-
 type RestGuardOptions = {
-  bodyLimitBytes: number;
+  /** Reads bodies within the body limit and the memory budget, only once the caller is known. */
+  bodyReader: BodyReader;
   routes: CompiledRoute[];
   authenticate: (request: Request) => Promise<AuthState>;
   /** Carries the authentication over to the request the guard hands on. */
@@ -93,7 +70,7 @@ async function downloadAnswer(json: Response): Promise<Answer> {
  * routes (Sofa would serve defaults for every field, and its /webhook routes), authentication,
  * and strict checking of path, query and body against the field's arguments.
  */
-export function useRestGuard({ routes, authenticate, rememberAuth, openApiDocument, bodyLimitBytes }: RestGuardOptions): Plugin {
+export function useRestGuard({ routes, authenticate, rememberAuth, openApiDocument, bodyReader }: RestGuardOptions): Plugin {
   const downloads = new WeakSet<Request>();
   const reads = new WeakSet<Request>();
   const explicitNulls = new WeakMap<Request, string[]>();
@@ -109,7 +86,7 @@ export function useRestGuard({ routes, authenticate, rememberAuth, openApiDocume
       const answer = downloads.has(request) ? await downloadAnswer(response) : await jsonAnswer(response);
       setResponse(conditional(request, answer, fetchAPI));
     },
-    async onRequest({ request, url, endResponse, setRequest, fetchAPI }) {
+    async onRequest({ request, url, serverContext, endResponse, setRequest, fetchAPI }) {
       const { pathname } = url;
       if (pathname !== REST_BASE && !pathname.startsWith(`${REST_BASE}/`)) {
         if (pathname.startsWith(REST_BASE)) endResponse(errorResponse("NOT_FOUND", `No route ${request.method} ${pathname}`));
@@ -160,11 +137,12 @@ export function useRestGuard({ routes, authenticate, rememberAuth, openApiDocume
           handOn(request, validateRestRequest(match.route, match.params, url, "", null));
           return;
         }
-        const body = await readBodyWithin(request, bodyLimitBytes);
-        if (body === null) {
-          endResponse(errorResponse("PAYLOAD_TOO_LARGE", `The request body is larger than ${bodyLimitBytes} bytes`));
+        const read = await bodyReader.read(request, serverContext);
+        if ("refused" in read) {
+          endResponse(appErrorResponse(read.refused, { connection: "close", ...read.headers }));
           return;
         }
+        const body = read.text;
         const nulls = validateRestRequest(match.route, match.params, url, body, request.headers.get("content-type"));
         // The body stream is consumed: Sofa gets a request carrying the text that was checked.
         const checked = new fetchAPI.Request(request.url, {

@@ -96,6 +96,9 @@ export const credentials = [
   "jwtWrongSecret",
   "jwtNone",
   "garbageAuth",
+  "malformedCookie",
+  "jwtNoExp",
+  "jwtForever",
 ] as const;
 export type Credential = (typeof credentials)[number];
 
@@ -213,6 +216,13 @@ export async function createFuzzWorld(t: TestApp): Promise<FuzzWorld> {
     .setExpirationTime("2h")
     .sign(new TextEncoder().encode("another-secret-of-at-least-32-characters!"));
   const jwtNone = `${b64url({ alg: "none", typ: "JWT" })}.${b64url({ sub: owner, exp: Math.floor(Date.now() / 1000) + 3600 })}.`;
+  // Tokens that never expire, or only in ten years: refused (exp is required, lifetime bounded).
+  const jwtNoExp = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject(owner).sign(secret);
+  const jwtForever = await new SignJWT({})
+    .setProtectedHeader({ alg: "HS256" })
+    .setSubject(owner)
+    .setExpirationTime("3650d")
+    .sign(secret);
   const readOnlyKey = (await t.keyWith(organizationId, ["task:read"])).key;
   const lookup = org.apiKey.split("_")[1];
 
@@ -230,6 +240,9 @@ export async function createFuzzWorld(t: TestApp): Promise<FuzzWorld> {
     jwtWrongSecret: { authorization: `Bearer ${jwtWrongSecret}` },
     jwtNone: { authorization: `Bearer ${jwtNone}` },
     garbageAuth: { authorization: "Basic Zm9vOmJhcg==" },
+    malformedCookie: { cookie: "session_token=%E0%A4%A" },
+    jwtNoExp: { authorization: `Bearer ${jwtNoExp}` },
+    jwtForever: { authorization: `Bearer ${jwtForever}` },
   };
   return {
     organizationId,
@@ -426,6 +439,9 @@ const fileDataArb: fc.Arbitrary<string> = fc.oneof(
 );
 const fileTypeArb = fc.constantFrom(
   "application/pdf",
+  "application/x-shellscript",
+  "application/x-ms-dos-executable",
+  "text/csv",
   "image/png",
   "text/plain",
   "text/html",
@@ -447,6 +463,20 @@ const fileNameArb = fc.oneof(
     arbitrary: fc.constantFrom(
       "a.exe",
       "x.PDF.exe",
+      "a.jse",
+      "a.wsc",
+      "run.command",
+      "app.msix",
+      "types.ps1xml",
+      "tool.py",
+      "help.chm",
+      "disk.iso",
+      "shell.scf",
+      "link.url",
+      "page.html",
+      "image.svg",
+      "macro.docm",
+      "noextension",
       "script.sh ",
       "archive.tar.gz",
       "../../etc/passwd",
@@ -605,6 +635,8 @@ export const anyJsonArb: fc.Arbitrary<unknown> = fc.oneof(
   },
   { weight: 1, arbitrary: deepNestedArb },
   { weight: 1, arbitrary: hugeStringArb },
+  // Longer than any list may be: refused before it is coerced.
+  { weight: 1, arbitrary: fc.integer({ min: 10_001, max: 12_000 }).map((n) => new Array(n).fill(0)) },
 );
 
 /** A value of the wrong type for wherever it goes: null, numbers, numeric strings, booleans, arrays, objects, odd and huge strings. */
@@ -621,6 +653,8 @@ export const wrongValueArb: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 2, arbitrary: fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 }) },
   { weight: 1, arbitrary: deepNestedArb },
   { weight: 1, arbitrary: hugeStringArb },
+  // Longer than any list may be: refused before it is coerced.
+  { weight: 1, arbitrary: fc.integer({ min: 10_001, max: 12_000 }).map((n) => new Array(n).fill(0)) },
 );
 
 /** Numbers become strings, numeric strings numbers, booleans strings: the "almost right" payload. */
@@ -804,6 +838,10 @@ export const malformedJsonArb: fc.Arbitrary<string> = fc.oneof(
     return text.slice(0, n % Math.max(1, text.length));
   }),
   fc.string({ unit: "binary", maxLength: 40 }),
+  // Nesting far deeper than any input: refused before it is parsed (it used to overflow the stack).
+  fc
+    .record({ depth: fc.integer({ min: 65, max: 25_000 }), open: fc.constantFrom("[", '{"a":', '{"input":') })
+    .map(({ depth, open }) => `${open.repeat(depth)}1${(open === "[" ? "]" : "}").repeat(depth)}`),
 );
 
 export const oddContentTypeArb = fc.constantFrom(

@@ -48,6 +48,8 @@ export async function createTestApp(
   options: {
     deviceManagement?: DeviceManagement;
     bodyLimitBytes?: number;
+    bodyBudgetBytes?: number;
+    corsOrigins?: string[];
     jwt?: Config["jwt"];
     rateLimitPerMinute?: number;
     authFailuresPerMinute?: number;
@@ -64,6 +66,8 @@ export async function createTestApp(
     config: {
       production: false,
       bodyLimitBytes: options.bodyLimitBytes ?? 36 * 1024 * 1024,
+      bodyBudgetBytes: options.bodyBudgetBytes,
+      corsOrigins: options.corsOrigins,
       jwt: options.jwt ?? { secret: testJwtSecret },
       // Suites send far more than a minute's worth from one key; the limit has its own tests.
       rateLimitPerMinute: options.rateLimitPerMinute ?? 1_000_000,

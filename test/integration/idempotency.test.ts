@@ -77,8 +77,12 @@ describe("Idempotency-Key on REST", () => {
 
   it("runs again once a key has expired", async () => {
     const key = newKey();
+    const since = new Date(Date.now() - 1);
     const first = await post(key, comment("old"));
-    await t.db.idempotencyKey.updateMany({ where: { key }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    await t.db.idempotencyKey.updateMany({
+      where: { createdAt: { gte: since } },
+      data: { expiresAt: new Date(Date.now() - 1000) },
+    });
     const again = await post(key, comment("old"));
     expect(again.status).toBe(201);
     expect(again.body.id).not.toBe(first.body.id);

@@ -44,11 +44,42 @@ describe("rate limiting in memory", () => {
     expect(res.headers.get("ratelimit-remaining")).toBe("4");
   });
 
-  it("limits requests without a credential by client address", async () => {
-    const from = (address: string) => t.rest("GET", "/v1/tasks/x", { headers: { "x-forwarded-for": `${address}, 10.0.0.1` } });
+  it("limits requests without a credential by the address the trusted proxy added", async () => {
+    // The proxy appends the address it received from; whatever the client wrote before it is ignored.
+    let spoof = 0;
+    const from = (address: string) =>
+      t.rest("GET", "/v1/tasks/x", { headers: { "x-forwarded-for": `198.51.100.${spoof++ % 250}, ${address}` } });
     for (let i = 0; i < 5; i++) expect((await from("203.0.113.7")).status).toBe(401);
     expect((await from("203.0.113.7")).status).toBe(429);
     expect((await from("203.0.113.8")).status).toBe(401);
+  });
+
+  it("keys a session and a JWT on the verified user, however the credential is spelt", async () => {
+    const { createSession } = await import("../../src/auth/sessions.js");
+    const { SignJWT } = await import("jose");
+    const { testJwtSecret } = await import("../helpers/test-app.js");
+    const userId = org.userIds[1] as string;
+    const { token: session } = await createSession(t.db, userId, 60_000);
+    const headers = (extra: Record<string, string>) => ({ "x-organization-id": org.organizationId, ...extra });
+    const token = await new SignJWT({})
+      .setProtectedHeader({ alg: "HS256" })
+      .setSubject(userId)
+      .setIssuedAt()
+      .setExpirationTime("5m")
+      .sign(new TextEncoder().encode(testJwtSecret));
+    const spellings: Record<string, string>[] = [
+      { cookie: `session_token=${session}` },
+      { cookie: `session_token=${encodeURIComponent(session).replace(/[A-Za-z]/, (c) => `%${c.charCodeAt(0).toString(16)}`)}` },
+      { cookie: `other=1; session_token=${session}` },
+      { authorization: `Bearer ${session}` },
+      { authorization: `bearer  ${token}` },
+      { authorization: `Bearer ${token}` },
+    ];
+    const statuses: number[] = [];
+    for (const extra of spellings)
+      statuses.push((await t.rest("GET", `/v1/tasks/${org.taskIds[0]}`, { headers: headers(extra) })).status);
+    // One user in one organization: five requests, then refused, whichever spelling comes next.
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
   });
 
   it("never limits health and readiness checks", async () => {

@@ -1,13 +1,79 @@
-// Executable content is refused by name, by declared type and by its first bytes: a client can
-// rename a file or lie about its type, but not about its content.
+// An evidence store accepts what evidence is made of, and nothing else: the file's extension and
+// its declared type must both be on these lists (an allow-list, because a deny-list of executable
+// formats is never complete). Active content that a browser or an OS would run is not on them:
+// HTML, SVG, macro-enabled Office files, scripts, installers, disk images, shortcuts.
+const evidenceExtensions = new Set(
+  [
+    "pdf txt md csv tsv json xml yaml yml log rtf",
+    "doc docx odt xls xlsx ods ppt pptx odp",
+    "png jpg jpeg gif webp tif tiff bmp heic heif",
+    "zip 7z tar gz tgz",
+    "eml msg pem crt cer der mp4 mov webm",
+  ]
+    .join(" ")
+    .split(" "),
+);
+
+const evidenceTypes = new Set([
+  "application/pdf",
+  "text/plain",
+  "text/markdown",
+  "text/csv",
+  "text/tab-separated-values",
+  "application/json",
+  "application/xml",
+  "text/xml",
+  "application/yaml",
+  "text/yaml",
+  "application/rtf",
+  "text/rtf",
+  "application/msword",
+  "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+  "application/vnd.oasis.opendocument.text",
+  "application/vnd.ms-excel",
+  "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+  "application/vnd.oasis.opendocument.spreadsheet",
+  "application/vnd.ms-powerpoint",
+  "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+  "application/vnd.oasis.opendocument.presentation",
+  "image/png",
+  "image/jpeg",
+  "image/gif",
+  "image/webp",
+  "image/tiff",
+  "image/bmp",
+  "image/heic",
+  "image/heif",
+  "application/zip",
+  "application/x-zip-compressed",
+  "application/x-7z-compressed",
+  "application/x-tar",
+  "application/gzip",
+  "application/x-gzip",
+  "message/rfc822",
+  "application/vnd.ms-outlook",
+  "application/x-pem-file",
+  "application/x-x509-ca-cert",
+  "application/pkix-cert",
+  "video/mp4",
+  "video/quicktime",
+  "video/webm",
+  // What clients send when they do not know: the extension and the content decide then.
+  "application/octet-stream",
+]);
+
+// Executable content is also refused by every part of the name and by its first bytes: a client
+// can rename a file or lie about its type, but not about its content.
 const executableExtensions = new Set(
-  "exe bat cmd com scr msi js mjs cjs vbs vbe wsf wsh ps1 psm1 sh bash zsh csh ksh dll sys drv app deb rpm jar pif lnk cpl hta reg apk dmg pkg elf bin so dylib".split(
+  "exe bat cmd com scr msi msix appx js jse mjs cjs vbs vbe wsf wsh wsc ps1 ps1xml psm1 psd1 sh bash zsh csh ksh command py pyw pl rb php dll sys drv app deb rpm jar pif lnk url scf chm iso img vhd cpl hta reg inf apk dmg pkg elf bin so dylib".split(
     " ",
   ),
 );
 
 const executableTypes = new Set([
   "application/x-msdownload",
+  "application/x-ms-dos-executable",
+  "application/x-shellscript",
   "application/x-msdos-program",
   "application/x-dosexec",
   "application/x-executable",
@@ -52,7 +118,13 @@ export function executableReason(fileName: string, fileType: string, bytes: Uint
   const extensions = fileName.toLowerCase().split(".").slice(1);
   const bad = extensions.find((ext) => executableExtensions.has(ext.trim()));
   if (bad) return `files with the extension .${bad} are not accepted`;
-  if (executableTypes.has(fileType.toLowerCase())) return `files of type ${fileType} are not accepted`;
+  const type = fileType.split(";")[0]?.trim().toLowerCase() ?? "";
+  if (executableTypes.has(type)) return `files of type ${fileType} are not accepted`;
+  const last = extensions.at(-1)?.trim();
+  if (!last || !evidenceExtensions.has(last)) {
+    return `only evidence files are accepted (documents, spreadsheets, images, archives, text, CSV, JSON, PDF...); ${last ? `.${last}` : "a name without an extension"} is not one`;
+  }
+  if (!evidenceTypes.has(type)) return `files of type ${fileType} are not accepted: only evidence file types are`;
   const signature = executableSignatures.find((s) => s.bytes.every((b, i) => bytes[i] === b));
   if (signature) return `the content is ${signature.what}, which is not accepted`;
   return null;

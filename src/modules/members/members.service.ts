@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { rolePermissions } from "../../auth/permissions.js";
 import type { Actor } from "../../context.js";
 import type { Db } from "../../db/database.js";
 import { ConflictError, ForbiddenError, NotFoundError } from "../../errors.js";
@@ -63,6 +64,46 @@ async function callerRole(tx: Prisma.TransactionClient, actor: Actor): Promise<M
   return member?.role ?? null;
 }
 
+/**
+ * Granting a role needs every permission of that role (a key with member:update alone cannot make
+ * an administrator), and only an owner among users can make an owner.
+ */
+async function assertMayGrant(tx: Prisma.TransactionClient, actor: Actor, role: MemberRole) {
+  if (role === "owner" && actor.userId !== null && (await callerRole(tx, actor)) !== "owner") {
+    throw new ForbiddenError("Only an owner can make someone an owner");
+  }
+  const missing = rolePermissions[role].filter((p) => !actor.permissions.has(p));
+  if (missing.length)
+    throw new ForbiddenError(`Granting the role ${role} needs every permission of it; missing ${missing.join(", ")}`);
+}
+
+/** Every operation on an owner's membership needs an owner, or a key holding every owner permission. */
+async function assertMayActOnOwner(tx: Prisma.TransactionClient, actor: Actor) {
+  if (
+    actor.userId !== null
+      ? (await callerRole(tx, actor)) !== "owner"
+      : rolePermissions.owner.some((p) => !actor.permissions.has(p))
+  ) {
+    throw new ForbiddenError("Only an owner can change an owner's membership");
+  }
+}
+
+/**
+ * The answer to adding an account that already existed, shown as if it were new: the name the
+ * caller gave and no sign-in, verification, picture or dates of the account. Whether the e-mail had
+ * an account, and what another organization stored about it, stay unknown to the caller.
+ */
+function asIfNew<M extends { createdAt: Date }>(member: M, name: string): M {
+  const user = (member as { user?: Record<string, unknown> }).user;
+  if (!user) return member;
+  const view: Record<string, unknown> = { name, emailVerified: false, image: null, lastLogin: null };
+  view.createdAt = member.createdAt;
+  view.updatedAt = member.createdAt;
+  const shown = { ...user };
+  for (const [key, value] of Object.entries(view)) if (key in shown) shown[key] = value;
+  return { ...member, user: shown };
+}
+
 export function createMemberService(db: Db, deviceManagement: DeviceManagement | undefined) {
   return {
     async list(actor: Actor, args: PageArgs, query: MemberQuery) {
@@ -86,9 +127,8 @@ export function createMemberService(db: Db, deviceManagement: DeviceManagement |
     async create(actor: Actor, args: CreateMemberArgs, query: MemberQuery) {
       const input = parseInput(createInput, args);
       return db.$transaction(async (tx) => {
-        if (input.role === "owner" && actor.userId !== null && (await callerRole(tx, actor)) !== "owner") {
-          throw new ForbiddenError("Only an owner can make someone an owner");
-        }
+        await assertMayGrant(tx, actor, input.role);
+        const existed = (await tx.user.count({ where: { email: input.email } })) > 0;
         // An existing account keeps its name: one organization must not rename a user of others.
         const user = await tx.user.upsert({
           where: { email: input.email },
@@ -128,7 +168,7 @@ export function createMemberService(db: Db, deviceManagement: DeviceManagement |
             },
           ),
         });
-        return member;
+        return existed ? asIfNew(member, input.name) : member;
       });
     },
 
@@ -154,13 +194,8 @@ export function createMemberService(db: Db, deviceManagement: DeviceManagement |
           return tx.member.findUniqueOrThrow({ ...query, where: { id } });
         }
 
-        if (actor.userId !== null && (changes.role || current.role === "owner")) {
-          const role = await callerRole(tx, actor);
-          if (role !== "owner" && changes.role?.to === "owner")
-            throw new ForbiddenError("Only an owner can make someone an owner");
-          if (role !== "owner" && current.role === "owner")
-            throw new ForbiddenError("Only an owner can change an owner's membership");
-        }
+        if (changes.role) await assertMayGrant(tx, actor, changes.role.to as MemberRole);
+        if (current.role === "owner") await assertMayActOnOwner(tx, actor);
         const losesOwner = current.role === "owner" && current.isActive && (changes.role || changes.isActive);
         if (losesOwner && !locked.some((m) => m.id !== id && m.role === "owner" && m.isActive)) {
           throw new ConflictError("The organization must keep at least one active owner");
@@ -184,8 +219,9 @@ export function createMemberService(db: Db, deviceManagement: DeviceManagement |
      */
     async unlinkDevice(actor: Actor, id: string, query: MemberQuery) {
       const where = { id, organizationId: actor.organizationId };
-      const member = await db.member.findUnique({ where, select: { deviceLabelId: true } });
+      const member = await db.member.findUnique({ where, select: { deviceLabelId: true, role: true } });
       if (!member) throw new NotFoundError("Member", id);
+      if (member.role === "owner") await assertMayActOnOwner(db, actor);
       const hostsRemoved =
         member.deviceLabelId !== null && deviceManagement ? await deviceManagement.removeHostsWithLabel(member.deviceLabelId) : 0;
       return db.$transaction(async (tx) => {

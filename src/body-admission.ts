@@ -1,0 +1,163 @@
+import type { Plugin } from "graphql-yoga";
+import type { AuthState } from "./auth/caller.js";
+import { AppError, UnauthenticatedError } from "./errors.js";
+import { transportErrorResponse } from "./rest/error-response.js";
+
+/** Seconds a caller refused for lack of memory is asked to wait. */
+const BUSY_RETRY_AFTER_SECONDS = 2;
+/** Deepest JSON nesting accepted in a request body: real inputs nest a handful of levels. */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * Bytes of request bodies in flight across the process. A body is admitted (its declared length,
+ * or chunk by chunk when it is chunked) before it is read, and released when its answer is ready:
+ * past the budget, the request is refused with 503 instead of growing the heap.
+ */
+export type BodyBudget = { tryAcquire: (bytes: number) => boolean; release: (bytes: number) => void; inFlight: () => number };
+
+export function createBodyBudget(maxBytes: number): BodyBudget {
+  let inFlight = 0;
+  return {
+    tryAcquire(bytes) {
+      // One body alone may always use the whole budget, else a budget below the body limit starves.
+      if (inFlight > 0 && inFlight + bytes > maxBytes) return false;
+      inFlight += bytes;
+      return true;
+    },
+    release(bytes) {
+      inFlight = Math.max(0, inFlight - bytes);
+    },
+    inFlight: () => inFlight,
+  };
+}
+
+export type BodyRead = { text: string } | { refused: AppError; headers?: Record<string, string> };
+
+/** Nesting depth of a JSON text, found without parsing (and so without recursion). */
+export function jsonDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      depth++;
+      if (depth > deepest) deepest = depth;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return deepest;
+}
+
+/**
+ * Reads a request body within `limit` bytes (chunked or not, never further) and within the
+ * budget, which it charges to `owner` until `releaseFor(owner)`.
+ */
+export function createBodyReader(budget: BodyBudget, limit: number) {
+  const charged = new WeakMap<object, number>();
+  const busy = (): BodyRead => ({
+    refused: new AppError("SERVICE_UNAVAILABLE", "The server is busy receiving other requests; retry shortly"),
+    headers: { "retry-after": String(BUSY_RETRY_AFTER_SECONDS) },
+  });
+  const tooLarge = (): BodyRead => ({
+    refused: new AppError("PAYLOAD_TOO_LARGE", `The request body is larger than ${limit} bytes`),
+  });
+
+  function charge(owner: object, bytes: number): boolean {
+    if (!budget.tryAcquire(bytes)) return false;
+    charged.set(owner, (charged.get(owner) ?? 0) + bytes);
+    return true;
+  }
+
+  return {
+    async read(request: Request, owner: object): Promise<BodyRead> {
+      const declared = request.headers.get("content-length");
+      const length = declared === null ? null : Number(declared);
+      if (length !== null && length > limit) return tooLarge();
+      if (length !== null && Number.isFinite(length) && !charge(owner, length)) return busy();
+      const reader = request.body?.getReader();
+      if (!reader) return { text: "" };
+      const chunks: Uint8Array[] = [];
+      let size = 0;
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        size += value.byteLength;
+        if (size > limit) {
+          void reader.cancel().catch(() => {});
+          return tooLarge();
+        }
+        // A chunked body (or one longer than it said) is admitted as it arrives.
+        if (length === null || size > length) {
+          if (!charge(owner, value.byteLength)) {
+            void reader.cancel().catch(() => {});
+            return busy();
+          }
+        }
+        chunks.push(value);
+      }
+      const text = Buffer.concat(chunks).toString("utf8");
+      if (jsonDepth(text) > MAX_JSON_DEPTH) {
+        return { refused: new AppError("BAD_USER_INPUT", `JSON nested deeper than ${MAX_JSON_DEPTH} levels is not accepted`) };
+      }
+      return { text };
+    },
+    releaseFor(owner: object) {
+      const bytes = charged.get(owner);
+      if (bytes === undefined) return;
+      charged.delete(owner);
+      budget.release(bytes);
+    },
+  };
+}
+
+export type BodyReader = ReturnType<typeof createBodyReader>;
+
+/** Whether the request says it carries a body. */
+export function announcesBody(request: Request): boolean {
+  const length = request.headers.get("content-length");
+  return (length !== null && length !== "0") || request.headers.has("transfer-encoding");
+}
+
+/**
+ * POST /graphql: the credential is checked before a byte of the body is read (anonymous callers
+ * and failed credentials are answered at once), then the body is read within the body limit and
+ * the memory budget and handed on as text. Also releases the budget of both transports when the
+ * answer is ready.
+ */
+export function useGraphqlBodyAdmission(options: {
+  reader: BodyReader;
+  authenticate: (request: Request) => Promise<AuthState>;
+  rememberAuth: (request: Request, auth: AuthState) => void;
+}): Plugin {
+  return {
+    async onRequest({ request, url, serverContext, endResponse, setRequest, fetchAPI }) {
+      if (url.pathname !== "/graphql") return;
+      const wantsPage = request.method === "GET" && !url.searchParams.has("query") && !url.searchParams.has("extensions");
+      if (request.method === "OPTIONS" || request.method === "HEAD" || wantsPage) return;
+      const auth = await options.authenticate(request);
+      const refused = "error" in auth ? auth.error : "anonymous" in auth ? new UnauthenticatedError() : null;
+      if (refused) {
+        endResponse(transportErrorResponse(url.pathname, refused.code, refused.message, { connection: "close" }));
+        return;
+      }
+      if (request.method !== "POST") return;
+      const body = await options.reader.read(request, serverContext);
+      if ("refused" in body) {
+        endResponse(
+          transportErrorResponse(url.pathname, body.refused.code, body.refused.message, { connection: "close", ...body.headers }),
+        );
+        return;
+      }
+      const checked = new fetchAPI.Request(request.url, { method: "POST", headers: request.headers, body: body.text });
+      options.rememberAuth(checked, auth);
+      setRequest(checked);
+    },
+    onResponse({ serverContext }) {
+      options.reader.releaseFor(serverContext);
+    },
+  };
+}
