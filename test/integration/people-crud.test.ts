@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SeedResult } from "../../src/admin/seed.js";
+import { permissions } from "../../src/auth/permissions.js";
 import { createSession } from "../../src/auth/sessions.js";
 import { createTestApp, type TestApp } from "../helpers/test-app.js";
 
@@ -120,7 +121,10 @@ describe("create member", () => {
     });
     expect(res.status).toBe(201);
     expect(res.body.userId).toBe(existing.id);
-    expect(res.body.user.name).toBe(existing.name);
+    // The answer shows the name the caller gave, never the one another organization stored...
+    expect(res.body.user.name).toBe("Another Name");
+    // ...and the account keeps its own.
+    expect((await t.db.user.findUniqueOrThrow({ where: { id: existing.id } })).name).toBe(existing.name);
     expect(await t.db.user.count({ where: { email: existing.email } })).toBe(1);
   });
 
@@ -540,11 +544,14 @@ describe("owner role", () => {
     expect(audit).toMatchObject({ action: "member.created", actorUserId: org.userIds[adminIdx], actorApiKeyId: null });
   });
 
-  it("an owner user may make someone an owner; an API key with member:update may too", async () => {
+  it("an owner user may make someone an owner; an API key holding every permission may too, member:update alone not", async () => {
     const res = await t.rest("PATCH", `/v1/people/${org.memberIds[auditorIdx]}`, { headers: owner, body: { role: "owner" } });
     expect(res.status).toBe(200);
     expect(res.body.role).toBe("owner");
-    const { key } = await t.keyWith(org.organizationId, ["member:update"]);
+    const weak = await t.keyWith(org.organizationId, ["member:update"]);
+    const refused = await t.rest("PATCH", `/v1/people/${org.memberIds[employeeIdx]}`, { key: weak.key, body: { role: "owner" } });
+    expect(refused.status).toBe(403);
+    const { key } = await t.keyWith(org.organizationId, [...permissions]);
     const byKey = await t.rest("PATCH", `/v1/people/${org.memberIds[employeeIdx]}`, { key, body: { role: "owner" } });
     expect(byKey.status).toBe(200);
     expect(byKey.body.role).toBe("owner");
