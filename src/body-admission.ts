@@ -66,6 +66,13 @@ export function createBodyReader(budget: BodyBudget, limit: number) {
     refused: new AppError("PAYLOAD_TOO_LARGE", `The request body is larger than ${limit} bytes`),
   });
 
+  function releaseFor(owner: object) {
+    const bytes = charged.get(owner);
+    if (bytes === undefined) return;
+    charged.delete(owner);
+    budget.release(bytes);
+  }
+
   function charge(owner: object, bytes: number): boolean {
     if (!budget.tryAcquire(bytes)) return false;
     charged.set(owner, (charged.get(owner) ?? 0) + bytes);
@@ -83,7 +90,15 @@ export function createBodyReader(budget: BodyBudget, limit: number) {
       const chunks: Uint8Array[] = [];
       let size = 0;
       for (;;) {
-        const { done, value } = await reader.read();
+        let next: ReadableStreamReadResult<Uint8Array>;
+        try {
+          next = await reader.read();
+        } catch {
+          // The client went away mid-body: give its share back now, not when (if) an answer is made.
+          releaseFor(owner);
+          return { refused: new AppError("BAD_USER_INPUT", "The request body could not be read to its end") };
+        }
+        const { done, value } = next;
         if (done) break;
         size += value.byteLength;
         if (size > limit) {
@@ -105,12 +120,7 @@ export function createBodyReader(budget: BodyBudget, limit: number) {
       }
       return { text };
     },
-    releaseFor(owner: object) {
-      const bytes = charged.get(owner);
-      if (bytes === undefined) return;
-      charged.delete(owner);
-      budget.release(bytes);
-    },
+    releaseFor,
   };
 }
 

@@ -72,11 +72,11 @@ function post(port: number, pathname: string, headers: Record<string, string>, b
     const req = httpRequest(
       { host: "127.0.0.1", port, path: pathname, method: "POST", headers: { ...headers, "content-length": body.length } },
       (res) => {
+        // A refusal may come while the body is still being sent: its status is the answer.
+        resolve(res.statusCode ?? 0);
         res.resume();
-        res.on("end", () => resolve(res.statusCode ?? 0));
       },
     );
-    // A refused request's connection is closed before its body is sent: that is its answer.
     req.on("error", () => resolve(-1));
     req.end(body);
   });
