@@ -1,3 +1,5 @@
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import type { Plugin } from "graphql-yoga";
 import type { AuthState } from "./auth/caller.js";
 import { AppError, UnauthenticatedError } from "./errors.js";
@@ -15,17 +17,47 @@ export const MAX_JSON_DEPTH = 64;
  */
 export type BodyBudget = { tryAcquire: (bytes: number) => boolean; release: (bytes: number) => void; inFlight: () => number };
 
+/** Bodies larger than this in total since the last collection make an idle process collect. */
+const COLLECT_AFTER_BYTES = 32 * 1024 * 1024;
+const COLLECT_DELAY_MS = 1_000;
+
+/**
+ * A full garbage collection, when the runtime allows it. Without one, an idle process keeps the
+ * heap that a burst of large bodies grew: nothing allocates, so nothing collects.
+ */
+const collectGarbage: (() => void) | undefined = (() => {
+  try {
+    setFlagsFromString("--expose-gc");
+    return runInNewContext("gc") as () => void;
+  } catch {
+    return undefined;
+  }
+})();
+
 export function createBodyBudget(maxBytes: number): BodyBudget {
   let inFlight = 0;
+  let sinceCollection = 0;
+  let collection: NodeJS.Timeout | undefined;
   return {
     tryAcquire(bytes) {
       // One body alone may always use the whole budget, else a budget below the body limit starves.
       if (inFlight > 0 && inFlight + bytes > maxBytes) return false;
       inFlight += bytes;
+      sinceCollection += bytes;
+      clearTimeout(collection);
       return true;
     },
     release(bytes) {
       inFlight = Math.max(0, inFlight - bytes);
+      if (inFlight === 0 && sinceCollection >= COLLECT_AFTER_BYTES && collectGarbage) {
+        // Once the burst is over (no body in flight for a moment), give its memory back.
+        clearTimeout(collection);
+        collection = setTimeout(() => {
+          sinceCollection = 0;
+          collectGarbage();
+        }, COLLECT_DELAY_MS);
+        collection.unref();
+      }
     },
     inFlight: () => inFlight,
   };
