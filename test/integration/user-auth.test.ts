@@ -180,6 +180,12 @@ describe("JWT authentication with a JWKS endpoint", () => {
         ).status;
       expect(await call(await sign(trusted.privateKey))).toBe(200);
       expect(await call(await sign(stranger.privateKey))).toBe(401);
+      // A trusted key's token without exp would never expire: refused too.
+      const forever = await new SignJWT({})
+        .setProtectedHeader({ alg: "RS256", kid: "k1" })
+        .setSubject(seeded.userIds[0] as string)
+        .sign(trusted.privateKey);
+      expect(await call(forever)).toBe(401);
     } finally {
       await app.close();
       await new Promise((resolve) => server.close(resolve));
