@@ -49,7 +49,7 @@ builder.mutationField("unlinkDevice", (t) =>
   t.prismaField({
     type: "Member",
     description:
-      "Unlink the member's managed devices: clears deviceLabelId and removes their device records (and, when configured, their hosts in the device-management system). Idempotent. Needs `member:update`.",
+      "Unlink the member's managed devices: clears deviceLabelId and removes their device records (and, when configured, their hosts in the device-management system). Idempotent. An owner's devices only by an owner (or an API key holding every permission). Needs `member:update`.",
     args: { id: t.arg.id({ required: true, description: "The member id" }) },
     resolve: (query, _root, args, ctx) => ctx.services.members.unlinkDevice(authorize(ctx, "member:update"), args.id, query),
   }),
@@ -80,7 +80,7 @@ builder.mutationField("createMember", (t) =>
   t.prismaField({
     type: "Member",
     description:
-      "Add a person to the organization. Creates their user account when the e-mail address is new and reuses it (keeping its name) otherwise; 409 when they are already a member. Only an owner (or an API key) can add an owner. Needs `member:create`.",
+      "Add a person to the organization. Creates their user account when the e-mail address is new and reuses it (keeping its name) otherwise, answering as for a new account either way; 409 when they are already a member. Granting a role needs every permission of that role, and only an owner (or an API key) can add an owner. Needs `member:create`.",
     args: {
       email: t.arg.string({ required: true, description: "E-mail address; stored trimmed and lower-cased" }),
       name: t.arg.string({ required: true, description: "The person's name for a new account, 1 to 255 characters" }),
@@ -97,7 +97,7 @@ builder.mutationField("updateMember", (t) =>
   t.prismaField({
     type: "Member",
     description:
-      "Change a member. An omitted field stays as it is; null clears jobTitle or deviceLabelId. Only an owner (or an API key) can make someone an owner or change an owner, and the last active owner cannot be demoted or deactivated (409). Needs `member:update`.",
+      "Change a member. An omitted field stays as it is; null clears jobTitle or deviceLabelId. Granting a role needs every permission of that role; only an owner (or an API key holding every permission) can make someone an owner or change an owner, and the last active owner cannot be demoted or deactivated (409). Needs `member:update`.",
     args: {
       id: t.arg.id({ required: true, description: "The member id" }),
       role: t.arg({ type: MemberRole, description: "New role" }),
