@@ -384,6 +384,12 @@ async function viaSse(name: string, args: Record<string, unknown>, headers: Reco
       signal: controller.signal,
     }),
   );
+  if (!response.headers.get("content-type")?.includes("text/event-stream")) {
+    // Refused before the stream opened (a credential refused before the body is read): a JSON answer.
+    const text = await response.text();
+    const body = JSON.parse(text);
+    return { status: response.status, code: body?.errors?.[0]?.extensions?.code, text, body };
+  }
   const reader = response.body?.getReader();
   const decoder = new TextDecoder();
   let text = "";
