@@ -19,6 +19,7 @@ import { useGraphqlInputHygiene } from "./input-hygiene.js";
 import { useMetrics } from "./metrics.js";
 import type { DeviceManagement } from "./modules/members/device-management.js";
 import { limitAuthenticationFailures, useRateLimit } from "./rate-limit.js";
+import { type RedisHealth, watchRedis } from "./redis.js";
 import { requestIdOf, useRequestId } from "./request-context.js";
 import { useRequestLog } from "./request-log.js";
 import { errorResponse } from "./rest/error-response.js";
@@ -33,13 +34,16 @@ import { useTracing } from "./tracing.js";
 export type AppDeps = {
   database: Database;
   config: Pick<Config, "production" | "bodyLimitBytes"> &
-    Partial<Pick<Config, "jwt" | "rateLimitPerMinute" | "authFailuresPerMinute" | "trustProxy" | "introspection" | "graphiql">>;
+    Partial<Pick<Config, "jwt" | "rateLimitPerMinute" | "authFailuresPerMinute" | "trustProxy" | "introspection" | "graphiql">> &
+    Partial<Pick<Config, "redisTimeoutMs">>;
   logger: Logger;
   deviceManagement?: DeviceManagement;
   /** Shared events (Redis) for replicas; in memory when absent. */
   events?: Events;
   /** Shares rate-limit counters between replicas; in memory when absent. */
   redis?: Redis;
+  /** Whether Redis answers now (see redis.ts); watched here when absent and `redis` is given. */
+  redisHealth?: RedisHealth;
   /** Redis key prefix of the rate-limit counters. */
   rateLimitKeyPrefix?: string;
   /** OpenTelemetry tracer: a span per request and per GraphQL execution. */
@@ -50,10 +54,13 @@ export type AppDeps = {
 
 export function createApp(deps: AppDeps) {
   const { database, config, logger } = deps;
+  const redisHealth =
+    deps.redisHealth ?? (deps.redis ? watchRedis(deps.redis, { timeoutMs: config.redisTimeoutMs ?? 200, logger }) : undefined);
   const services = createServices(database.db, { deviceManagement: deps.deviceManagement, events: deps.events });
   const authenticate = limitAuthenticationFailures(createAuthenticator(database.db, config.jwt), {
     perMinute: config.authFailuresPerMinute ?? 30,
     redis: deps.redis,
+    redisHealth,
     keyPrefix: deps.rateLimitKeyPrefix,
   });
   const authByRequest = new WeakMap<Request, Promise<AuthState>>();
@@ -109,7 +116,7 @@ export function createApp(deps: AppDeps) {
       useRequestId(),
       useUnexpectedErrorLog(logger),
       // Next, so that it times every request, including those other plugins answer early.
-      useMetrics({ routes, poolStats: database.poolStats }),
+      useMetrics({ routes, poolStats: database.poolStats, redisHealth }),
       ...((config.graphiql ?? !config.production) ? [useGraphiQLAssets()] : []),
       useRequestLog(logger),
       ...(deps.tracer ? [useTracing(deps.tracer)] : []),
@@ -117,9 +124,16 @@ export function createApp(deps: AppDeps) {
         endpoint: "/ready",
         async check() {
           if (deps.isShuttingDown?.()) return Response.json({ status: "shutting down" }, { status: 503 });
+          // Still ready without Redis: the replica serves, with limits of its own.
+          const shared = redisHealth
+            ? {
+                redis: redisHealth.available ? "available" : "unavailable",
+                rateLimits: redisHealth.available ? "shared" : "per replica",
+              }
+            : {};
           try {
             await database.ping();
-            return Response.json({ status: "ready" });
+            return Response.json({ status: "ready", ...shared });
           } catch (error) {
             logger.warn({ err: error }, "readiness check: the database does not answer");
             return Response.json({ status: "database unavailable" }, { status: 503 });
@@ -129,6 +143,7 @@ export function createApp(deps: AppDeps) {
       useRateLimit({
         perMinute: config.rateLimitPerMinute ?? 1200,
         redis: deps.redis,
+        redisHealth,
         trustProxy: config.trustProxy,
         keyPrefix: deps.rateLimitKeyPrefix,
       }),

@@ -14,6 +14,7 @@ const schema = z.object({
     .string()
     .regex(/^rediss?:\/\//, "must be a redis:// or rediss:// URL")
     .optional(),
+  REDIS_TIMEOUT_MS: z.coerce.number().int().min(10).max(10_000).default(200),
   AUTH_JWT_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
   AUTH_JWKS_URL: z.url().optional(),
   AUTH_JWT_ISSUER: z.string().optional(),
@@ -46,6 +47,8 @@ export type Config = {
   databasePoolSize: number;
   redisUrl: string | undefined;
   redisKeyPrefix: string;
+  /** Longest a request waits on Redis before this replica goes on without it. */
+  redisTimeoutMs: number;
   jwt: { secret?: string; jwksUrl?: string; issuer?: string; audience?: string };
   rateLimitPerMinute: number;
   trustProxy: boolean;
@@ -80,6 +83,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databasePoolSize: e.DATABASE_POOL_SIZE,
     redisUrl: e.REDIS_URL,
     redisKeyPrefix: e.REDIS_KEY_PREFIX,
+    redisTimeoutMs: e.REDIS_TIMEOUT_MS,
     jwt: { secret: e.AUTH_JWT_SECRET, jwksUrl: e.AUTH_JWKS_URL, issuer: e.AUTH_JWT_ISSUER, audience: e.AUTH_JWT_AUDIENCE },
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     trustProxy: e.TRUST_PROXY === "true",

@@ -1,14 +1,13 @@
 import "./engine-flags.js";
 import { createServer } from "node:http";
-import { createRedisEventTarget } from "@graphql-yoga/redis-event-target";
-import { Redis } from "ioredis";
 import pino from "pino";
 import { seedDemo } from "./admin/seed.js";
 import { createApp } from "./app.js";
 import { type Config, loadConfig } from "./config.js";
 import { openDatabase } from "./db/database.js";
-import { createEvents } from "./events.js";
+import { createEvents, createRedisEventTarget } from "./events.js";
 import { createDeviceManagement } from "./modules/members/device-management.js";
+import { connectRedis } from "./redis.js";
 import { startTracing } from "./tracing.js";
 
 function fail(message: string): never {
@@ -23,6 +22,17 @@ try {
   fail((error as Error).message);
 }
 const logger = pino({ level: config.logLevel, base: { service: "compliance-gateway" } });
+
+// A promise nobody awaited failed: a defect to fix, but not a reason to drop every request in
+// flight, so the replica logs it and keeps serving. An exception that unwound the stack may have
+// left any state half-changed: the replica logs it and exits, and its supervisor starts a fresh one.
+process.on("unhandledRejection", (reason) => {
+  logger.error({ err: reason }, "unhandled promise rejection (kept running)");
+});
+process.on("uncaughtException", (error) => {
+  logger.fatal({ err: error }, "uncaught exception: exiting");
+  process.exit(1);
+});
 
 const database = await openDatabase(
   config.databaseUrl
@@ -39,16 +49,19 @@ const database = await openDatabase(
 });
 
 // Redis, when configured, is what replicas share: rate-limit counters and live events.
-const redisOptions = { maxRetriesPerRequest: 2, connectTimeout: 5_000 };
-const redis = config.redisUrl ? new Redis(config.redisUrl, redisOptions) : undefined;
-const redisSubscriber = config.redisUrl ? new Redis(config.redisUrl, redisOptions) : undefined;
-for (const client of [redis, redisSubscriber]) {
-  client?.on("error", (error) => logger.warn({ err: error }, "redis"));
-}
-const events =
-  redis && redisSubscriber
-    ? createEvents(createRedisEventTarget({ publishClient: redis, subscribeClient: redisSubscriber }))
-    : undefined;
+const redis = config.redisUrl ? connectRedis(config.redisUrl, { timeoutMs: config.redisTimeoutMs, logger }) : undefined;
+const events = redis
+  ? createEvents(
+      createRedisEventTarget({
+        publisher: redis.client,
+        subscriber: redis.subscriber,
+        logger,
+        onPublishFailure: () => {
+          redis.health.counts.publishFailures++;
+        },
+      }),
+    )
+  : undefined;
 
 const tracing = config.otlpEndpoint ? startTracing(config.otlpEndpoint) : undefined;
 
@@ -58,7 +71,8 @@ const app = createApp({
   config,
   logger,
   events,
-  redis,
+  redis: redis?.client,
+  redisHealth: redis?.health,
   rateLimitKeyPrefix: `${config.redisKeyPrefix}rate`,
   isShuttingDown: () => shuttingDown,
   tracer: tracing?.tracer,
@@ -116,7 +130,7 @@ async function shutdown(signal: string) {
   clearTimeout(forceClose);
   await app.yoga.dispose();
   await database.close();
-  await Promise.all([redis?.quit(), redisSubscriber?.quit(), tracing?.shutdown()]);
+  await Promise.all([redis?.close(), tracing?.shutdown()]);
   logger.info("stopped");
   process.exit(0);
 }
