@@ -11,7 +11,7 @@ import type { AuthState } from "./auth/caller.js";
 import type { Config } from "./config.js";
 import type { Context } from "./context.js";
 import type { Database } from "./db/database.js";
-import { maskError, restErrorsResponse, useUnexpectedErrorLog } from "./error-masking.js";
+import { maskError, restErrorsResponse, useUnexpectedErrorLog, withSafetyNet } from "./error-masking.js";
 import type { Events } from "./events.js";
 import { graphiqlExamples, renderLocalGraphiQL, useGraphiQLAssets } from "./graphiql.js";
 import { useIdempotency } from "./idempotency.js";
@@ -51,6 +51,17 @@ export type AppDeps = {
   /** True once the process is shutting down: /ready answers 503 so load balancers stop sending. */
   isShuttingDown?: () => boolean;
 };
+
+/** /ready answers within a second whatever the database does: a load balancer's check must not hang. */
+const READY_TIMEOUT_MS = 900;
+function withinReadyTimeout(ping: Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the database did not answer within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
+  });
+  ping.catch(() => {});
+  return Promise.race([ping, timeout]).finally(() => clearTimeout(timer));
+}
 
 export function createApp(deps: AppDeps) {
   const { database, config, logger } = deps;
@@ -111,7 +122,7 @@ export function createApp(deps: AppDeps) {
       services,
       logger,
     }),
-    plugins: [
+    plugins: withSafetyNet(logger, [
       // First, so that every answer carries the id and its log lines too.
       useRequestId(),
       useUnexpectedErrorLog(logger),
@@ -132,7 +143,7 @@ export function createApp(deps: AppDeps) {
               }
             : {};
           try {
-            await database.ping();
+            await withinReadyTimeout(database.ping());
             return Response.json({ status: "ready", ...shared });
           } catch (error) {
             logger.warn({ err: error }, "readiness check: the database does not answer");
@@ -181,7 +192,7 @@ export function createApp(deps: AppDeps) {
         // Sofa types its own Response class; ours is the same WHATWG Response.
         errorHandler: (errors) => restErrorsResponse(errors) as never,
       }),
-    ],
+    ]),
   });
 
   return {

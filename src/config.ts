@@ -9,6 +9,9 @@ const schema = z.object({
     .regex(/^postgres(ql)?:\/\//, "must be a postgres:// or postgresql:// URL")
     .optional(),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(3_000),
+  DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000),
+  DATABASE_STARTUP_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
   REDIS_KEY_PREFIX: z.string().default("cwg:"),
   REDIS_URL: z
     .string()
@@ -45,6 +48,12 @@ export type Config = {
   dataDir: string;
   databaseUrl: string | undefined;
   databasePoolSize: number;
+  /** Longest wait for a PostgreSQL connection, new or from the pool. */
+  databaseConnectTimeoutMs: number;
+  /** Longest a PostgreSQL statement may run (server-side statement_timeout and a client-side bound). */
+  databaseStatementTimeoutMs: number;
+  /** How long start-up keeps retrying a PostgreSQL that does not answer before exiting 1. */
+  databaseStartupTimeoutMs: number;
   redisUrl: string | undefined;
   redisKeyPrefix: string;
   /** Longest a request waits on Redis before this replica goes on without it. */
@@ -81,6 +90,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: e.DATA_DIR,
     databaseUrl: e.DATABASE_URL,
     databasePoolSize: e.DATABASE_POOL_SIZE,
+    databaseConnectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
+    databaseStatementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
+    databaseStartupTimeoutMs: e.DATABASE_STARTUP_TIMEOUT_MS,
     redisUrl: e.REDIS_URL,
     redisKeyPrefix: e.REDIS_KEY_PREFIX,
     redisTimeoutMs: e.REDIS_TIMEOUT_MS,
