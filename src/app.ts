@@ -22,7 +22,7 @@ import { limitAuthenticationFailures, useRateLimit } from "./rate-limit.js";
 import { type RedisHealth, watchRedis } from "./redis.js";
 import { requestIdOf, useRequestId } from "./request-context.js";
 import { useRequestLog } from "./request-log.js";
-import { errorResponse } from "./rest/error-response.js";
+import { errorBody, errorResponse, RETRY_AFTER_SECONDS } from "./rest/error-response.js";
 import { buildOpenApiDocument } from "./rest/openapi.js";
 import { compileRoutes } from "./rest/request-validation.js";
 import { useRestGuard } from "./rest/rest-plugin.js";
@@ -61,6 +61,14 @@ function withinReadyTimeout(ping: Promise<void>): Promise<void> {
   });
   ping.catch(() => {});
   return Promise.race([ping, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** /ready's 503: our error envelope, with the readiness status load balancers and people read. */
+function notReady(status: string, message: string): Response {
+  return Response.json(
+    { ...errorBody("SERVICE_UNAVAILABLE", message), status },
+    { status: 503, headers: { "retry-after": String(RETRY_AFTER_SECONDS) } },
+  );
 }
 
 export function createApp(deps: AppDeps) {
@@ -134,7 +142,7 @@ export function createApp(deps: AppDeps) {
       useReadinessCheck({
         endpoint: "/ready",
         async check() {
-          if (deps.isShuttingDown?.()) return Response.json({ status: "shutting down" }, { status: 503 });
+          if (deps.isShuttingDown?.()) return notReady("shutting down", "This replica is shutting down");
           // Still ready without Redis: the replica serves, with limits of its own.
           const shared = redisHealth
             ? {
@@ -147,7 +155,7 @@ export function createApp(deps: AppDeps) {
             return Response.json({ status: "ready", ...shared });
           } catch (error) {
             logger.warn({ err: error }, "readiness check: the database does not answer");
-            return Response.json({ status: "database unavailable" }, { status: 503 });
+            return notReady("database unavailable", "The database does not answer");
           }
         },
       }),

@@ -41,7 +41,7 @@ const socketCodes = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE",
 const unavailableSqlState = /^(08...|53...|57014|57P0[1-5]|25006|55P03)$/;
 
 const driverMessages =
-  /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Client was closed|Cannot use a pool after calling end)/;
+  /^(Connection terminated|timeout expired|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Client was closed|Cannot use a pool after calling end)/;
 
 function matches(e: Record<string, unknown>): boolean {
   const code = typeof e.code === "string" ? e.code : undefined;

@@ -170,7 +170,11 @@ export async function startPostgres(): Promise<PostgresServer> {
       pgCommand("pg_ctl", ["-D", data, "-m", "fast", "-w", "stop"]);
     },
     freeze() {
-      const postmaster = Number(execFileSync("head", ["-1", path.join(data, "postmaster.pid")]).toString().trim());
+      const postmaster = Number(
+        execFileSync("head", ["-1", path.join(data, "postmaster.pid")])
+          .toString()
+          .trim(),
+      );
       frozen = processTree(postmaster);
       for (const pid of frozen) process.kill(pid, "SIGSTOP");
     },
@@ -214,7 +218,18 @@ export async function startRedis(): Promise<RedisServer> {
   const server: RedisServer = {
     url: `redis://127.0.0.1:${port}`,
     async start() {
-      child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir]);
+      child = spawn("redis-server", [
+        "--port",
+        String(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        dir,
+      ]);
       const deadline = Date.now() + 10_000;
       while (!(await accepts(port))) {
         if (Date.now() > deadline) throw new Error("redis-server did not start");
