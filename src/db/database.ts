@@ -61,6 +61,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     // Migrations on a connection of their own, without the statement timeout: a migration may
     // rightly take long, and so may waiting for another replica's migration (advisory lock).
     const migrator = new pg.Client({ connectionString: options.url, connectionTimeoutMillis: options.connectTimeoutMs });
+    // Its failures reach the caller through the query that meets them; unhandled, the event would end the process.
+    migrator.on("error", () => {});
     try {
       await migrator.connect();
       await applyMigrations(pgSession(migrator), readMigrations());
