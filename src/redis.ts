@@ -31,7 +31,9 @@ export function watchRedis(client: Redis, { timeoutMs, logger }: RedisHealthOpti
   function within<T>(command: Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`Redis did not answer within ${timeoutMs} ms`)), timeoutMs);
+      // After the I/O of this loop turn: when the event loop itself ran late, an answer that
+      // arrived in time is read before the deadline is declared missed.
+      timer = setTimeout(() => setImmediate(() => reject(new Error(`Redis did not answer within ${timeoutMs} ms`))), timeoutMs);
     });
     // A late answer or failure of an abandoned command must not become an unhandled rejection.
     command.catch(() => {});
@@ -87,7 +89,9 @@ export function watchRedis(client: Redis, { timeoutMs, logger }: RedisHealthOpti
 export function connectRedis(url: string, { timeoutMs, logger }: RedisHealthOptions) {
   const options = {
     enableOfflineQueue: false,
-    commandTimeout: timeoutMs,
+    // Requests stop waiting after `timeoutMs` (RedisHealth.within); this only ends commands a
+    // frozen Redis never answers, so that they do not pile up.
+    commandTimeout: Math.max(1_000, timeoutMs * 5),
     connectTimeout: 5_000,
     maxRetriesPerRequest: 0,
     // Keep trying to reconnect, at most every 2 s, for as long as the process runs.

@@ -88,6 +88,11 @@ describe.skipIf(missing)("when PostgreSQL or Redis fails", () => {
   }, 90_000);
 
   afterAll(async () => {
+    const byStatus: Record<number, number> = {};
+    for (const a of answers) byStatus[a.status] = (byStatus[a.status] ?? 0) + 1;
+    console.info(
+      `fault scenarios: ${answers.length} answers by status ${JSON.stringify(byStatus)}, ${acknowledged.length} acknowledged writes`,
+    );
     service?.child.kill("SIGKILL");
     postgres?.destroy();
     await redis?.destroy();
@@ -265,6 +270,7 @@ describe.skipIf(missing)("when PostgreSQL or Redis fails", () => {
       await until(async () => (await writeComment("after the restart")).status === 201, "writes to succeed again");
     });
     const outage = window.filter((a) => a.startedAt > stoppedAt + 200 && a.startedAt < restartedAt);
+    console.info(`PostgreSQL stopped: ${outage.length} answers, slowest ${Math.max(...outage.map((a) => a.ms))} ms`);
     expect(outage.filter((a) => a.status === 503).length).toBeGreaterThan(3);
     expect(outage.filter((a) => a.label === "ready").every((a) => a.status === 503)).toBe(true);
     expect(Math.max(...outage.map((a) => a.ms))).toBeLessThan(1_000);
@@ -282,6 +288,7 @@ describe.skipIf(missing)("when PostgreSQL or Redis fails", () => {
       await until(async () => (await writeComment("after the freeze")).status === 201, "writes to succeed again");
     });
     const frozen = window.filter((a) => a.startedAt > frozenAt && a.startedAt < resumedAt);
+    console.info(`PostgreSQL frozen: ${frozen.length} answers, slowest ${Math.max(...frozen.map((a) => a.ms))} ms`);
     expect(frozen.filter((a) => a.status === 503).length).toBeGreaterThan(0);
     expect(Math.max(...frozen.filter((a) => a.label === "ready").map((a) => a.ms))).toBeLessThan(1_000);
     // Each answered by the statement (or connect) timeout; resuming may also release some early.

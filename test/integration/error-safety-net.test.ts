@@ -43,8 +43,14 @@ describe(isDatabaseUnavailable.name, () => {
   // frozen or restarting, and from pg directly.
   it.each([
     ["refused (Prisma P1001)", { code: "P1001", meta: { driverAdapterError: { cause: { kind: "DatabaseNotReachable" } } } }],
-    ["refused in a raw query (P2010)", { code: "P2010", meta: { driverAdapterError: { cause: { kind: "DatabaseNotReachable" } } } }],
-    ["statement timeout", { code: "P2010", meta: { driverAdapterError: { cause: { originalCode: "57014", kind: "postgres" } } } }],
+    [
+      "refused in a raw query (P2010)",
+      { code: "P2010", meta: { driverAdapterError: { cause: { kind: "DatabaseNotReachable" } } } },
+    ],
+    [
+      "statement timeout",
+      { code: "P2010", meta: { driverAdapterError: { cause: { originalCode: "57014", kind: "postgres" } } } },
+    ],
     ["admin shutdown", { code: "P2010", meta: { driverAdapterError: { cause: { originalCode: "57P01", kind: "postgres" } } } }],
     ["starting up", { code: "57P03", message: "the database system is starting up", severity: "FATAL" }],
     ["read-only standby", { code: "P2010", meta: { driverAdapterError: { cause: { originalCode: "25006" } } } }],
