@@ -122,6 +122,9 @@ export function useUnexpectedErrorLog(logger: Logger): Plugin {
   };
 }
 
+const isThenable = (value: unknown): value is PromiseLike<unknown> =>
+  typeof (value as { then?: unknown } | undefined)?.then === "function";
+
 /** Our answer to an error thrown outside any GraphQL execution, and its log line. */
 function answerToThrown(error: unknown, pathname: string, logger: Logger, requestId: string): Response {
   if (error instanceof AppError) return transportErrorResponse(pathname, error.code, error.message);
@@ -144,22 +147,30 @@ export function withSafetyNet<T extends object>(logger: Logger, plugins: T[]): T
     const { onRequest, onResponse } = plugin;
     if (!onRequest && !onResponse) return plugin;
     const guarded: Plugin = { ...plugin };
+    // Synchronous hooks stay synchronous: a promise per hook per request costs CPU on every request.
     if (onRequest) {
-      guarded.onRequest = async (payload) => {
-        try {
-          await onRequest.call(plugin, payload);
-        } catch (error) {
+      guarded.onRequest = (payload) => {
+        const answer = (error: unknown) =>
           payload.endResponse(answerToThrown(error, payload.url.pathname, logger, requestIdOf(payload.serverContext)));
+        try {
+          const result = onRequest.call(plugin, payload);
+          return isThenable(result) ? Promise.resolve(result).catch(answer) : result;
+        } catch (error) {
+          answer(error);
         }
       };
     }
     if (onResponse) {
-      guarded.onResponse = async (payload) => {
-        try {
-          await onResponse.call(plugin, payload);
-        } catch (error) {
+      guarded.onResponse = (payload) => {
+        const answer = (error: unknown) => {
           const pathname = new URL(payload.request.url, "http://localhost").pathname;
           payload.setResponse(answerToThrown(error, pathname, logger, requestIdOf(payload.serverContext)));
+        };
+        try {
+          const result = onResponse.call(plugin, payload);
+          return isThenable(result) ? Promise.resolve(result).catch(answer) : result;
+        } catch (error) {
+          answer(error);
         }
       };
     }
