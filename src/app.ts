@@ -13,7 +13,7 @@ import { type Config, DEFAULT_BODY_BUDGET_BYTES } from "./config.js";
 import type { Context } from "./context.js";
 import { useCredentialWatch } from "./credential-watch.js";
 import type { Database } from "./db/database.js";
-import { maskError, restErrorsResponse, useUnexpectedErrorLog } from "./error-masking.js";
+import { maskError, restErrorsResponse, useUnexpectedErrorLog, withSafetyNet } from "./error-masking.js";
 import type { Events } from "./events.js";
 import { graphiqlExamples, renderLocalGraphiQL, useGraphiQLAssets } from "./graphiql.js";
 import { useIdempotency } from "./idempotency.js";
@@ -21,9 +21,10 @@ import { useGraphqlInputHygiene } from "./input-hygiene.js";
 import { useMetrics } from "./metrics.js";
 import type { DeviceManagement } from "./modules/members/device-management.js";
 import { limitAuthenticationFailures, useRateLimit } from "./rate-limit.js";
+import { type RedisHealth, watchRedis } from "./redis.js";
 import { requestIdOf, useRequestId } from "./request-context.js";
 import { useRequestLog } from "./request-log.js";
-import { errorResponse } from "./rest/error-response.js";
+import { errorBody, errorResponse, RETRY_AFTER_SECONDS } from "./rest/error-response.js";
 import { buildOpenApiDocument } from "./rest/openapi.js";
 import { compileRoutes } from "./rest/request-validation.js";
 import { useRestGuard } from "./rest/rest-plugin.js";
@@ -35,7 +36,7 @@ import { useTracing } from "./tracing.js";
 export type AppDeps = {
   database: Database;
   config: Pick<Config, "production" | "bodyLimitBytes"> &
-    Partial<Pick<Config, "bodyBudgetBytes" | "corsOrigins" | "trustProxyHops">> &
+    Partial<Pick<Config, "bodyBudgetBytes" | "corsOrigins" | "trustProxyHops" | "redisTimeoutMs">> &
     Partial<Pick<Config, "jwt" | "rateLimitPerMinute" | "authFailuresPerMinute" | "trustProxy" | "introspection" | "graphiql">>;
   logger: Logger;
   deviceManagement?: DeviceManagement;
@@ -43,6 +44,8 @@ export type AppDeps = {
   events?: Events;
   /** Shares rate-limit counters between replicas; in memory when absent. */
   redis?: Redis;
+  /** Whether Redis answers now (see redis.ts); watched here when absent and `redis` is given. */
+  redisHealth?: RedisHealth;
   /** Redis key prefix of the rate-limit counters. */
   rateLimitKeyPrefix?: string;
   /** OpenTelemetry tracer: a span per request and per GraphQL execution. */
@@ -68,13 +71,37 @@ function corsFor(origins: readonly string[]) {
   };
 }
 
+/** /ready answers within a second whatever the database does: a load balancer's check must not hang. */
+const READY_TIMEOUT_MS = 900;
+function withinReadyTimeout(ping: Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    // After the loop's I/O, so that a late event loop does not pass for a slow database.
+    const late = () => setImmediate(() => reject(new Error(`the database did not answer within ${READY_TIMEOUT_MS} ms`)));
+    timer = setTimeout(late, READY_TIMEOUT_MS);
+  });
+  ping.catch(() => {});
+  return Promise.race([ping, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** /ready's 503: our error envelope, with the readiness status load balancers and people read. */
+function notReady(status: string, message: string): Response {
+  return Response.json(
+    { ...errorBody("SERVICE_UNAVAILABLE", message), status },
+    { status: 503, headers: { "retry-after": String(RETRY_AFTER_SECONDS) } },
+  );
+}
+
 export function createApp(deps: AppDeps) {
   const { database, config, logger } = deps;
+  const redisHealth =
+    deps.redisHealth ?? (deps.redis ? watchRedis(deps.redis, { timeoutMs: config.redisTimeoutMs ?? 200, logger }) : undefined);
   const services = createServices(database.db, { deviceManagement: deps.deviceManagement, events: deps.events });
   const verify = createAuthenticator(database.db, config.jwt);
   const authenticate = limitAuthenticationFailures(verify, {
     perMinute: config.authFailuresPerMinute ?? 30,
     redis: deps.redis,
+    redisHealth,
     keyPrefix: deps.rateLimitKeyPrefix,
   });
   const authByRequest = new WeakMap<Request, Promise<AuthState>>();
@@ -132,31 +159,39 @@ export function createApp(deps: AppDeps) {
       services,
       logger,
     }),
-    plugins: [
+    plugins: withSafetyNet(logger, [
       // First, so that every answer carries the id and its log lines too.
       useRequestId(),
       useUnexpectedErrorLog(logger),
       // Next, so that it times every request, including those other plugins answer early.
-      useMetrics({ routes, poolStats: database.poolStats }),
+      useMetrics({ routes, poolStats: database.poolStats, redisHealth }),
       ...((config.graphiql ?? !config.production) ? [useGraphiQLAssets()] : []),
       useRequestLog(logger),
       ...(deps.tracer ? [useTracing(deps.tracer)] : []),
       useReadinessCheck({
         endpoint: "/ready",
         async check() {
-          if (deps.isShuttingDown?.()) return Response.json({ status: "shutting down" }, { status: 503 });
+          if (deps.isShuttingDown?.()) return notReady("shutting down", "This replica is shutting down");
+          // Still ready without Redis: the replica serves, with limits of its own.
+          const shared = redisHealth
+            ? {
+                redis: redisHealth.available ? "available" : "unavailable",
+                rateLimits: redisHealth.available ? "shared" : "per replica",
+              }
+            : {};
           try {
-            await database.ping();
-            return Response.json({ status: "ready" });
+            await withinReadyTimeout(database.ping());
+            return Response.json({ status: "ready", ...shared });
           } catch (error) {
             logger.warn({ err: error }, "readiness check: the database does not answer");
-            return Response.json({ status: "database unavailable" }, { status: 503 });
+            return notReady("database unavailable", "The database does not answer");
           }
         },
       }),
       useRateLimit({
         perMinute: config.rateLimitPerMinute ?? 1200,
         redis: deps.redis,
+        redisHealth,
         trustProxy: config.trustProxy,
         trustProxyHops: config.trustProxyHops,
         authenticate: authenticateOnce,
@@ -198,7 +233,7 @@ export function createApp(deps: AppDeps) {
         // Sofa types its own Response class; ours is the same WHATWG Response.
         errorHandler: (errors) => restErrorsResponse(errors) as never,
       }),
-    ],
+    ]),
   });
 
   return {

@@ -25,11 +25,15 @@ const schema = z.object({
     .regex(/^postgres(ql)?:\/\//, "must be a postgres:// or postgresql:// URL")
     .optional(),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(3_000),
+  DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000),
+  DATABASE_STARTUP_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
   REDIS_KEY_PREFIX: z.string().default("cwg:"),
   REDIS_URL: z
     .string()
     .regex(/^rediss?:\/\//, "must be a redis:// or rediss:// URL")
     .optional(),
+  REDIS_TIMEOUT_MS: z.coerce.number().int().min(10).max(10_000).default(200),
   AUTH_JWT_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
   AUTH_JWKS_URL: z.url().optional(),
   AUTH_JWT_ISSUER: z.string().optional(),
@@ -73,10 +77,18 @@ export type Config = {
   dataDir: string;
   databaseUrl: string | undefined;
   databasePoolSize: number;
+  /** Longest wait for a PostgreSQL connection, new or from the pool. */
+  databaseConnectTimeoutMs: number;
+  /** Longest a PostgreSQL statement may run (server-side statement_timeout and a client-side bound). */
+  databaseStatementTimeoutMs: number;
+  /** How long start-up keeps retrying a PostgreSQL that does not answer before exiting 1. */
+  databaseStartupTimeoutMs: number;
   redisUrl: string | undefined;
   redisKeyPrefix: string;
   /** `maxAgeSeconds`: tokens must carry exp, and iat no older than this. */
   jwt: { secret?: string; jwksUrl?: string; issuer?: string; audience?: string; maxAgeSeconds?: number };
+  /** Longest a request waits on Redis before this replica goes on without it. */
+  redisTimeoutMs: number;
   rateLimitPerMinute: number;
   trustProxy: boolean;
   /** Proxies in front of the service that each append to X-Forwarded-For (with trustProxy). */
@@ -114,6 +126,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: e.DATA_DIR,
     databaseUrl: e.DATABASE_URL,
     databasePoolSize: e.DATABASE_POOL_SIZE,
+    databaseConnectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
+    databaseStatementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
+    databaseStartupTimeoutMs: e.DATABASE_STARTUP_TIMEOUT_MS,
     redisUrl: e.REDIS_URL,
     redisKeyPrefix: e.REDIS_KEY_PREFIX,
     jwt: {
@@ -123,6 +138,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       audience: e.AUTH_JWT_AUDIENCE,
       maxAgeSeconds: e.AUTH_JWT_MAX_AGE_SECONDS,
     },
+    redisTimeoutMs: e.REDIS_TIMEOUT_MS,
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     trustProxy: e.TRUST_PROXY === "true",
     trustProxyHops: e.TRUST_PROXY_HOPS,

@@ -1,10 +1,11 @@
 import { GraphQLError } from "graphql";
 import { isAsyncIterable, mapAsyncIterator, type Plugin } from "graphql-yoga";
 import type { Logger } from "pino";
+import { isDatabaseUnavailable } from "./db/unavailable.js";
 import { AppError, BadUserInputError, ConflictError, type ErrorCode, isErrorCode, NotFoundError } from "./errors.js";
 import { Prisma } from "./generated/prisma/client.js";
 import { requestIdOf } from "./request-context.js";
-import { graphqlErrorsResponse } from "./rest/error-response.js";
+import { graphqlErrorsResponse, transportErrorResponse } from "./rest/error-response.js";
 
 /** Yoga's own request error codes, renamed to ours so both transports agree. */
 const yogaCodes: Record<string, ErrorCode> = { REQUEST_ENTITY_TOO_LARGE: "PAYLOAD_TOO_LARGE" };
@@ -14,8 +15,13 @@ const hiddenCauses = new WeakMap<GraphQLError, unknown>();
 /** The same for a REST answer: the causes of the errors it reports. */
 const causesOfResponse = new WeakMap<Response, unknown[]>();
 
+/** The answer to a request while the database cannot answer: the caller may retry it as it is. */
+export const databaseUnavailable = () =>
+  new AppError("SERVICE_UNAVAILABLE", "The database is unavailable or too slow right now; retry the request shortly");
+
 /** Known database failures as our errors; null for anything unexpected. */
 function translateDatabaseError(error: unknown): AppError | null {
+  if (isDatabaseUnavailable(error)) return databaseUnavailable();
   if (!(error instanceof Prisma.PrismaClientKnownRequestError)) return null;
   const cause = (error.meta?.driverAdapterError as { cause?: { originalCode?: string } } | undefined)?.cause;
   // PostgreSQL text cannot hold NUL (0x00) or invalid UTF-8: that is the caller's input.
@@ -52,7 +58,11 @@ export function maskError(error: unknown): Error {
   }
   const translated = translateDatabaseError(original);
   const path = error instanceof GraphQLError ? error.path : undefined;
-  if (translated) return new GraphQLError(translated.message, { path, extensions: translated.extensions });
+  if (translated) {
+    const answer = new GraphQLError(translated.message, { path, extensions: translated.extensions });
+    if (translated.code === "SERVICE_UNAVAILABLE") hiddenCauses.set(answer, original);
+    return answer;
+  }
   const masked = new GraphQLError("Internal server error", { path, extensions: { code: "INTERNAL_SERVER_ERROR" } });
   hiddenCauses.set(masked, original);
   return masked;
@@ -74,6 +84,12 @@ export function restErrorsResponse(errors: readonly unknown[]): Response {
   return response;
 }
 
+/** One line for what an error answer hides: a database outage is expected, anything else is a defect. */
+function logCause(logger: Logger, cause: unknown, requestId: string) {
+  if (isDatabaseUnavailable(cause)) logger.warn({ err: cause, requestId }, "database unavailable");
+  else logger.error({ err: cause, requestId }, "unexpected error");
+}
+
 /**
  * Logs the cause of every internal error once, with the request id, where the request is known:
  * when Yoga processes a GraphQL result (also each result of a subscription), and when a REST
@@ -81,7 +97,7 @@ export function restErrorsResponse(errors: readonly unknown[]): Response {
  */
 export function useUnexpectedErrorLog(logger: Logger): Plugin {
   const log = (serverContext: object, causes: unknown[]) => {
-    for (const cause of causes) logger.error({ err: cause, requestId: requestIdOf(serverContext) }, "unexpected error");
+    for (const cause of causes) logCause(logger, cause, requestIdOf(serverContext));
   };
   const logResult = (serverContext: object, result: { errors?: readonly unknown[] }) => {
     if (result.errors?.length) log(serverContext, causesIn(result.errors));
@@ -104,4 +120,60 @@ export function useUnexpectedErrorLog(logger: Logger): Plugin {
       if (causes) log(serverContext, causes);
     },
   };
+}
+
+const isThenable = (value: unknown): value is PromiseLike<unknown> =>
+  typeof (value as { then?: unknown } | undefined)?.then === "function";
+
+/** Our answer to an error thrown outside any GraphQL execution, and its log line. */
+function answerToThrown(error: unknown, pathname: string, logger: Logger, requestId: string): Response {
+  if (error instanceof AppError) return transportErrorResponse(pathname, error.code, error.message);
+  logCause(logger, error, requestId);
+  const own = isDatabaseUnavailable(error)
+    ? databaseUnavailable()
+    : new AppError("INTERNAL_SERVER_ERROR", "Internal server error");
+  return transportErrorResponse(pathname, own.code, own.message);
+}
+
+/**
+ * The safety net under every plugin. An error thrown by a plugin's onRequest or onResponse, that
+ * is outside any GraphQL execution (the REST guard's credential lookup, say), would reach the HTTP
+ * server adapter, which answers 500 with the error's stack as plain text and skips every
+ * onResponse hook. Here it becomes our JSON error (503 when the database is unavailable), and the
+ * request id, the request log and the metrics see it as they see any answer.
+ */
+export function withSafetyNet<T extends object>(logger: Logger, plugins: T[]): T[] {
+  return (plugins as Plugin[]).map((plugin) => {
+    const { onRequest, onResponse } = plugin;
+    if (!onRequest && !onResponse) return plugin;
+    const guarded: Plugin = { ...plugin };
+    // Synchronous hooks stay synchronous: a promise per hook per request costs CPU on every request.
+    if (onRequest) {
+      guarded.onRequest = (payload) => {
+        const answer = (error: unknown) =>
+          payload.endResponse(answerToThrown(error, payload.url.pathname, logger, requestIdOf(payload.serverContext)));
+        try {
+          const result = onRequest.call(plugin, payload);
+          return isThenable(result) ? Promise.resolve(result).catch(answer) : result;
+        } catch (error) {
+          answer(error);
+        }
+      };
+    }
+    if (onResponse) {
+      guarded.onResponse = (payload) => {
+        const answer = (error: unknown) => {
+          const pathname = new URL(payload.request.url, "http://localhost").pathname;
+          payload.setResponse(answerToThrown(error, pathname, logger, requestIdOf(payload.serverContext)));
+        };
+        try {
+          const result = onResponse.call(plugin, payload);
+          return isThenable(result) ? Promise.resolve(result).catch(answer) : result;
+        } catch (error) {
+          answer(error);
+        }
+      };
+    }
+    return guarded;
+  }) as T[];
 }

@@ -1,4 +1,6 @@
 import { createPubSub, type PubSubEventTarget, SlidingBuffer } from "graphql-yoga";
+import type { Redis } from "ioredis";
+import type { Logger } from "pino";
 
 export type CommentCreatedEvent = { id: string; organizationId: string; entityType: string; entityId: string };
 
@@ -14,3 +16,81 @@ export function createEvents(eventTarget?: PubSubEventTarget<Channels>) {
 }
 
 export type Events = ReturnType<typeof createEvents>;
+
+type Listener = ((event: CustomEvent) => void) | { handleEvent(event: CustomEvent): void };
+
+/**
+ * Events through Redis pub/sub, for replicas. Live events are best effort: an event that cannot
+ * be published (Redis down or slow) is logged and counted, and never fails the write that made it
+ * nor the process. Subscriptions stay open through an outage; every channel is subscribed again
+ * whenever the subscriber (re)connects, so events resume when Redis returns.
+ */
+export function createRedisEventTarget({
+  publisher,
+  subscriber,
+  logger,
+  onPublishFailure,
+}: {
+  publisher: Redis;
+  subscriber: Redis;
+  logger: Logger;
+  onPublishFailure?: () => void;
+}): PubSubEventTarget<Channels> {
+  const listeners = new Map<string, Set<Listener>>();
+
+  const subscribe = (channel: string) =>
+    subscriber.subscribe(channel).catch((error: Error) => {
+      // Retried when the subscriber is ready again.
+      logger.warn({ err: error, channel }, "cannot subscribe to live events now; will when Redis answers");
+    });
+
+  subscriber.on("ready", () => {
+    for (const channel of listeners.keys()) void subscribe(channel);
+  });
+  subscriber.on("message", (channel: string, message: string) => {
+    const callbacks = listeners.get(channel);
+    if (!callbacks) return;
+    let detail: unknown;
+    try {
+      detail = message === "" ? null : JSON.parse(message);
+    } catch (error) {
+      logger.warn({ err: error, channel }, "ignored a live event that is not JSON");
+      return;
+    }
+    const event = new CustomEvent(channel, { detail });
+    for (const callback of callbacks) {
+      if (typeof callback === "function") callback(event);
+      else callback.handleEvent(event);
+    }
+  });
+
+  const target = {
+    addEventListener(channel: string, callback: Listener | null) {
+      if (!callback) return;
+      let callbacks = listeners.get(channel);
+      if (!callbacks) {
+        callbacks = new Set();
+        listeners.set(channel, callbacks);
+        void subscribe(channel);
+      }
+      callbacks.add(callback);
+    },
+    removeEventListener(channel: string, callback: Listener | null) {
+      const callbacks = listeners.get(channel);
+      if (!callbacks || !callback) return;
+      callbacks.delete(callback);
+      if (callbacks.size > 0) return;
+      listeners.delete(channel);
+      subscriber.unsubscribe(channel).catch(() => {});
+    },
+    dispatchEvent(event: CustomEvent) {
+      const message = event.detail === undefined ? "" : JSON.stringify(event.detail);
+      publisher.publish(event.type, message).catch((error: Error) => {
+        onPublishFailure?.();
+        logger.warn({ err: error, channel: event.type }, "a live event was not published (Redis unavailable)");
+      });
+      return true;
+    },
+  };
+  return target as unknown as PubSubEventTarget<Channels>;
+}

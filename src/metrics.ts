@@ -2,6 +2,7 @@ import { type DocumentNode, getOperationAST } from "graphql";
 import type { Plugin } from "graphql-yoga";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { PoolStats } from "./db/database.js";
+import type { RedisHealth } from "./redis.js";
 import type { CompiledRoute } from "./rest/request-validation.js";
 import { REST_BASE } from "./rest/routes.js";
 
@@ -17,6 +18,8 @@ export type MetricsOptions = {
   routes: CompiledRoute[];
   /** Connections of the PostgreSQL pool; absent for the embedded database, which has no pool. */
   poolStats?: () => PoolStats;
+  /** Whether Redis answers, and what the replica did without it; absent without Redis. */
+  redisHealth?: RedisHealth;
 };
 
 /**
@@ -24,7 +27,7 @@ export type MetricsOptions = {
  * would make a series per record), GraphQL operations on both transports, the database pool and
  * the process. `GET /metrics` serves them and needs no credential.
  */
-export function useMetrics({ routes, poolStats }: MetricsOptions): Plugin {
+export function useMetrics({ routes, poolStats, redisHealth }: MetricsOptions): Plugin {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
@@ -69,6 +72,41 @@ export function useMetrics({ routes, poolStats }: MetricsOptions): Plugin {
         registers: [registry],
         collect() {
           this.set(poolStats()[key]);
+        },
+      });
+    }
+  }
+
+  if (redisHealth) {
+    new Gauge({
+      name: "redis_available",
+      help: "1 while Redis answers within its timeout (shared rate limits, live events across replicas), else 0",
+      registers: [registry],
+      collect() {
+        this.set(redisHealth.available ? 1 : 0);
+      },
+    });
+    const counters = [
+      [
+        "rate_limit_local_decisions_total",
+        "Rate-limit decisions taken by this replica alone because Redis did not answer",
+        "localRateLimitDecisions",
+      ],
+      [
+        "events_publish_failures_total",
+        "Live events that could not be published because Redis did not answer",
+        "publishFailures",
+      ],
+    ] as const;
+    for (const [name, help, key] of counters) {
+      let reported = 0;
+      new Counter({
+        name,
+        help,
+        registers: [registry],
+        collect() {
+          this.inc(redisHealth.counts[key] - reported);
+          reported = redisHealth.counts[key];
         },
       });
     }

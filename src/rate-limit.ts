@@ -1,8 +1,10 @@
 import type { Plugin } from "graphql-yoga";
 import type { Redis } from "ioredis";
+import pino from "pino";
 import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import type { AuthState } from "./auth/caller.js";
 import { AppError } from "./errors.js";
+import { type RedisHealth, watchRedis } from "./redis.js";
 import { transportErrorResponse } from "./rest/error-response.js";
 
 const WINDOW_SECONDS = 60;
@@ -11,6 +13,8 @@ export type RateLimitOptions = {
   perMinute: number;
   /** Shared counters for replicas; in memory (per process) when absent. */
   redis?: Redis;
+  /** Whether Redis answers now; how long a request may wait on it. Made from `redis` when absent. */
+  redisHealth?: RedisHealth;
   /** Take the client address from X-Forwarded-For (only behind a proxy that sets it). */
   trustProxy?: boolean;
   /** How many trusted proxies append to X-Forwarded-For (1 unless configured). */
@@ -21,17 +25,55 @@ export type RateLimitOptions = {
   keyPrefix?: string;
 };
 
-export function createRateLimiter({ perMinute, redis, keyPrefix = "cwg:rate" }: RateLimitOptions): RateLimiterAbstract {
+/** What the limits use of a limiter. */
+export type Limiter = Pick<RateLimiterAbstract, "consume" | "get" | "penalty">;
+
+/**
+ * Counters shared through Redis while it answers within its timeout; this process's own counters
+ * while it does not (the limit then holds per replica), without waiting on Redis again until a
+ * probe finds it back (see redis.ts).
+ */
+export function createRateLimiter({ perMinute, redis, redisHealth, keyPrefix = "cwg:rate" }: RateLimitOptions): Limiter {
   const memory = new RateLimiterMemory({ points: perMinute, duration: WINDOW_SECONDS });
   if (!redis) return memory;
-  // When Redis does not answer, each replica keeps counting on its own rather than failing requests.
-  return new RateLimiterRedis({
+  const health = redisHealth ?? watchRedis(redis, { timeoutMs: 200, logger: pino({ level: "silent" }) });
+  const shared = new RateLimiterRedis({
     storeClient: redis,
     keyPrefix,
     points: perMinute,
     duration: WINDOW_SECONDS,
-    insuranceLimiter: memory,
+    rejectIfRedisNotReady: true,
   });
+  async function either<T>(fromRedis: () => Promise<T>, fromMemory: () => Promise<T>): Promise<T> {
+    if (health.available) {
+      try {
+        return await health.within(fromRedis());
+      } catch (error) {
+        // Over the limit is an answer, not a failure.
+        if (error instanceof RateLimiterRes) throw error;
+        health.failed(error);
+      }
+    }
+    health.counts.localRateLimitDecisions++;
+    return fromMemory();
+  }
+  return {
+    consume: (key, points) =>
+      either(
+        () => shared.consume(key, points),
+        () => memory.consume(key, points),
+      ),
+    get: (key) =>
+      either(
+        () => shared.get(key),
+        () => memory.get(key),
+      ),
+    penalty: (key, points) =>
+      either(
+        () => shared.penalty(key, points),
+        () => memory.penalty(key, points),
+      ),
+  };
 }
 
 /**
@@ -73,11 +115,12 @@ export const clientAddressOf = (request: Request) => addresses.get(request) ?? "
  */
 export function limitAuthenticationFailures(
   authenticate: (request: Request) => Promise<AuthState>,
-  options: { perMinute: number; redis?: Redis; keyPrefix?: string },
+  options: { perMinute: number; redis?: Redis; redisHealth?: RedisHealth; keyPrefix?: string },
 ): (request: Request) => Promise<AuthState> {
   const limiter = createRateLimiter({
     perMinute: options.perMinute,
     redis: options.redis,
+    redisHealth: options.redisHealth,
     keyPrefix: `${options.keyPrefix ?? "cwg:rate"}:authfail`,
   });
   return async (request) => {

@@ -1,14 +1,14 @@
 import "./engine-flags.js";
 import { createServer } from "node:http";
-import { createRedisEventTarget } from "@graphql-yoga/redis-event-target";
-import { Redis } from "ioredis";
 import pino from "pino";
 import { seedDemo } from "./admin/seed.js";
 import { createApp } from "./app.js";
 import { type Config, loadConfig } from "./config.js";
-import { openDatabase } from "./db/database.js";
-import { createEvents } from "./events.js";
+import { type Database, openDatabase } from "./db/database.js";
+import { isDatabaseUnavailable } from "./db/unavailable.js";
+import { createEvents, createRedisEventTarget } from "./events.js";
 import { createDeviceManagement } from "./modules/members/device-management.js";
+import { connectRedis } from "./redis.js";
 import { startTracing } from "./tracing.js";
 
 function fail(message: string): never {
@@ -24,31 +24,85 @@ try {
 }
 const logger = pino({ level: config.logLevel, base: { service: "compliance-gateway" } });
 
-const database = await openDatabase(
-  config.databaseUrl
-    ? {
-        kind: "postgres",
-        url: config.databaseUrl,
-        poolSize: config.databasePoolSize,
-        onIdleError: (error) => logger.warn({ err: error }, "an idle database connection failed"),
-      }
-    : { kind: "embedded", dataDir: config.dataDir },
-).catch((error: Error) => {
-  logger.fatal({ err: error }, "cannot open the database");
-  fail(error.message);
+// A promise nobody awaited failed: a defect to fix, but not a reason to drop every request in
+// flight, so the replica logs it and keeps serving. An exception that unwound the stack may have
+// left any state half-changed: the replica logs it and exits, and its supervisor starts a fresh one.
+process.on("unhandledRejection", (reason) => {
+  logger.error({ err: reason }, "unhandled promise rejection (kept running)");
+});
+process.on("uncaughtException", (error) => {
+  logger.fatal({ err: error }, "uncaught exception: exiting");
+  process.exit(1);
 });
 
-// Redis, when configured, is what replicas share: rate-limit counters and live events.
-const redisOptions = { maxRetriesPerRequest: 2, connectTimeout: 5_000 };
-const redis = config.redisUrl ? new Redis(config.redisUrl, redisOptions) : undefined;
-const redisSubscriber = config.redisUrl ? new Redis(config.redisUrl, redisOptions) : undefined;
-for (const client of [redis, redisSubscriber]) {
-  client?.on("error", (error) => logger.warn({ err: error }, "redis"));
+const database = config.databaseUrl
+  ? await openPostgresAtStart(config.databaseUrl)
+  : await openDatabase({ kind: "embedded", dataDir: config.dataDir }).catch((error: Error) => {
+      logger.fatal({ err: error }, "cannot open the database");
+      fail(error.message);
+    });
+
+/**
+ * PostgreSQL may not answer yet when the service starts (both starting together, a failover): try
+ * again with backoff, logging each attempt, for DATABASE_STARTUP_TIMEOUT_MS; then exit 1 with one
+ * line that says why. Nothing listens before the database answers. Other failures (a migration
+ * this version does not know, a wrong password) do not heal by waiting: exit at once.
+ */
+async function openPostgresAtStart(url: string): Promise<Database> {
+  const where = (() => {
+    const parsed = new URL(url);
+    return `${parsed.hostname}:${parsed.port || 5432}${parsed.pathname}`;
+  })();
+  const deadline = Date.now() + config.databaseStartupTimeoutMs;
+  for (let attempt = 1; ; attempt++) {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const opening = openDatabase({
+        kind: "postgres",
+        url,
+        poolSize: config.databasePoolSize,
+        connectTimeoutMs: config.databaseConnectTimeoutMs,
+        statementTimeoutMs: config.databaseStatementTimeoutMs,
+        onIdleError: (error) => logger.warn({ err: error }, "an idle database connection failed"),
+      });
+      // A database that freezes in the middle of an attempt must not hold start-up past its deadline.
+      const late = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error("no answer before the start-up deadline")), Math.max(0, deadline - Date.now()));
+      });
+      return await Promise.race([opening, late]);
+    } catch (error) {
+      const message = (error as Error).message?.split("\n")[0] ?? String(error);
+      const outOfTime = message === "no answer before the start-up deadline";
+      if (!outOfTime && !isDatabaseUnavailable(error)) fail(`Cannot start: the database at ${where} refused to open: ${message}`);
+      const left = deadline - Date.now();
+      if (outOfTime || left <= 0) {
+        fail(
+          `Cannot start: the database at ${where} did not answer within ${config.databaseStartupTimeoutMs / 1000} s (${attempt} attempts; last: ${message})`,
+        );
+      }
+      const delay = Math.min(250 * 2 ** (attempt - 1), 5_000, left);
+      logger.warn({ attempt, database: where, error: message, retryInMs: delay }, "the database does not answer yet; retrying");
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
 }
-const events =
-  redis && redisSubscriber
-    ? createEvents(createRedisEventTarget({ publishClient: redis, subscribeClient: redisSubscriber }))
-    : undefined;
+
+// Redis, when configured, is what replicas share: rate-limit counters and live events.
+const redis = config.redisUrl ? connectRedis(config.redisUrl, { timeoutMs: config.redisTimeoutMs, logger }) : undefined;
+const events = redis
+  ? createEvents(
+      createRedisEventTarget({
+        publisher: redis.client,
+        subscriber: redis.subscriber,
+        logger,
+        onPublishFailure: () => {
+          redis.health.counts.publishFailures++;
+        },
+      }),
+    )
+  : undefined;
 
 const tracing = config.otlpEndpoint ? startTracing(config.otlpEndpoint) : undefined;
 
@@ -58,7 +112,8 @@ const app = createApp({
   config,
   logger,
   events,
-  redis,
+  redis: redis?.client,
+  redisHealth: redis?.health,
   rateLimitKeyPrefix: `${config.redisKeyPrefix}rate`,
   isShuttingDown: () => shuttingDown,
   tracer: tracing?.tracer,
@@ -116,7 +171,7 @@ async function shutdown(signal: string) {
   clearTimeout(forceClose);
   await app.yoga.dispose();
   await database.close();
-  await Promise.all([redis?.quit(), redisSubscriber?.quit(), tracing?.shutdown()]);
+  await Promise.all([redis?.close(), tracing?.shutdown()]);
   logger.info("stopped");
   process.exit(0);
 }

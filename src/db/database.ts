@@ -11,7 +11,16 @@ export type Db = PrismaClient;
 export type DatabaseOptions =
   /** PostgreSQL server. */
   (
-    | { kind: "postgres"; url: string; poolSize?: number; onIdleError?: (error: Error) => void }
+    | {
+        kind: "postgres";
+        url: string;
+        poolSize?: number;
+        onIdleError?: (error: Error) => void;
+        /** Longest wait for a connection (a new one, or a free one of the pool); none when absent. */
+        connectTimeoutMs?: number;
+        /** Longest a statement may run, enforced by the server and, for a server that hangs, by the client; none when absent. */
+        statementTimeoutMs?: number;
+      }
     /** Embedded PGlite; `dataDir` undefined means in memory (tests). */
     | { kind: "embedded"; dataDir?: string }
   ) & {
@@ -49,16 +58,28 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   };
 
   if (options.kind === "postgres") {
-    const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10 });
+    // Migrations on a connection of their own, without the statement timeout: a migration may
+    // rightly take long, and so may waiting for another replica's migration (advisory lock).
+    const migrator = new pg.Client({ connectionString: options.url, connectionTimeoutMillis: options.connectTimeoutMs });
+    // Its failures reach the caller through the query that meets them; unhandled, the event would end the process.
+    migrator.on("error", () => {});
+    try {
+      await migrator.connect();
+      await applyMigrations(pgSession(migrator), readMigrations());
+    } finally {
+      await Promise.race([migrator.end().catch(() => {}), new Promise((resolve) => setTimeout(resolve, 1_000).unref())]);
+    }
+    const pool = new pg.Pool({
+      connectionString: options.url,
+      max: options.poolSize ?? 10,
+      connectionTimeoutMillis: options.connectTimeoutMs,
+      statement_timeout: options.statementTimeoutMs,
+      // The server cannot enforce its timeout while it is frozen or cut off: the client does.
+      query_timeout: options.statementTimeoutMs,
+    });
     // An idle connection that the server drops (restart, failover, admin) emits here; unhandled, it
     // would end the process. The pool discards it and the next query opens a fresh one.
     pool.on("error", (error) => options.onIdleError?.(error));
-    const client = await pool.connect();
-    try {
-      await applyMigrations(pgSession(client), readMigrations());
-    } finally {
-      client.release();
-    }
     const db = createClient(new PrismaPg(pool));
     return {
       db,
@@ -101,7 +122,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   };
 }
 
-function pgSession(client: pg.PoolClient): MigrationSession {
+function pgSession(client: pg.ClientBase): MigrationSession {
   return {
     async query(sql, params) {
       return (await client.query(sql, params)).rows;

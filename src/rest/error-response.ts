@@ -9,6 +9,11 @@ export function errorBody(code: ErrorCode, message: string, details?: ErrorDetai
   return { statusCode, error: STATUS_CODES[statusCode] ?? "Error", message, code, ...(details?.length ? { details } : {}) };
 }
 
+/** How long a caller should wait before retrying a request answered 503 (the database restarting, say). */
+export const RETRY_AFTER_SECONDS = 2;
+const retryHeaders = (code: ErrorCode): Record<string, string> =>
+  code === "SERVICE_UNAVAILABLE" ? { "retry-after": String(RETRY_AFTER_SECONDS) } : {};
+
 export function errorResponse(
   code: ErrorCode,
   message: string,
@@ -18,7 +23,7 @@ export function errorResponse(
   const body = errorBody(code, message, details);
   return new Response(JSON.stringify(body), {
     status: body.statusCode,
-    headers: { "content-type": "application/json; charset=utf-8", ...headers },
+    headers: { "content-type": "application/json; charset=utf-8", ...retryHeaders(code), ...headers },
   });
 }
 
@@ -35,7 +40,7 @@ export function transportErrorResponse(
   if (pathname === "/v1" || pathname.startsWith("/v1/")) return errorResponse(code, message, undefined, headers);
   return new Response(JSON.stringify({ errors: [{ message, extensions: { code } }] }), {
     status: errorStatus[code],
-    headers: { "content-type": "application/json; charset=utf-8", ...headers },
+    headers: { "content-type": "application/json; charset=utf-8", ...retryHeaders(code), ...headers },
   });
 }
 

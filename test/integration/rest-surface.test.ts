@@ -90,7 +90,7 @@ describe("health and readiness", () => {
     await app.database.close();
     const down = await app.app.fetch(new Request("http://test/ready"));
     expect(down.status).toBe(503);
-    expect(await down.json()).toEqual({ status: "database unavailable" });
+    expect(await down.json()).toMatchObject({ status: "database unavailable", statusCode: 503, code: "SERVICE_UNAVAILABLE" });
   });
 
   it("answers /ready with 503 while shutting down", async () => {

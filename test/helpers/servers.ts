@@ -1,0 +1,260 @@
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { chownSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { connect, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+/**
+ * Real servers of a test's own, on free ports in a temporary directory: the built service, a
+ * PostgreSQL cluster (initdb/pg_ctl) and a redis-server, each of which a test can stop, freeze
+ * (SIGSTOP), resume and start again.
+ */
+
+const root = path.resolve(import.meta.dirname, "../..");
+
+export function buildService() {
+  execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: root });
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.on("connect", () => {
+      socket.end();
+      resolve(true);
+    });
+    socket.on("error", () => resolve(false));
+  });
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export type ServiceProcess = {
+  child: ChildProcess;
+  url: string;
+  output: () => string;
+  exited: Promise<number | null>;
+  /** Resolves once /ready answers 200. */
+  ready: (timeoutMs?: number) => Promise<void>;
+};
+
+/** The built service (dist/server.js) with `env` on a free port. */
+export async function startService(env: Record<string, string>): Promise<ServiceProcess> {
+  const port = await freePort();
+  let output = "";
+  const child = spawn(process.execPath, ["dist/server.js"], {
+    cwd: root,
+    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", REDIS_URL: "", LOG_LEVEL: "warn", ...env },
+  });
+  child.stdout?.on("data", (chunk) => {
+    output += chunk;
+  });
+  child.stderr?.on("data", (chunk) => {
+    output += chunk;
+  });
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    child,
+    url,
+    output: () => output,
+    exited,
+    async ready(timeoutMs = 30_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const ok = await fetch(`${url}/ready`).then(
+          (r) => r.ok,
+          () => false,
+        );
+        if (ok) return;
+        if (child.exitCode !== null || Date.now() > deadline) throw new Error(`the service did not get ready:\n${output}`);
+        await sleep(100);
+      }
+    },
+  };
+}
+
+const pgBin = "/usr/lib/postgresql/15/bin";
+const asRoot = process.getuid?.() === 0;
+
+/** Runs a PostgreSQL binary, as the `postgres` user when we are root (PostgreSQL refuses root). */
+function pgCommand(binary: string, args: string[]) {
+  const command = asRoot ? "runuser" : path.join(pgBin, binary);
+  const fullArgs = asRoot ? ["-u", "postgres", "--", path.join(pgBin, binary), ...args] : args;
+  return execFileSync(command, fullArgs, { stdio: "pipe", timeout: 60_000 }).toString();
+}
+
+function hasCommand(file: string) {
+  return existsSync(file) || process.env.PATH?.split(":").some((dir) => existsSync(path.join(dir, file)));
+}
+
+/** Why the servers of this module cannot run here, or null when they can. */
+export function serversMissing(): string | null {
+  if (!existsSync(path.join(pgBin, "initdb")) || !existsSync(path.join(pgBin, "pg_ctl"))) return `no initdb/pg_ctl in ${pgBin}`;
+  if (!hasCommand("redis-server")) return "no redis-server on PATH";
+  if (asRoot) {
+    try {
+      execFileSync("id", ["postgres"], { stdio: "pipe" });
+    } catch {
+      return "running as root without a postgres user to run PostgreSQL as";
+    }
+  }
+  return null;
+}
+
+/** Every process of a server: the one given and its children (PostgreSQL forks one per connection). */
+function processTree(pid: number): number[] {
+  let children: number[] = [];
+  try {
+    children = execFileSync("ps", ["-o", "pid=", "--ppid", String(pid)])
+      .toString()
+      .split("\n")
+      .map((line) => Number(line.trim()))
+      .filter((n) => n > 0);
+  } catch {
+    // No children.
+  }
+  return [pid, ...children.flatMap(processTree)];
+}
+
+export type PostgresServer = {
+  url: (database?: string) => string;
+  port: number;
+  start(): void;
+  /** Fast shutdown: connections are closed, new ones refused. */
+  stop(): void;
+  /** SIGSTOP the server and every backend: connections stay open, nothing answers. */
+  freeze(): void;
+  resume(): void;
+  destroy(): void;
+};
+
+export async function startPostgres(): Promise<PostgresServer> {
+  const dir = mkdtempSync(path.join(tmpdir(), "gateway-pg-"));
+  if (asRoot) {
+    const uid = Number(execFileSync("id", ["-u", "postgres"]).toString());
+    const gid = Number(execFileSync("id", ["-g", "postgres"]).toString());
+    chownSync(dir, uid, gid);
+  }
+  const data = path.join(dir, "data");
+  pgCommand("initdb", ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]);
+  const port = await freePort();
+  let frozen: number[] = [];
+  const server: PostgresServer = {
+    port,
+    url: (database = "postgres") => `postgresql://postgres@127.0.0.1:${port}/${database}`,
+    start() {
+      pgCommand("pg_ctl", [
+        "-D",
+        data,
+        "-l",
+        path.join(dir, "log"),
+        "-w",
+        "-o",
+        `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=50`,
+        "start",
+      ]);
+    },
+    stop() {
+      pgCommand("pg_ctl", ["-D", data, "-m", "fast", "-w", "stop"]);
+    },
+    freeze() {
+      const postmaster = Number(
+        execFileSync("head", ["-1", path.join(data, "postmaster.pid")])
+          .toString()
+          .trim(),
+      );
+      frozen = processTree(postmaster);
+      for (const pid of frozen) process.kill(pid, "SIGSTOP");
+    },
+    resume() {
+      for (const pid of frozen) {
+        try {
+          process.kill(pid, "SIGCONT");
+        } catch {
+          // Gone.
+        }
+      }
+      frozen = [];
+    },
+    destroy() {
+      server.resume();
+      try {
+        pgCommand("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
+      } catch {
+        // Not running.
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  server.start();
+  return server;
+}
+
+export type RedisServer = {
+  url: string;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  freeze(): void;
+  resume(): void;
+  destroy(): Promise<void>;
+};
+
+export async function startRedis(): Promise<RedisServer> {
+  const dir = mkdtempSync(path.join(tmpdir(), "gateway-redis-"));
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  const server: RedisServer = {
+    url: `redis://127.0.0.1:${port}`,
+    async start() {
+      child = spawn("redis-server", [
+        "--port",
+        String(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        dir,
+      ]);
+      const deadline = Date.now() + 10_000;
+      while (!(await accepts(port))) {
+        if (Date.now() > deadline) throw new Error("redis-server did not start");
+        await sleep(50);
+      }
+    },
+    async stop() {
+      const running = child;
+      if (!running || running.exitCode !== null) return;
+      running.kill("SIGCONT");
+      const exited = new Promise((resolve) => running.on("exit", resolve));
+      running.kill("SIGTERM");
+      await exited;
+    },
+    freeze() {
+      child?.kill("SIGSTOP");
+    },
+    resume() {
+      child?.kill("SIGCONT");
+    },
+    async destroy() {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  await server.start();
+  return server;
+}

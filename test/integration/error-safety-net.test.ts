@@ -1,0 +1,72 @@
+import pino from "pino";
+import { describe, expect, it } from "vitest";
+import { isDatabaseUnavailable } from "../../src/db/unavailable.js";
+import { createTestApp } from "../helpers/test-app.js";
+
+/** Lines a logger wrote, parsed. */
+function capture() {
+  const lines: Record<string, unknown>[] = [];
+  const logger = pino({ level: "info" }, { write: (line: string) => lines.push(JSON.parse(line)) });
+  return { logger, lines };
+}
+
+describe("errors outside any GraphQL execution", () => {
+  it("answers a failing credential lookup in our envelope with X-Request-Id, a log line and a metric, never a stack", async () => {
+    const { logger, lines } = capture();
+    const t = await createTestApp({ logger });
+    const org = await t.seedOrg();
+    // The REST guard looks the key up before Sofa runs; a closed database makes that lookup throw.
+    await t.database.close();
+    const response = await t.app.fetch(
+      new Request(`http://test/v1/tasks/${org.taskIds[0]}`, { headers: { "x-api-key": org.apiKey, "x-request-id": "net-1" } }),
+    );
+    expect(response.status).toBe(500);
+    expect(response.headers.get("content-type")).toContain("application/json");
+    expect(response.headers.get("x-request-id")).toBe("net-1");
+    const text = await response.text();
+    expect(text).not.toMatch(/\n\s+at |\.(ts|js):\d+/);
+    expect(JSON.parse(text)).toEqual({
+      statusCode: 500,
+      error: "Internal Server Error",
+      message: "Internal server error",
+      code: "INTERNAL_SERVER_ERROR",
+    });
+    expect(lines.some((l) => l.msg === "unexpected error" && l.requestId === "net-1")).toBe(true);
+    expect(lines.some((l) => l.msg === "request" && l.requestId === "net-1" && l.status === 500)).toBe(true);
+    const metrics = await (await t.app.fetch(new Request("http://test/metrics"))).text();
+    expect(metrics).toMatch(/http_requests_total\{method="GET",route="\/v1\/tasks\/:taskId",status="500",transport="rest"\} 1/);
+  });
+});
+
+describe(isDatabaseUnavailable.name, () => {
+  // Shapes observed from Prisma 7 with @prisma/adapter-pg against a PostgreSQL 15 that was stopped,
+  // frozen or restarting, and from pg directly.
+  it.each([
+    ["refused (Prisma P1001)", { code: "P1001", meta: { driverAdapterError: { cause: { kind: "DatabaseNotReachable" } } } }],
+    [
+      "refused in a raw query (P2010)",
+      { code: "P2010", meta: { driverAdapterError: { cause: { kind: "DatabaseNotReachable" } } } },
+    ],
+    [
+      "statement timeout",
+      { code: "P2010", meta: { driverAdapterError: { cause: { originalCode: "57014", kind: "postgres" } } } },
+    ],
+    ["admin shutdown", { code: "P2010", meta: { driverAdapterError: { cause: { originalCode: "57P01", kind: "postgres" } } } }],
+    ["starting up", { code: "57P03", message: "the database system is starting up", severity: "FATAL" }],
+    ["read-only standby", { code: "P2010", meta: { driverAdapterError: { cause: { originalCode: "25006" } } } }],
+    ["pool connect timeout", new Error("Connection terminated due to connection timeout")],
+    ["client connect timeout", new Error("timeout expired")],
+    ["frozen mid-query", new Error("Query read timeout")],
+    ["socket refused", Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" })],
+  ])("recognizes %s", (_, error) => {
+    expect(isDatabaseUnavailable(error)).toBe(true);
+  });
+
+  it.each([
+    ["unique violation", { code: "P2002", meta: { driverAdapterError: { cause: { originalCode: "23505" } } } }],
+    ["bad input", { code: "P2010", meta: { driverAdapterError: { cause: { originalCode: "22P02" } } } }],
+    ["a defect", new TypeError("Cannot read properties of undefined")],
+  ])("does not take %s for an outage", (_, error) => {
+    expect(isDatabaseUnavailable(error)).toBe(false);
+  });
+});
