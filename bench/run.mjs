@@ -274,10 +274,16 @@ async function checkQuiet(label) {
   return busy;
 }
 
+/** The Node flags `npm start` gives the service (package.json): the bench starts it the same way. */
+const startFlags = (() => {
+  const start = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")).scripts.start;
+  return /\bnode\s+((?:--?\S+\s+)*)dist\/server\.js/.exec(start)?.[1].split(/\s+/).filter(Boolean) ?? [];
+})();
+
 /** Node flags of the service; BENCH_NODE_FLAGS adds more (e.g. "--max-semi-space-size=32") to try them. */
 function serviceArgs(extra = [], bundle = "dist/server.js") {
   const flags = (process.env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean);
-  return [...flags, ...extra, bundle];
+  return [...startFlags, ...flags, ...extra, bundle];
 }
 
 function serviceEnv(database) {
@@ -1045,7 +1051,7 @@ async function main() {
   cleanups.push(async () => rmSync(workDir, { recursive: true, force: true }));
   const startedAt = new Date();
   log(
-    `npm run bench: ${cpus().length} CPUs, Node ${process.version}; ${settings.rounds} rounds x ${settings.durationS} s per side, ` +
+    `npm run bench: ${cpus().length} CPUs, Node ${process.version} (service flags as in npm start: ${startFlags.join(" ") || "none"}); ${settings.rounds} rounds x ${settings.durationS} s per side, ` +
       `connections ${settings.connections.join(", ")}, databases ${settings.databases.join(", ")}, scenarios ${activeScenarios.map((s) => s.id).join(", ")}`,
   );
   let t = performance.now();
