@@ -44,11 +44,11 @@ export function maskError(error: unknown): Error {
   if (original instanceof AppError) return error as GraphQLError;
   // Request errors (syntax, validation, variable values) carry no path: they are the caller's.
   if (error instanceof GraphQLError && !error.path && (!error.originalError || error.originalError instanceof GraphQLError)) {
-    const status = (error.extensions.http as { status?: number } | undefined)?.status;
+    const status = (error.extensions?.http as { status?: number } | undefined)?.status;
     const byStatus = status === 405 ? "METHOD_NOT_ALLOWED" : status === 403 ? "FORBIDDEN" : undefined;
-    const own = isErrorCode(error.extensions.code) ? error.extensions.code : undefined;
-    const code = own ?? byStatus ?? yogaCodes[String(error.extensions.code)] ?? "BAD_USER_INPUT";
-    if (code === error.extensions.code) return error;
+    const own = isErrorCode(error.extensions?.code) ? error.extensions.code : undefined;
+    const code = own ?? byStatus ?? yogaCodes[String(error.extensions?.code)] ?? "BAD_USER_INPUT";
+    if (code === error.extensions?.code) return error;
     return new GraphQLError(error.message, {
       nodes: error.nodes,
       source: error.source,
