@@ -7,6 +7,8 @@ export default defineConfig({
   },
   test: {
     include: ["test/**/*.test.ts"],
+    // Migrates once for the run; createTestApp() gives each file a copy.
+    globalSetup: ["test/helpers/global-setup.ts"],
     pool: "forks",
     testTimeout: 60_000,
     hookTimeout: 120_000,

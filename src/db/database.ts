@@ -12,8 +12,11 @@ export type DatabaseOptions =
   /** PostgreSQL server. */
   (
     | { kind: "postgres"; url: string; poolSize?: number; onIdleError?: (error: Error) => void }
-    /** Embedded PGlite; `dataDir` undefined means in memory (tests). */
-    | { kind: "embedded"; dataDir?: string }
+    /**
+     * Embedded PGlite; `dataDir` undefined means in memory (tests). `loadDataDir` starts it from a
+     * `dumpDataDir()` archive instead of an empty cluster (tests: skips initdb and the migrations).
+     */
+    | { kind: "embedded"; dataDir?: string; loadDataDir?: Blob }
   ) & {
     /** Makes `onQuery` available. Off in production: Prisma's query event costs CPU on every statement. */
     countQueries?: boolean;
@@ -78,7 +81,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   const unlock = options.dataDir ? lockDataDir(options.dataDir) : () => {};
   let pglite: PGlite;
   try {
-    pglite = new PGlite(options.dataDir);
+    pglite = options.loadDataDir
+      ? new PGlite(options.dataDir, { loadDataDir: options.loadDataDir })
+      : new PGlite(options.dataDir);
     await pglite.waitReady;
     await applyMigrations(pgliteSession(pglite), readMigrations());
   } catch (error) {
