@@ -81,9 +81,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   const unlock = options.dataDir ? lockDataDir(options.dataDir) : () => {};
   let pglite: PGlite;
   try {
-    pglite = options.loadDataDir
-      ? new PGlite(options.dataDir, { loadDataDir: options.loadDataDir })
-      : new PGlite(options.dataDir);
+    // One options object: PGlite ignores the second argument unless the first is a string.
+    pglite = new PGlite({ dataDir: options.dataDir, loadDataDir: options.loadDataDir });
     await pglite.waitReady;
     await applyMigrations(pgliteSession(pglite), readMigrations());
   } catch (error) {
