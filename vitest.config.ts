@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
@@ -7,7 +8,16 @@ export default defineConfig({
   },
   test: {
     include: ["test/**/*.test.ts"],
+    // Migrates once for the run; createTestApp() gives each file a copy.
+    globalSetup: ["test/helpers/global-setup.ts"],
     pool: "forks",
+    // Vitest's default is one worker fewer than there are cores: one worker on a 2-core machine.
+    // The tests wait on PGlite, PostgreSQL and child processes often enough to keep two busy.
+    maxWorkers: Math.max(availableParallelism(), 2),
+    // A worker keeps the modules it loaded from one test file to the next instead of importing the
+    // app again for every file (measured: less than half the CPU). Each file still gets its own
+    // app and database from createTestApp(); module-level state of src/ must stay per app.
+    isolate: false,
     testTimeout: 60_000,
     hookTimeout: 120_000,
   },

@@ -4,7 +4,8 @@ import { build } from "esbuild";
 
 await build({
   entryPoints: { server: "src/server.ts" },
-  outdir: "dist",
+  // --outdir=DIR: the tests build beside dist/ and rename the bundle into place.
+  outdir: process.argv.find((arg) => arg.startsWith("--outdir="))?.slice("--outdir=".length) ?? "dist",
   bundle: true,
   platform: "node",
   format: "esm",

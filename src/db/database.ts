@@ -21,8 +21,11 @@ export type DatabaseOptions =
         /** Longest a statement may run, enforced by the server and, for a server that hangs, by the client; none when absent. */
         statementTimeoutMs?: number;
       }
-    /** Embedded PGlite; `dataDir` undefined means in memory (tests). */
-    | { kind: "embedded"; dataDir?: string }
+    /**
+     * Embedded PGlite; `dataDir` undefined means in memory (tests). `loadDataDir` starts it from a
+     * `dumpDataDir()` archive instead of an empty cluster (tests: skips initdb and the migrations).
+     */
+    | { kind: "embedded"; dataDir?: string; loadDataDir?: Blob }
   ) & {
     /** Makes `onQuery` available. Off in production: Prisma's query event costs CPU on every statement. */
     countQueries?: boolean;
@@ -99,7 +102,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   const unlock = options.dataDir ? lockDataDir(options.dataDir) : () => {};
   let pglite: PGlite;
   try {
-    pglite = new PGlite(options.dataDir);
+    // One options object: PGlite ignores the second argument unless the first is a string.
+    pglite = new PGlite({ dataDir: options.dataDir, loadDataDir: options.loadDataDir });
     await pglite.waitReady;
     await applyMigrations(pgliteSession(pglite), readMigrations());
   } catch (error) {

@@ -1,58 +1,23 @@
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../src/admin/admin.service.js";
 import { seedDemo } from "../../src/admin/seed.js";
 import { permissions } from "../../src/auth/permissions.js";
 import { openDatabase } from "../../src/db/database.js";
+import { randomPort, reachable, startServer } from "../helpers/server-process.js";
 import { createPostgresDatabase } from "../helpers/test-app.js";
 
-const root = path.resolve(import.meta.dirname, "../..");
-const postgresUp = await new Promise<boolean>((resolve) => {
-  const socket = connect(5432, "127.0.0.1");
-  socket.on("connect", () => {
-    socket.end();
-    resolve(true);
-  });
-  socket.on("error", () => resolve(false));
-});
+const postgresUp = await reachable(5432);
 
-function start(env: Record<string, string>, port: number): { child: ChildProcess; output: () => string; url: string } {
-  let output = "";
-  const child = spawn(process.execPath, ["dist/server.js"], {
-    cwd: root,
-    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", REDIS_URL: "", ...env },
-  });
-  child.stdout?.on("data", (c) => {
-    output += c;
-  });
-  child.stderr?.on("data", (c) => {
-    output += c;
-  });
-  return { child, output: () => output, url: `http://127.0.0.1:${port}` };
-}
-
-async function ready(url: string, output: () => string) {
-  const deadline = Date.now() + 30_000;
-  while (
-    !(await fetch(`${url}/ready`).then(
-      (r) => r.ok,
-      () => false,
-    ))
-  ) {
-    if (Date.now() > deadline) throw new Error(`server did not start:\n${output()}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const start = (env: Record<string, string>, port: number) =>
+  startServer({ LOG_LEVEL: "warn", REDIS_URL: "", ...env }, { port, until: "ready" });
 
 /** Writes tasks concurrently, kills the server with SIGKILL mid-burst, restarts it, and checks every acknowledged write. */
 async function crashDuringWrites(env: Record<string, string>, key: string) {
-  const port = 22_000 + Math.floor(Math.random() * 20_000);
-  const first = start(env, port);
-  await ready(first.url, first.output);
+  const port = randomPort();
+  const first = await start(env, port);
   const acknowledged: string[] = [];
   let killed = false;
   const writes = Array.from({ length: 80 }, (_, i) =>
@@ -79,9 +44,8 @@ async function crashDuringWrites(env: Record<string, string>, key: string) {
   expect(acknowledged.length).toBeGreaterThanOrEqual(10);
   expect(acknowledged.length).toBeLessThan(80);
 
-  const second = start(env, port + 1);
+  const second = await start(env, port + 1);
   try {
-    await ready(second.url, second.output);
     const found = new Set<string>();
     let cursor: string | null = null;
     do {
@@ -99,10 +63,6 @@ async function crashDuringWrites(env: Record<string, string>, key: string) {
 }
 
 describe("crash safety", () => {
-  beforeAll(() => {
-    execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: root });
-  });
-
   describe("on the embedded database", () => {
     let dataDir: string;
     afterAll(() => rmSync(dataDir, { recursive: true, force: true }));

@@ -1,68 +1,31 @@
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { connect } from "node:net";
-import path from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../src/admin/admin.service.js";
 import { type SeedResult, seedDemo } from "../../src/admin/seed.js";
 import { permissions } from "../../src/auth/permissions.js";
 import { type Database, openDatabase } from "../../src/db/database.js";
+import { randomPort, reachable, type ServerProcess, startServer } from "../helpers/server-process.js";
 import { createPostgresDatabase } from "../helpers/test-app.js";
 
-const root = path.resolve(import.meta.dirname, "../..");
 const redisUrl = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 
-function reachable(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, "127.0.0.1");
-    socket.on("connect", () => {
-      socket.end();
-      resolve(true);
-    });
-    socket.on("error", () => resolve(false));
-  });
-}
 const servicesUp = (await reachable(5432)) && (await reachable(6379));
 
-type Replica = { url: string; child: ChildProcess; output: () => string };
+type Replica = ServerProcess;
 
-function startReplica(databaseUrl: string, port: number, prefix: string): Replica {
-  let output = "";
-  const child = spawn(process.execPath, ["dist/server.js"], {
-    cwd: root,
-    env: {
-      ...process.env,
+function startReplica(databaseUrl: string, port: number, prefix: string): Promise<Replica> {
+  return startServer(
+    {
       NODE_ENV: "production",
       DATABASE_URL: databaseUrl,
       REDIS_URL: redisUrl,
       REDIS_KEY_PREFIX: prefix,
       RATE_LIMIT_PER_MINUTE: "40",
-      PORT: String(port),
-      HOST: "127.0.0.1",
       LOG_LEVEL: "warn",
     },
-  });
-  child.stdout?.on("data", (chunk) => {
-    output += chunk;
-  });
-  child.stderr?.on("data", (chunk) => {
-    output += chunk;
-  });
-  return { url: `http://127.0.0.1:${port}`, child, output: () => output };
-}
-
-async function waitReady(replica: Replica) {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const ok = await fetch(`${replica.url}/ready`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`replica did not get ready:\n${replica.output()}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+    { port, until: "spawned" },
+  );
 }
 
 describe.runIf(servicesUp)("two replicas on one PostgreSQL database with Redis", () => {
@@ -74,13 +37,12 @@ describe.runIf(servicesUp)("two replicas on one PostgreSQL database with Redis",
   const keys: Record<string, string> = {};
 
   beforeAll(async () => {
-    execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: root });
     const created = await createPostgresDatabase();
     drop = created.drop;
-    const port = 21_000 + Math.floor(Math.random() * 20_000);
+    const port = randomPort();
     // Both start on an empty database at once: the migration lock must keep them from racing.
-    replicas.push(startReplica(created.url, port, prefix), startReplica(created.url, port + 1, prefix));
-    await Promise.all(replicas.map(waitReady));
+    replicas.push(...(await Promise.all([startReplica(created.url, port, prefix), startReplica(created.url, port + 1, prefix)])));
+    await Promise.all(replicas.map((replica) => replica.ready()));
     database = await openDatabase({ kind: "postgres", url: created.url });
     org = await seedDemo(database.db);
     for (const name of ["versions", "burst", "readback", "subscriber"]) {

@@ -1,47 +1,21 @@
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { randomPort, type ServerProcess, startServer as start } from "../helpers/server-process.js";
 
-const root = path.resolve(import.meta.dirname, "../..");
 let dataDir: string;
 
-type Started = { child: ChildProcess; output: () => string; exited: Promise<number | null> };
-
-function startServer(port: number): Started {
-  let output = "";
-  const child = spawn(process.execPath, ["dist/server.js"], {
-    cwd: root,
-    env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: "", LOG_LEVEL: "info" },
-  });
-  child.stdout?.on("data", (chunk) => {
-    output += chunk;
-  });
-  child.stderr?.on("data", (chunk) => {
-    output += chunk;
-  });
-  const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
-  return { child, output: () => output, exited };
-}
-
-async function waitFor(check: () => boolean, what: string, ms = 30_000) {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const startServer = (port: number, until: "listening" | "spawned" = "spawned") =>
+  start({ DATA_DIR: dataDir, DATABASE_URL: "", LOG_LEVEL: "info" }, { port, until });
 
 describe("the server process (npm start)", () => {
-  const port = 20_000 + Math.floor(Math.random() * 20_000);
-  let server: Started;
+  const port = randomPort();
+  let server: ServerProcess;
 
   beforeAll(async () => {
-    execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: root });
     dataDir = mkdtempSync(path.join(tmpdir(), "gateway-e2e-"));
-    server = startServer(port);
-    await waitFor(() => server.output().includes('"msg":"listening"'), "the server to listen");
+    server = await startServer(port, "listening");
   });
   afterAll(() => {
     server?.child.kill("SIGKILL");
@@ -63,7 +37,7 @@ describe("the server process (npm start)", () => {
   });
 
   it("stops a second process on the same data directory with a clear message", async () => {
-    const second = startServer(port + 1);
+    const second = await startServer(port + 1);
     expect(await second.exited).toBe(1);
     expect(second.output()).toContain(`The embedded database in ${dataDir} is in use by process ${server.child.pid}`);
   });
@@ -71,8 +45,7 @@ describe("the server process (npm start)", () => {
   it("exits 0 on SIGTERM and reopens the same data without seeding again", async () => {
     server.child.kill("SIGTERM");
     expect(await server.exited).toBe(0);
-    const again = startServer(port + 2);
-    await waitFor(() => again.output().includes('"msg":"listening"'), "the restarted server");
+    const again = await startServer(port + 2, "listening");
     expect(again.output()).not.toContain("Demo data created");
     again.child.kill("SIGTERM");
     expect(await again.exited).toBe(0);

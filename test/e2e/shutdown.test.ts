@@ -1,11 +1,10 @@
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-
-const root = path.resolve(import.meta.dirname, "../..");
+import { type ServerProcess, startServer } from "../helpers/server-process.js";
 
 type Answer = { status: number; body: { id?: string } | string };
 
@@ -36,33 +35,23 @@ function slowPost(port: number, pathname: string, headers: Record<string, string
   return { answer, finish: () => req.end(body.slice(half)) };
 }
 
-type DemoServer = { child: ChildProcess; port: number; key: string; exited: Promise<number | null>; output: () => string };
+type DemoServer = ServerProcess & { key: string };
 
 /** The built server on an embedded database in `dataDir`, once it listens; its demo API key from the first start. */
 async function startDemoServer(dataDir: string, env: Record<string, string> = {}): Promise<DemoServer> {
-  const port = 20_000 + Math.floor(Math.random() * 20_000);
-  let output = "";
-  const child = spawn(process.execPath, ["dist/server.js"], {
-    cwd: root,
-    env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: "", REDIS_URL: "", LOG_LEVEL: "info", ...env },
-  });
-  child.stdout?.on("data", (chunk) => {
-    output += chunk;
-  });
-  child.stderr?.on("data", (chunk) => {
-    output += chunk;
-  });
-  const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
-  const deadline = Date.now() + 30_000;
-  while (!/API key:\s+cwk_/.test(output) || !output.includes('"msg":"listening"')) {
-    if (Date.now() > deadline) {
-      child.kill("SIGKILL");
-      throw new Error(`server did not start:\n${output}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
+  const server = await startServer(
+    { DATA_DIR: dataDir, DATABASE_URL: "", REDIS_URL: "", LOG_LEVEL: "info", ...env },
+    { until: "spawned" },
+  );
+  try {
+    await server.waitFor(() => /API key:\s+cwk_/.test(server.output()), "the demo API key");
+    await server.listening();
+  } catch (error) {
+    server.child.kill("SIGKILL");
+    throw error;
   }
-  const key = /API key:\s+(cwk_\S+)/.exec(output)?.[1] as string;
-  return { child, port, key, exited, output: () => output };
+  const key = /API key:\s+(cwk_\S+)/.exec(server.output())?.[1] as string;
+  return { ...server, key };
 }
 
 describe("graceful shutdown", () => {
@@ -70,7 +59,6 @@ describe("graceful shutdown", () => {
   let child: ChildProcess | undefined;
 
   beforeAll(async () => {
-    execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: root });
     dataDir = mkdtempSync(path.join(tmpdir(), "gateway-shutdown-"));
   });
   afterAll(() => {
@@ -117,10 +105,9 @@ describe("graceful shutdown", () => {
 
     // Everything acknowledged is there after a restart.
     const acknowledged = [finished, ...answers].filter((a) => a.status === 201).map((a) => (a.body as { id: string }).id);
-    const again = spawn(process.execPath, ["dist/server.js"], {
-      cwd: root,
-      env: { ...process.env, DATA_DIR: dataDir, PORT: String(port + 1), DATABASE_URL: "", LOG_LEVEL: "warn" },
-    });
+    const again = (
+      await startServer({ DATA_DIR: dataDir, DATABASE_URL: "", LOG_LEVEL: "warn" }, { port: port + 1, until: "spawned" })
+    ).child;
     try {
       const start = Date.now();
       let listed: { items: { id: string }[] } | null = null;

@@ -1,7 +1,9 @@
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import type { Redis } from "ioredis";
 import pg from "pg";
 import pino, { type Logger } from "pino";
+import { inject } from "vitest";
 import { createApiKey } from "../../src/admin/admin.service.js";
 import { type SeedResult, seedDemo } from "../../src/admin/seed.js";
 import { createApp } from "../../src/app.js";
@@ -14,12 +16,15 @@ import type { DeviceManagement } from "../../src/modules/members/device-manageme
 export const usePostgres = process.env.TEST_DATABASE === "postgres";
 const adminUrl = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 
-/** A new empty database on the local PostgreSQL server, and how to drop it. */
-export async function createPostgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+/**
+ * A new empty database on the local PostgreSQL server, and how to drop it; with `template`, a copy
+ * of that database instead.
+ */
+export async function createPostgresDatabase(template?: string): Promise<{ url: string; drop: () => Promise<void> }> {
   const name = `gateway_test_${randomBytes(6).toString("hex")}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.query(template ? `CREATE DATABASE ${name} TEMPLATE ${template}` : `CREATE DATABASE ${name}`);
   await admin.end();
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
@@ -34,9 +39,19 @@ export async function createPostgresDatabase(): Promise<{ url: string; drop: () 
   };
 }
 
+// A copy of the database that test/helpers/global-setup.ts migrated once for the whole run; openDatabase()
+// still checks the migrations, so a stale copy could only cost time, never hide a migration.
+let pgliteSnapshot: Blob | undefined;
 async function openTestDatabase(): Promise<{ database: Database; drop: () => Promise<void> }> {
-  if (!usePostgres) return { database: await openDatabase({ kind: "embedded", countQueries: true }), drop: async () => {} };
-  const { url, drop } = await createPostgresDatabase();
+  if (!usePostgres) {
+    const file = inject("pgliteSnapshot");
+    if (file) pgliteSnapshot ??= new Blob([readFileSync(file)]);
+    return {
+      database: await openDatabase({ kind: "embedded", countQueries: true, loadDataDir: pgliteSnapshot }),
+      drop: async () => {},
+    };
+  }
+  const { url, drop } = await createPostgresDatabase(inject("postgresTemplate") || undefined);
   return { database: await openDatabase({ kind: "postgres", url, poolSize: 20, countQueries: true }), drop };
 }
 

@@ -1,18 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { revokeApiKey } from "../../src/admin/admin.service.js";
-import type { SeedResult } from "../../src/admin/seed.js";
-import { createTestApp, type TestApp } from "../helpers/test-app.js";
+import { openFixture } from "../helpers/fixtures.js";
 
-let t: TestApp;
-let org: SeedResult;
-let other: SeedResult;
-
-beforeAll(async () => {
-  t = await createTestApp();
-  org = await t.seedOrg();
-  other = await t.seedOrg();
-});
-afterAll(() => t.close());
+const { t, org, other } = await openFixture();
 
 const taskQuery = `query($taskId: ID!) { task(taskId: $taskId) { id } }`;
 

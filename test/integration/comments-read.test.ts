@@ -1,17 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SeedResult } from "../../src/admin/seed.js";
-import { createTestApp, type TestApp } from "../helpers/test-app.js";
+import { describe, expect, it } from "vitest";
+import { openFixture } from "../helpers/fixtures.js";
 
-let t: TestApp;
-let org: SeedResult;
-let other: SeedResult;
-
-beforeAll(async () => {
-  t = await createTestApp();
-  org = await t.seedOrg();
-  other = await t.seedOrg();
-});
-afterAll(() => t.close());
+const { t, org, other } = await openFixture();
 
 function comment(content: string, extra: Record<string, unknown> = {}, entityId = org.vendorIds[0]) {
   return t.rest("POST", "/v1/comments", {
@@ -22,13 +12,21 @@ function comment(content: string, extra: Record<string, unknown> = {}, entityId 
 
 describe("list comments of an entity", () => {
   it("lists newest first with authors and attachments, paging with nextCursor", async () => {
+    // A vendor of its own: other tests comment on the seeded ones.
+    const vendor = await t.rest("POST", "/v1/vendors", { key: org.apiKey, body: { name: "Listed vendor" } });
+    expect(vendor.status).toBe(201);
+    const vendorId = vendor.body.id as string;
     for (let i = 0; i < 5; i++) {
-      const res = await comment(`c${i}`, {
-        attachments: [{ fileName: `f${i}.txt`, fileType: "text/plain", fileData: Buffer.from(`file ${i}`).toString("base64") }],
-      });
+      const res = await comment(
+        `c${i}`,
+        {
+          attachments: [{ fileName: `f${i}.txt`, fileType: "text/plain", fileData: Buffer.from(`file ${i}`).toString("base64") }],
+        },
+        vendorId,
+      );
       expect(res.status).toBe(201);
     }
-    const first = await t.rest("GET", `/v1/comments?entityId=${org.vendorIds[0]}&entityType=vendor&limit=3`, { key: org.apiKey });
+    const first = await t.rest("GET", `/v1/comments?entityId=${vendorId}&entityType=vendor&limit=3`, { key: org.apiKey });
     expect(first.status).toBe(200);
     expect(Object.keys(first.body).sort()).toEqual(["items", "nextCursor"]);
     expect(first.body.items.map((c: { content: string }) => c.content)).toEqual(["c4", "c3", "c2"]);
@@ -38,7 +36,7 @@ describe("list comments of an entity", () => {
     ]);
     const second = await t.rest(
       "GET",
-      `/v1/comments?entityId=${org.vendorIds[0]}&entityType=vendor&limit=3&cursor=${first.body.nextCursor}`,
+      `/v1/comments?entityId=${vendorId}&entityType=vendor&limit=3&cursor=${first.body.nextCursor}`,
       {
         key: org.apiKey,
       },
@@ -47,7 +45,7 @@ describe("list comments of an entity", () => {
     expect(second.body.nextCursor).toBeNull();
     const gql = await t.gql(
       `query($id: ID!) { comments(entityId: $id, entityType: vendor, limit: 3) { items { content author { name } attachments { name } } nextCursor } }`,
-      { id: org.vendorIds[0] },
+      { id: vendorId },
       { key: org.apiKey },
     );
     expect(gql.body.data.comments.nextCursor).toBe(first.body.nextCursor);
@@ -110,6 +108,8 @@ describe("list comments of an entity", () => {
       expect(res.status, page).toBe(400);
       expect(res.body.code).toBe("BAD_USER_INPUT");
     }
+    // More than a default page of its own, whichever tests ran before.
+    for (let i = 0; i < 21; i++) await comment(`page ${i}`, {}, org.vendorIds[1]);
     const defaultPage = await t.rest("GET", `${base}&entityId=${org.vendorIds[1]}`, { key: org.apiKey });
     expect(defaultPage.body.items).toHaveLength(20);
   });

@@ -1,19 +1,11 @@
 import { Writable } from "node:stream";
 import pino from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SeedResult } from "../../src/admin/seed.js";
+import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.js";
 import { createSession } from "../../src/auth/sessions.js";
-import { createTestApp, type TestApp } from "../helpers/test-app.js";
+import { openFixture } from "../helpers/fixtures.js";
 
-let t: TestApp;
-let org: SeedResult;
-
-beforeAll(async () => {
-  t = await createTestApp({ authFailuresPerMinute: 5, trustProxy: true });
-  org = await t.seedOrg();
-});
-afterAll(() => t.close());
+const { t, org } = await openFixture({ authFailuresPerMinute: 5, trustProxy: true, organizations: 1 });
 
 const from = (address: string, key: string) =>
   t.rest("GET", `/v1/tasks/${org.taskIds[0]}`, { key, headers: { "x-forwarded-for": address } });

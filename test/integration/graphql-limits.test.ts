@@ -1,17 +1,9 @@
 import pino from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SeedResult } from "../../src/admin/seed.js";
+import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.js";
-import { createTestApp, type TestApp } from "../helpers/test-app.js";
+import { openFixture } from "../helpers/fixtures.js";
 
-let t: TestApp;
-let org: SeedResult;
-
-beforeAll(async () => {
-  t = await createTestApp();
-  org = await t.seedOrg();
-});
-afterAll(() => t.close());
+const { t, org } = await openFixture({ organizations: 1 });
 
 /**
  * Sends the document and checks it was refused before any resolver ran. Authentication comes

@@ -1,19 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SeedResult } from "../../src/admin/seed.js";
-import { createTestApp, type TestApp } from "../helpers/test-app.js";
+import { describe, expect, it } from "vitest";
+import { openFixture } from "../helpers/fixtures.js";
 
-let t: TestApp;
-let org: SeedResult;
-let other: SeedResult;
 let n = 0;
 const newKey = () => `retry-${Date.now()}-${n++}`;
 
-beforeAll(async () => {
-  t = await createTestApp();
-  org = await t.seedOrg();
-  other = await t.seedOrg();
-});
-afterAll(() => t.close());
+const { t, org, other } = await openFixture();
 
 const comment = (content: string) => ({ content, entityId: org.taskIds[0], entityType: "task", userId: org.userIds[0] });
 const post = (key: string, body: unknown, apiKey = org.apiKey) =>

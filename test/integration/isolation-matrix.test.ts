@@ -111,25 +111,34 @@ afterAll(() => t?.close());
 // ---------------------------------------------------------------------------------------------
 // A's data, byte for byte
 
+let tablesWithOrganization: string[] | undefined;
+
 /** Every row of A: tables with organizationId, the organization, its members' users and their sessions, as PostgreSQL's JSON. */
 async function snapshotOf(organizationId: string): Promise<Record<string, string[]>> {
-  const tables = await t.db.$queryRawUnsafe<{ table_name: string }[]>(
-    `SELECT table_name FROM information_schema.columns
-      WHERE table_schema = current_schema() AND column_name = 'organizationId' ORDER BY table_name`,
+  tablesWithOrganization ??= (
+    await t.db.$queryRawUnsafe<{ table_name: string }[]>(
+      `SELECT table_name FROM information_schema.columns
+        WHERE table_schema = current_schema() AND column_name = 'organizationId' ORDER BY table_name`,
+    )
+  ).map((r) => r.table_name);
+  const members = `SELECT "userId" FROM "Member" WHERE "organizationId" = $1`;
+  const selects: [table: string, where: string][] = [
+    ...tablesWithOrganization.map((table): [string, string] => [table, `x."organizationId" = $1`]),
+    ["Organization", "x.id = $1"],
+    ["User", `x.id IN (${members})`],
+    ["Session", `x."userId" IN (${members})`],
+  ];
+  // One statement, not one per table: this runs after each of the matrix's ~900 calls.
+  const rows = await t.db.$queryRawUnsafe<{ tbl: string; row: string }[]>(
+    selects
+      .map(([table, where]) => `SELECT '${table}' AS tbl, to_jsonb(x)::text AS row FROM "${table}" x WHERE ${where}`)
+      .join(" UNION ALL "),
+    organizationId,
   );
-  const rows = async (sql: string) =>
-    (await t.db.$queryRawUnsafe<{ row: string }[]>(sql, organizationId)).map((r) => r.row).sort();
   const snapshot: Record<string, string[]> = {};
-  for (const { table_name: table } of tables) {
-    snapshot[table] = await rows(`SELECT to_jsonb(x)::text AS row FROM "${table}" x WHERE x."organizationId" = $1`);
-  }
-  snapshot.Organization = await rows(`SELECT to_jsonb(x)::text AS row FROM "Organization" x WHERE x.id = $1`);
-  snapshot.User = await rows(
-    `SELECT to_jsonb(x)::text AS row FROM "User" x WHERE x.id IN (SELECT "userId" FROM "Member" WHERE "organizationId" = $1)`,
-  );
-  snapshot.Session = await rows(
-    `SELECT to_jsonb(x)::text AS row FROM "Session" x WHERE x."userId" IN (SELECT "userId" FROM "Member" WHERE "organizationId" = $1)`,
-  );
+  for (const [table] of selects) snapshot[table] = [];
+  for (const { tbl, row } of rows) snapshot[tbl]?.push(row);
+  for (const table of Object.keys(snapshot)) snapshot[table]?.sort();
   return snapshot;
 }
 

@@ -1,17 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SeedResult } from "../../src/admin/seed.js";
-import { createTestApp, type TestApp } from "../helpers/test-app.js";
+import { describe, expect, it } from "vitest";
+import { openFixture } from "../helpers/fixtures.js";
 
-let t: TestApp;
-let victim: SeedResult;
-let intruder: SeedResult;
-
-beforeAll(async () => {
-  t = await createTestApp();
-  victim = await t.seedOrg();
-  intruder = await t.seedOrg();
-});
-afterAll(() => t.close());
+const { t, org: victim, other: intruder } = await openFixture();
 
 async function snapshot(organizationId: string) {
   const where = { where: { organizationId } };

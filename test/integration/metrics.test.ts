@@ -1,15 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SeedResult } from "../../src/admin/seed.js";
+import { describe, expect, it } from "vitest";
+import { openFixture } from "../helpers/fixtures.js";
 import { createTestApp, type TestApp, usePostgres } from "../helpers/test-app.js";
 
-let t: TestApp;
-let org: SeedResult;
-
-beforeAll(async () => {
-  t = await createTestApp();
-  org = await t.seedOrg();
-});
-afterAll(() => t.close());
+const { t, org } = await openFixture({ organizations: 1 });
 
 async function scrape(app: Pick<TestApp["app"], "fetch"> = t.app): Promise<string> {
   const res = await app.fetch(new Request("http://test/metrics"));

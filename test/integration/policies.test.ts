@@ -1,15 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SeedResult } from "../../src/admin/seed.js";
-import { createTestApp, type TestApp } from "../helpers/test-app.js";
+import { describe, expect, it } from "vitest";
+import { openFixture } from "../helpers/fixtures.js";
 
-let t: TestApp;
-let org: SeedResult;
-
-beforeAll(async () => {
-  t = await createTestApp();
-  org = await t.seedOrg();
-});
-afterAll(() => t.close());
+const { t, org } = await openFixture({ organizations: 1 });
 
 const createVersion = `mutation($id: ID!, $sourceVersionId: ID, $changelog: String) {
   createPolicyVersion(id: $id, sourceVersionId: $sourceVersionId, changelog: $changelog) { versionId version }
@@ -17,6 +9,8 @@ const createVersion = `mutation($id: ID!, $sourceVersionId: ID, $changelog: Stri
 
 describe("create policy version", () => {
   it("answers 201 with the new draft's id and number, copying the current version", async () => {
+    // Its own organization: other tests add versions to the shared one's policies.
+    const org = await t.seedOrg();
     const policyId = org.policyIds[0] as string;
     const res = await t.rest("POST", `/v1/policies/${policyId}/versions`, {
       key: org.apiKey,
@@ -39,6 +33,7 @@ describe("create policy version", () => {
   });
 
   it("accepts an empty body and no body at all", async () => {
+    const org = await t.seedOrg();
     const policyId = org.policyIds[1] as string;
     const none = await t.rest("POST", `/v1/policies/${policyId}/versions`, { key: org.apiKey });
     expect(none.status).toBe(201);
@@ -48,7 +43,9 @@ describe("create policy version", () => {
   });
 
   it("bases the draft on the given source version", async () => {
+    const org = await t.seedOrg();
     const policyId = org.policyIds[1] as string;
+    expect((await t.rest("POST", `/v1/policies/${policyId}/versions`, { key: org.apiKey })).body.version).toBe(2);
     const source = await t.db.policyVersion.findFirstOrThrow({ where: { policyId, version: 2 } });
     await t.db.policyVersion.update({
       where: { id: source.id },

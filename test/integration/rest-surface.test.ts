@@ -1,16 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SeedResult } from "../../src/admin/seed.js";
+import { describe, expect, it } from "vitest";
 import { restRoutes } from "../../src/rest/routes.js";
-import { createTestApp, type TestApp } from "../helpers/test-app.js";
+import { openFixture } from "../helpers/fixtures.js";
+import { createTestApp } from "../helpers/test-app.js";
 
-let t: TestApp;
-let org: SeedResult;
-
-beforeAll(async () => {
-  t = await createTestApp({ bodyLimitBytes: 64 * 1024 });
-  org = await t.seedOrg();
-});
-afterAll(() => t.close());
+const { t, org } = await openFixture({ bodyLimitBytes: 64 * 1024, organizations: 1 });
 
 describe("REST surface", () => {
   it.each([

@@ -1,15 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SeedResult } from "../../src/admin/seed.js";
-import { createTestApp, type TestApp } from "../helpers/test-app.js";
+import { describe, expect, it } from "vitest";
+import { openFixture } from "../helpers/fixtures.js";
 
-let t: TestApp;
-let org: SeedResult;
-
-beforeAll(async () => {
-  t = await createTestApp();
-  org = await t.seedOrg();
-});
-afterAll(() => t.close());
+const { t, org } = await openFixture({ organizations: 1 });
 
 const stats = `query($entityId: ID!, $entityType: TaskItemEntityType!) {
   taskItemStats(entityId: $entityId, entityType: $entityType) { total byStatus { todo in_progress in_review done canceled } }

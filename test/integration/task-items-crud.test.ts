@@ -1,17 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SeedResult } from "../../src/admin/seed.js";
-import { createTestApp, type TestApp } from "../helpers/test-app.js";
+import { describe, expect, it } from "vitest";
+import { openFixture } from "../helpers/fixtures.js";
 
-let t: TestApp;
-let org: SeedResult;
-let other: SeedResult;
-
-beforeAll(async () => {
-  t = await createTestApp();
-  org = await t.seedOrg();
-  other = await t.seedOrg();
-});
-afterAll(() => t.close());
+const { t, org, other } = await openFixture();
 
 const fields = "id title description status priority entityId entityType createdAt updatedAt";
 const itemKeys = ["createdAt", "description", "entityId", "entityType", "id", "priority", "status", "title", "updatedAt"];

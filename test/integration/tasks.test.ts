@@ -1,15 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SeedResult } from "../../src/admin/seed.js";
-import { createTestApp, type TestApp } from "../helpers/test-app.js";
+import { describe, expect, it } from "vitest";
+import { openFixture } from "../helpers/fixtures.js";
 
-let t: TestApp;
-let org: SeedResult;
-
-beforeAll(async () => {
-  t = await createTestApp();
-  org = await t.seedOrg();
-});
-afterAll(() => t.close());
+const { t, org } = await openFixture({ organizations: 1 });
 
 const taskQuery = `query($taskId: ID!) { task(taskId: $taskId) { id title status createdAt updatedAt description taskTemplateId } }`;
 

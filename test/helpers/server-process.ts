@@ -1,0 +1,110 @@
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, renameSync, rmSync } from "node:fs";
+import { connect } from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+
+let built = false;
+
+/**
+ * Bundles `dist/server.js` as `npm start` does, once per test worker. The bundle is written beside
+ * and renamed into place, so a server another worker is starting never reads half a file.
+ */
+export function buildServer(): void {
+  if (built) return;
+  mkdirSync(path.join(root, "dist"), { recursive: true });
+  const outdir = mkdtempSync(path.join(root, "dist", ".build-"));
+  try {
+    execFileSync(process.execPath, ["scripts/build.mjs", `--outdir=${outdir}`], { cwd: root });
+    for (const file of ["server.js.map", "server.js"]) renameSync(path.join(outdir, file), path.join(root, "dist", file));
+  } finally {
+    rmSync(outdir, { recursive: true, force: true });
+  }
+  built = true;
+}
+
+/** Whether something accepts connections on 127.0.0.1:`port` (PostgreSQL, Redis). */
+export function reachable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.on("connect", () => {
+      socket.end();
+      resolve(true);
+    });
+    socket.on("error", () => resolve(false));
+  });
+}
+
+/** A free-looking port in 20000-59999 (random; the servers bind 127.0.0.1). */
+export const randomPort = () => 20_000 + Math.floor(Math.random() * 40_000);
+
+export type ServerProcess = {
+  child: ChildProcess;
+  port: number;
+  /** http://127.0.0.1:port */
+  url: string;
+  /** Everything it printed so far, stdout and stderr. */
+  output: () => string;
+  /** Its exit code once it exits (null when a signal ended it). */
+  exited: Promise<number | null>;
+  /** Polls until `check` holds, failing with the output after `ms` (default 60 s: a loaded 2-core machine starts slowly). */
+  waitFor: (check: () => boolean | Promise<boolean>, what: string, ms?: number) => Promise<void>;
+  /** Waits until GET /ready answers 200. */
+  ready: () => Promise<void>;
+  /** Waits for its "listening" log line. */
+  listening: () => Promise<void>;
+};
+
+/**
+ * The built server (`dist/server.js`, see buildServer) as a child process on `port`, with `env`
+ * over the inherited environment. `until`: "ready" waits for GET /ready to answer 200,
+ * "listening" for its "listening" log line, "spawned" returns at once.
+ */
+export async function startServer(
+  env: Record<string, string>,
+  options: { port?: number; until?: "ready" | "listening" | "spawned" } = {},
+): Promise<ServerProcess> {
+  buildServer();
+  const port = options.port ?? randomPort();
+  let output = "";
+  const child = spawn(process.execPath, ["dist/server.js"], {
+    cwd: root,
+    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", ...env },
+  });
+  child.stdout?.on("data", (chunk) => {
+    output += chunk;
+  });
+  child.stderr?.on("data", (chunk) => {
+    output += chunk;
+  });
+  const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+  const url = `http://127.0.0.1:${port}`;
+  const waitFor = async (check: () => boolean | Promise<boolean>, what: string, ms = 60_000) => {
+    const deadline = Date.now() + ms;
+    while (!(await check())) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}:\n${output}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  const ready = () =>
+    waitFor(
+      () =>
+        fetch(`${url}/ready`).then(
+          (r) => r.ok,
+          () => false,
+        ),
+      "the server to be ready",
+    );
+  const listening = () => waitFor(() => output.includes('"msg":"listening"'), "the server to listen");
+  const server = { child, port, url, output: () => output, exited, waitFor, ready, listening };
+  try {
+    if (options.until === "ready") await ready();
+    else if (options.until !== "spawned") await listening();
+  } catch (error) {
+    child.kill("SIGKILL");
+    throw error;
+  }
+  return server;
+}
