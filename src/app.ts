@@ -20,11 +20,13 @@ import { useMetrics } from "./metrics.js";
 import type { DeviceManagement } from "./modules/members/device-management.js";
 import { limitAuthenticationFailures, useRateLimit } from "./rate-limit.js";
 import { requestIdOf, useRequestId } from "./request-context.js";
+import { createLoaders } from "./request-loaders.js";
 import { useRequestLog } from "./request-log.js";
 import { errorResponse } from "./rest/error-response.js";
 import { buildOpenApiDocument } from "./rest/openapi.js";
 import { compileRoutes } from "./rest/request-validation.js";
 import { useRestGuard } from "./rest/rest-plugin.js";
+import { restSchemaOf, withRestSchema } from "./rest/rest-schema.js";
 import { REST_BASE, restRoutes } from "./rest/routes.js";
 import { schema } from "./schema.js";
 import { createServices } from "./services.js";
@@ -65,7 +67,8 @@ export function createApp(deps: AppDeps) {
     }
     return auth;
   };
-  const routes = compileRoutes(schema, restRoutes);
+  const restSchema = restSchemaOf(schema);
+  const routes = compileRoutes(restSchema, restRoutes);
   let openApi: unknown;
 
   const bodyLimit: Plugin = {
@@ -98,12 +101,16 @@ export function createApp(deps: AppDeps) {
         },
     maskedErrors: { maskError },
     // Yoga builds the context on the request's server context, which carries the request id.
-    context: async (initial) => ({
-      requestId: requestIdOf(initial),
-      auth: await authenticateOnce(initial.request),
-      services,
-      logger,
-    }),
+    context: async (initial) => {
+      const auth = await authenticateOnce(initial.request);
+      return {
+        requestId: requestIdOf(initial),
+        auth,
+        services,
+        logger,
+        loaders: createLoaders(database.db, "caller" in auth ? auth.caller.organizationId : ""),
+      };
+    },
     plugins: [
       // First, so that every answer carries the id and its log lines too.
       useRequestId(),
@@ -140,7 +147,7 @@ export function createApp(deps: AppDeps) {
         authenticate: authenticateOnce,
         rememberAuth: (request, auth) => authByRequest.set(request, Promise.resolve(auth)),
         openApiDocument: () => {
-          openApi ??= buildOpenApiDocument(schema, routes);
+          openApi ??= buildOpenApiDocument(restSchema, routes);
           return openApi;
         },
       }),
@@ -158,14 +165,16 @@ export function createApp(deps: AppDeps) {
       // A simple POST with a form content type cannot carry a GraphQL request: no cross-site writes.
       useCSRFPrevention({ requestHeaders: ["x-api-key", "authorization", "x-graphql-yoga-csrf"] }),
       ...((config.introspection ?? !config.production) ? [] : [useDisableIntrospection()]),
-      useSofa({
-        basePath: REST_BASE,
-        routes: restRoutes,
-        openAPI: { endpoint: false } as never,
-        swaggerUI: { endpoint: false } as never,
-        // Sofa types its own Response class; ours is the same WHATWG Response.
-        errorHandler: (errors) => restErrorsResponse(errors) as never,
-      }),
+      withRestSchema(
+        useSofa({
+          basePath: REST_BASE,
+          routes: restRoutes,
+          openAPI: { endpoint: false } as never,
+          swaggerUI: { endpoint: false } as never,
+          // Sofa types its own Response class; ours is the same WHATWG Response.
+          errorHandler: (errors) => restErrorsResponse(errors) as never,
+        }),
+      ),
     ],
   });
 
