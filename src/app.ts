@@ -18,6 +18,7 @@ import { useIdempotency } from "./idempotency.js";
 import { useGraphqlInputHygiene } from "./input-hygiene.js";
 import { useMetrics } from "./metrics.js";
 import type { DeviceManagement } from "./modules/members/device-management.js";
+import { useQueryCost } from "./query-cost.js";
 import { limitAuthenticationFailures, useRateLimit } from "./rate-limit.js";
 import { requestIdOf, useRequestId } from "./request-context.js";
 import { createLoaders } from "./request-loaders.js";
@@ -159,9 +160,12 @@ export function createApp(deps: AppDeps) {
         maxAliases: { n: 15 },
         maxTokens: { n: 2_000 },
         maxDirectives: { n: 20 },
-        costLimit: { maxCost: 5_000, ignoreIntrospection: true },
+        // Replaced by useQueryCost: armor's cost weighs depth, not the length of nested lists.
+        costLimit: { enabled: false },
         blockFieldSuggestion: { enabled: true },
       }),
+      // Worst-case objects, multiplied through nested lists, before any resolver runs.
+      useQueryCost(),
       // A simple POST with a form content type cannot carry a GraphQL request: no cross-site writes.
       useCSRFPrevention({ requestHeaders: ["x-api-key", "authorization", "x-graphql-yoga-csrf"] }),
       ...((config.introspection ?? !config.production) ? [] : [useDisableIntrospection()]),

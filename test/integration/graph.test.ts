@@ -184,6 +184,7 @@ describe("the graph", () => {
         expect(res.body.data.nodes).toHaveLength(n);
         expect(res.body.data.nodes.every((v: { comments: { items: unknown[] } }) => v.comments.items.length === 5)).toBe(true);
       });
+    await run(1); // the API key's lookup and last-used write are cached after the first request
     const five = await run(5);
     const fifty = await run(50);
     expect(fifty.count, fifty.statements.join("\n")).toBe(five.count);
@@ -205,6 +206,7 @@ describe("the graph", () => {
         expect(res.body.errors).toBeUndefined();
         expect(res.body.data.tasks.items).toHaveLength(limit);
       });
+    await run(1);
     expect((await run(50)).count).toBe((await run(5)).count);
   });
 
@@ -256,7 +258,11 @@ describe("the graph", () => {
       [["nodes", 4], "FORBIDDEN"],
       [["nodes", 6], "FORBIDDEN"],
     ]);
-    const tooMany = await t.gql(`query($ids: [ID!]!) { nodes(ids: $ids) { id } }`, { ids: Array(101).fill("x") }, { key: key.key });
+    const tooMany = await t.gql(
+      `query($ids: [ID!]!) { nodes(ids: $ids) { id } }`,
+      { ids: Array(101).fill("x") },
+      { key: key.key },
+    );
     expect(tooMany.body.errors[0].extensions.code).toBe("BAD_USER_INPUT");
     const every = await t.gql(
       `query($ids: [ID!]!) { nodes(ids: $ids) { __typename } }`,
@@ -339,6 +345,9 @@ describe("the graph", () => {
     const refused = await t.gql("{ auditEvents(limit: 1) { items { action actor { id } } } }", {}, { key: auditorOnly.key });
     expect(refused.body.data.auditEvents.items[0].action).toBeTypeOf("string");
     expect(refused.body.data.auditEvents.items[0].actor).toBeNull();
-    expect(refused.body.errors[0]).toMatchObject({ path: ["auditEvents", "items", 0, "actor"], extensions: { code: "FORBIDDEN" } });
+    expect(refused.body.errors[0]).toMatchObject({
+      path: ["auditEvents", "items", 0, "actor"],
+      extensions: { code: "FORBIDDEN" },
+    });
   });
 });
