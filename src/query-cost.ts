@@ -39,7 +39,7 @@ export class QueryTooComplexError extends AppError {
 
 type Variables = Record<string, unknown> | null | undefined;
 
-function valueOf(node: ValueNode | undefined, variables: Variables): unknown {
+function argumentValue(node: ValueNode | undefined, variables: Variables): unknown {
   if (!node) return undefined;
   if (node.kind === Kind.VARIABLE) return variables?.[node.name.value];
   if (node.kind === Kind.INT) return Number(node.value);
@@ -82,7 +82,7 @@ export function estimateCost(
       const field: GraphQLField<unknown, unknown> | undefined = type.getFields()[selection.name.value];
       if (!field || !isCompositeType(getNamedType(field.type))) continue;
       const argument = (name: string) =>
-        valueOf(selection.arguments?.find((a) => a.name.value === name)?.value, variables) ??
+        argumentValue(selection.arguments?.find((a) => a.name.value === name)?.value, variables) ??
         field.args.find((a) => a.name === name)?.defaultValue;
       let factor = 1;
       if (isListType(getNullableType(field.type))) {
