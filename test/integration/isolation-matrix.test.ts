@@ -44,6 +44,8 @@ type Attempt = {
   authorIgnoredWithUser?: boolean;
   /** An id of the wrong kind for the argument: 400 BAD_USER_INPUT is as good as 404. */
   allow400?: boolean;
+  /** node and nodes: another organization's id answers null with no error, as a missing one does. */
+  nullWithoutError?: boolean;
 };
 
 let t: TestApp;
@@ -296,6 +298,9 @@ function attempts({ wrongKind = false } = {}): Attempt[] {
     (id) => ({ entityId: id, entityType: typeOf(id, "task") }),
   );
   add("Query.attachment", "id", A.attachmentIds, (id) => ({ id }));
+  const everyIdOfA = Object.values(idsOfA).flat();
+  add("Query.node", "id", everyIdOfA, (id) => ({ id }), { nullWithoutError: true });
+  add("Query.nodes", "ids", everyIdOfA, (id) => ({ ids: [id, B.taskIds[0]] }), { nullWithoutError: true });
   add(
     "Subscription.commentAdded",
     "entityId",
@@ -429,6 +434,14 @@ function problemsWith(attempt: Attempt, transport: Transport, credential: Creden
       transport === "REST" ? outcome.body : (outcome.body as { data?: { createComment?: unknown } })?.data?.createComment;
     const author = (comment as { author?: { id?: string } } | undefined)?.author?.id;
     if (outcome.code !== "NOT_FOUND" && author !== B.userIds[0]) problems.push(`the author is ${author}, not B's owner`);
+    return problems;
+  }
+  if (attempt.nullWithoutError) {
+    const data = (outcome.body as { data?: Record<string, unknown> | null } | undefined)?.data;
+    const expected = attempt.field === "Query.node" ? { node: null } : { nodes: [null, { __typename: "Task" }] };
+    if (outcome.status !== 200 || outcome.code !== undefined)
+      problems.push(`${outcome.status} ${outcome.code}, not 200 and null`);
+    if (JSON.stringify(data) !== JSON.stringify(expected)) problems.push(`data ${JSON.stringify(data).slice(0, 200)}`);
     return problems;
   }
   const rest = transport === "REST" && !attempt.field.startsWith("Subscription.");

@@ -432,13 +432,18 @@ async function expectFieldOutcome(
   const fieldAllowed = !spec.permission || holds(spec.permission);
   if (parentAllowed && fieldAllowed) {
     expect(res.body.errors, label).toBeUndefined();
-    expect(at(res.body.data, spec.path), label).not.toBeNull();
+    expect(at(res.body.data, spec.path), label).not.toBeUndefined();
   } else if (!parentAllowed) {
     expect(res.body.errors?.[0]?.extensions?.code, label).toBe("FORBIDDEN");
   } else {
     // Refused at the field alone: the rest of the answer stands.
-    expect(res.body.errors, label).toHaveLength(1);
+    // One error per refused field (one per item of a list), each at the field's path.
+    const shape = (path: (string | number)[]) => path.map((p) => (typeof p === "number" ? "#" : p)).join(".");
     expect(res.body.errors[0], label).toMatchObject({ path: spec.path, extensions: { code: "FORBIDDEN" } });
+    for (const error of res.body.errors) {
+      expect(error.extensions.code, label).toBe("FORBIDDEN");
+      expect(shape(error.path), label).toBe(shape(spec.path));
+    }
     expect(at(res.body.data, spec.path), label).toBeNull();
     expect(at(res.body.data, spec.path.slice(0, -1)), label).not.toBeNull();
   }
