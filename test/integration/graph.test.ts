@@ -210,6 +210,17 @@ describe("the graph", () => {
     expect((await run(50)).count).toBe((await run(5)).count);
   });
 
+  it("counts totalCount only when it is selected", async () => {
+    await t.gql("{ __typename }", {}, { key: org.apiKey });
+    const without = await t.countQueries(() => t.gql("{ tasks(limit: 2) { nextCursor } }", {}, { key: org.apiKey }));
+    let total = 0;
+    const withCount = await t.countQueries(async () => {
+      total = (await t.gql("{ tasks(limit: 2) { nextCursor totalCount } }", {}, { key: org.apiKey })).body.data.tasks.totalCount;
+    });
+    expect(withCount.count).toBe(without.count + 1);
+    expect(total).toBe(await t.db.task.count({ where: { organizationId: org.organizationId } }));
+  });
+
   it("answers null for a missing task while the other root fields answer; REST keeps 404", async () => {
     const res = await t.gql(
       `query($id: ID!, $missing: ID!) { task(taskId: $missing) { id } member(id: $missing) { id } policy(id: $missing) { id } other: task(taskId: $id) { id } }`,

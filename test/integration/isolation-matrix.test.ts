@@ -298,7 +298,8 @@ function attempts({ wrongKind = false } = {}): Attempt[] {
     (id) => ({ entityId: id, entityType: typeOf(id, "task") }),
   );
   add("Query.attachment", "id", A.attachmentIds, (id) => ({ id }));
-  const everyIdOfA = Object.values(idsOfA).flat();
+  // One id of each kind: node and nodes read every kind through the same loaders.
+  const everyIdOfA = Object.values(idsOfA).map((ids) => ids[0] as string);
   add("Query.node", "id", everyIdOfA, (id) => ({ id }), { nullWithoutError: true });
   add("Query.nodes", "ids", everyIdOfA, (id) => ({ ids: [id, B.taskIds[0]] }), { nullWithoutError: true });
   add(
@@ -475,7 +476,7 @@ describe("isolation matrix: organization B on organization A's ids", () => {
   });
 
   it("every attempt, on both transports, with every credential of B, is 404 and leaves A byte-identical", {
-    timeout: 180_000,
+    timeout: 300_000,
   }, async () => {
     baseline = await snapshotOf(A.organizationId);
     baselineText = JSON.stringify(baseline);
