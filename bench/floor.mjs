@@ -10,7 +10,7 @@
 // Routes (the same paths as the service, for the benchmark's requests only):
 //   GET  /ready
 //   GET  /v1/tasks/:taskId
-//   POST /graphql                                  { query, variables: { id } } — the task query only
+//   POST /graphql                                  { query, variables: { id } } — the task query, and the vendor page ({ ids })
 //   POST /v1/comments                              { content, entityId, entityType: "task", userId }
 //   GET  /v1/task-management/stats?entityId=&entityType=vendor|risk
 //   GET  /v1/comments?entityId=&entityType=task&limit=
@@ -18,6 +18,7 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypt
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
 import { createServer } from "node:http";
 import path from "node:path";
+import { floorVendorPage } from "./vendor-page.mjs";
 
 const kind = process.env.FLOOR_DB ?? (process.env.DATABASE_URL ? "postgres" : "pglite");
 const port = Number(process.env.PORT ?? 4100);
@@ -188,6 +189,8 @@ async function graphqlTask(req, res) {
   const auth = await authenticate(req, "task:read");
   if (auth.status) return send(res, 200, { errors: [{ message: "unauthenticated" }] });
   const body = await readJson(req);
+  if (body.query?.includes("nodes("))
+    return send(res, 200, await floorVendorPage(db, auth.organizationId, body.variables?.ids ?? []));
   const [t] = await db.query(TASK_SQL, [body.variables?.id, auth.organizationId]);
   if (!t) return send(res, 200, { errors: [{ message: "not found" }], data: null });
   send(res, 200, {

@@ -13,6 +13,7 @@ import autocannon from "autocannon";
 import pg from "pg";
 import { ensurePeer, PEER_VERSION, peerProcess, peerTaskRequest, sameTask } from "./peer.mjs";
 import { formatSummary, summarizeProfile } from "./profile.mjs";
+import { createVendorPage, vendorPageRequest } from "./vendor-page.mjs";
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(benchDir, "..");
@@ -49,6 +50,7 @@ const scenarioList = [
   { id: "create-comment", label: "REST create comment" },
   { id: "stats", label: "task item stats" },
   { id: "comments-page", label: "50 comments + authors + attachments" },
+  { id: "vendor-page", label: "vendor page in one request (GraphQL)" },
 ];
 for (const id of settings.scenarios ?? []) {
   if (!scenarioList.some((s) => s.id === id)) {
@@ -98,6 +100,8 @@ function requests(seed) {
       headers: key,
       deterministic: true,
     },
+    // Its vendors are made once the service runs (createVendorPage).
+    "vendor-page": vendorPageRequest(seed, []),
   };
 }
 
@@ -565,6 +569,9 @@ async function benchDatabase(kind, workDir) {
   t = performance.now();
   await createPageComments(service.base, seed);
   log(`created 50 comments with attachments in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  if (reqs["vendor-page"] && activeScenarios.some((s) => s.id === "vendor-page")) {
+    reqs["vendor-page"] = vendorPageRequest(seed, await createVendorPage(service.base, seed));
+  }
   out.responses.service = await sampleResponses(service.base, reqs);
 
   let floor = null;

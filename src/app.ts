@@ -22,14 +22,17 @@ import { useIdempotency } from "./idempotency.js";
 import { useGraphqlInputHygiene } from "./input-hygiene.js";
 import { useMetrics } from "./metrics.js";
 import type { DeviceManagement } from "./modules/members/device-management.js";
+import { useQueryCost } from "./query-cost.js";
 import { limitAuthenticationFailures, useRateLimit } from "./rate-limit.js";
 import { type RedisHealth, watchRedis } from "./redis.js";
 import { requestIdOf, useRequestId } from "./request-context.js";
+import { createLoaders } from "./request-loaders.js";
 import { useRequestLog } from "./request-log.js";
 import { errorBody, errorResponse, RETRY_AFTER_SECONDS } from "./rest/error-response.js";
 import { buildOpenApiDocument } from "./rest/openapi.js";
 import { compileRoutes } from "./rest/request-validation.js";
 import { useRestGuard } from "./rest/rest-plugin.js";
+import { restSchemaOf, withRestSchema } from "./rest/rest-schema.js";
 import { REST_BASE, restRoutes } from "./rest/routes.js";
 import { schema } from "./schema.js";
 import { createServices } from "./services.js";
@@ -120,7 +123,8 @@ export function createApp(deps: AppDeps) {
     config.bodyLimitBytes,
   );
   const rememberAuth = (request: Request, auth: AuthState) => authByRequest.set(request, Promise.resolve(auth));
-  const routes = compileRoutes(schema, restRoutes);
+  const restSchema = restSchemaOf(schema);
+  const routes = compileRoutes(restSchema, restRoutes);
   let openApi: unknown;
 
   const bodyLimit: Plugin = {
@@ -155,12 +159,16 @@ export function createApp(deps: AppDeps) {
     // Browsers on other origins get no access unless CORS_ORIGINS lists theirs exactly.
     cors: corsFor(config.corsOrigins ?? []),
     // Yoga builds the context on the request's server context, which carries the request id.
-    context: async (initial) => ({
-      requestId: requestIdOf(initial),
-      auth: await authenticateOnce(initial.request),
-      services,
-      logger,
-    }),
+    context: async (initial) => {
+      const auth = await authenticateOnce(initial.request);
+      return {
+        requestId: requestIdOf(initial),
+        auth,
+        services,
+        logger,
+        loaders: createLoaders(database.db, "caller" in auth ? auth.caller.organizationId : ""),
+      };
+    },
     plugins: withSafetyNet(logger, [
       // First, so that every answer carries the id and its log lines too.
       useRequestId(),
@@ -208,7 +216,7 @@ export function createApp(deps: AppDeps) {
         authenticate: authenticateOnce,
         rememberAuth,
         openApiDocument: () => {
-          openApi ??= buildOpenApiDocument(schema, routes);
+          openApi ??= buildOpenApiDocument(restSchema, routes);
           return openApi;
         },
       }),
@@ -221,9 +229,12 @@ export function createApp(deps: AppDeps) {
         maxAliases: { n: 15 },
         maxTokens: { n: 2_000 },
         maxDirectives: { n: 20 },
-        costLimit: { maxCost: 5_000, ignoreIntrospection: true },
+        // Replaced by useQueryCost: armor's cost weighs depth, not the length of nested lists.
+        costLimit: { enabled: false },
         blockFieldSuggestion: { enabled: true },
       }),
+      // Worst-case objects, multiplied through nested lists, before any resolver runs.
+      useQueryCost(),
       // A simple POST with a form content type cannot carry a GraphQL request: no cross-site writes.
       useCSRFPrevention({ requestHeaders: ["x-api-key", "authorization", "x-graphql-yoga-csrf"] }),
       ...((config.introspection ?? !config.production) ? [] : [useDisableIntrospection()]),
@@ -231,14 +242,16 @@ export function createApp(deps: AppDeps) {
       // documents, and /graphql documents, which Yoga's parser cache hands out as the same object):
       // 10 to 25 % less CPU per get task (bench/README.md). Subscriptions keep graphql-js.
       useGraphQlJit({}, { enableIf: (args) => getOperationAST(args.document, args.operationName)?.operation !== "subscription" }),
-      useSofa({
-        basePath: REST_BASE,
-        routes: restRoutes,
-        openAPI: { endpoint: false } as never,
-        swaggerUI: { endpoint: false } as never,
-        // Sofa types its own Response class; ours is the same WHATWG Response.
-        errorHandler: (errors) => restErrorsResponse(errors) as never,
-      }),
+      withRestSchema(
+        useSofa({
+          basePath: REST_BASE,
+          routes: restRoutes,
+          openAPI: { endpoint: false } as never,
+          swaggerUI: { endpoint: false } as never,
+          // Sofa types its own Response class; ours is the same WHATWG Response.
+          errorHandler: (errors) => restErrorsResponse(errors) as never,
+        }),
+      ),
     ]),
   });
 

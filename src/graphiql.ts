@@ -34,6 +34,83 @@ mutation UnlinkDevice($memberId: ID!) {
 mutation CreatePolicyVersion($policyId: ID!, $changelog: String) {
   createPolicyVersion(id: $policyId, changelog: $changelog) { versionId version }
 }
+
+# The screens: each is one request.
+
+query TaskPage($taskId: ID!) {
+  viewer {
+    member { id user { name } }
+    permissions
+  }
+  task(taskId: $taskId) {
+    id
+    title
+    status
+    description
+    updatedAt
+    comments(limit: 10) {
+      totalCount
+      nextCursor
+      items {
+        id
+        content
+        createdAt
+        author { id name image member { id role } }
+        attachments { id name type size description }
+      }
+    }
+  }
+}
+
+query VendorPage($vendorId: ID!) {
+  node(id: $vendorId) {
+    ... on Vendor {
+      id
+      name
+      description
+      taskItemStats {
+        total
+        byStatus { todo in_progress in_review done canceled }
+      }
+      taskItems(limit: 20) {
+        totalCount
+        items { id title status priority }
+      }
+      comments(limit: 5) {
+        totalCount
+        items {
+          id
+          content
+          createdAt
+          author { name }
+        }
+      }
+    }
+  }
+}
+
+query PolicyPage($policyId: ID!) {
+  policy(id: $policyId) {
+    id
+    name
+    status
+    currentVersion { id version content createdAt }
+    versions(limit: 10) {
+      totalCount
+      items {
+        id
+        version
+        status
+        changelog
+        createdAt
+        sourceVersion { version }
+      }
+    }
+    comments(limit: 5) {
+      items { id content author { name } }
+    }
+  }
+}
 `;
 
 const ASSETS = "/graphiql";

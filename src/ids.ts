@@ -23,3 +23,23 @@ export function newId(prefix: IdPrefix): string {
   const time = Date.now().toString(16).padStart(12, "0");
   return `${prefix}_${time}${randomBytes(10).toString("hex")}`;
 }
+
+/** The GraphQL type of each id prefix that names a Node: `node(id)` needs no lookup table. */
+export const nodeTypeByPrefix = {
+  tsk: "Task",
+  tski: "TaskItem",
+  vnd: "Vendor",
+  rsk: "Risk",
+  pol: "Policy",
+  pv: "PolicyVersion",
+  mem: "Member",
+  cmt: "Comment",
+} as const satisfies Partial<Record<IdPrefix, string>>;
+
+export type NodeTypeName = (typeof nodeTypeByPrefix)[keyof typeof nodeTypeByPrefix];
+
+/** The Node type an id names by its prefix, or null when it names none. */
+export function nodeTypeOf(id: string): NodeTypeName | null {
+  const prefix = id.slice(0, id.indexOf("_"));
+  return Object.hasOwn(nodeTypeByPrefix, prefix) ? nodeTypeByPrefix[prefix as keyof typeof nodeTypeByPrefix] : null;
+}

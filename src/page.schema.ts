@@ -4,6 +4,7 @@ import type { GraphQLResolveInfo } from "graphql";
 import { builder } from "./builder.js";
 import type { Context } from "./context.js";
 import type { Page } from "./pagination.js";
+import { graphOnly } from "./rest/rest-schema.js";
 
 /** `limit` and `cursor`, the arguments of every list. */
 export const pageArgs = builder.args((t) => ({
@@ -23,6 +24,14 @@ export function definePage<Item extends object>(itemTypeName: string, itemRef: O
         nullable: true,
         description: "Pass as `cursor` to get the next page; null on the last page",
         resolve: (page) => page.nextCursor,
+      }),
+      totalCount: t.int({
+        ...graphOnly,
+        description: "How many records the whole list has, over all pages; counted only when selected",
+        resolve: (page) => {
+          if (!page.totalCount) throw new Error(`${itemTypeName}Page has no count`);
+          return page.totalCount();
+        },
       }),
     }),
   });

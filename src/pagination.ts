@@ -1,7 +1,12 @@
 import { BadUserInputError } from "./errors.js";
 
 export type PageArgs = { limit?: number | null; cursor?: string | null };
-export type Page<T> = { items: T[]; nextCursor: string | null };
+export type Page<T> = {
+  items: T[];
+  nextCursor: string | null;
+  /** Counts every record of the list (all pages); called only when a client selects totalCount. */
+  totalCount?: () => Promise<number>;
+};
 
 export const pageLimits = { default: 20, max: 100 };
 
@@ -34,7 +39,7 @@ export function pageQuery<K extends PageKey>(args: PageArgs, keys: readonly K[])
       }
     : {};
   const orderBy = keys.map((key) => ({ [key]: "desc" as const })) as { [P in K]: "desc" }[];
-  return { where, orderBy, take: limit + 1, limit, keys };
+  return { where, orderBy, take: limit + 1, limit, keys, after };
 }
 
 export function toPage<T extends Record<string, unknown>>(rows: T[], query: { limit: number; keys: readonly string[] }): Page<T> {

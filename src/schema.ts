@@ -8,5 +8,7 @@ import "./modules/risks/risks.schema.js";
 import "./modules/task-items/task-items.schema.js";
 import "./modules/tasks/tasks.schema.js";
 import "./modules/vendors/vendors.schema.js";
+import "./modules/viewer/viewer.schema.js";
+import "./node.schema.js";
 
 export const schema = lexicographicSortSchema(builder.toSchema());

@@ -9,6 +9,7 @@ import { createRiskService } from "./modules/risks/risks.service.js";
 import { createTaskItemService } from "./modules/task-items/task-items.service.js";
 import { createTaskService } from "./modules/tasks/tasks.service.js";
 import { createVendorService } from "./modules/vendors/vendors.service.js";
+import { createViewerService } from "./modules/viewer/viewer.service.js";
 
 export type ServiceOptions = { deviceManagement?: DeviceManagement; events?: Events };
 
@@ -26,6 +27,7 @@ export function createServices(db: Db, options: ServiceOptions = {}) {
     tasks: createTaskService(db),
     risks: createRiskService(db),
     vendors: createVendorService(db),
+    viewer: createViewerService(db),
   };
 }
 

@@ -331,7 +331,8 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
             ...(route.method === "POST" ? { "Idempotent-Replayed": ref("IdempotentReplayed", "headers") } : {}),
             ...(route.method === "GET" ? { ETag: ref("ETag", "headers") } : {}),
           },
-          content: { "application/json": { schema: collector.type(field.type, !isNonNullType(field.type)) } },
+          // Never null over REST: a missing record is a 404, even where GraphQL answers null.
+          content: { "application/json": { schema: collector.type(field.type, false) } },
         };
 
     const responses: Record<string, unknown> = { [String(route.responseStatus)]: success };

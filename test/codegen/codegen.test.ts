@@ -84,6 +84,7 @@ describe("GraphQL codegen (client preset)", () => {
       "CreateCommentDocument",
       "UnlinkDeviceDocument",
       "CreatePolicyVersionDocument",
+      "TaskPageDocument",
     ]) {
       expect(generated).toContain(`export const ${name} =`);
     }

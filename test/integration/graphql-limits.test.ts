@@ -2,6 +2,7 @@ import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.js";
 import { openFixture } from "../helpers/fixtures.js";
+import type { TestApp } from "../helpers/test-app.js";
 
 const { t, org } = await openFixture({ organizations: 1 });
 
@@ -135,5 +136,38 @@ describe("production mode", () => {
     const app = productionApp({ introspection: true, graphiql: true });
     expect((await introspect(app)).data.__schema.queryType.name).toBe("Query");
     expect(await graphiql(app)).toContain("text/html");
+  });
+});
+
+describe("query cost", () => {
+  const tooBig = "query($limit: Int) { tasks(limit: 100) { items { comments(limit: $limit) { items { id } } } } }";
+
+  it("refuses a query whose worst case is over 10,000 objects, with 400 and QUERY_TOO_COMPLEX, before any resolver runs", async () => {
+    await t.gql("{ __typename }", {}, { key: org.apiKey }); // the API key's lookup is cached from here on
+    let res: Awaited<ReturnType<TestApp["gql"]>> | undefined;
+    const { count } = await t.countQueries(async () => {
+      // 1 page + 100 tasks + 100 × (1 page + 100 comments) = 10,201
+      res = await t.gql(tooBig, { limit: 100 }, { key: org.apiKey });
+    });
+    expect(res?.status).toBe(400);
+    expect(res?.body.data ?? null).toBeNull();
+    expect(res?.body.errors[0].extensions.code).toBe("QUERY_TOO_COMPLEX");
+    expect(res?.body.errors[0].extensions.http).toBeUndefined();
+    expect(count).toBe(0);
+  });
+
+  it("counts a limit given as a variable, 20 when absent, and an unbounded list as its maximum", async () => {
+    // 1 + 100 + 100 × (1 + 97) = 9,901
+    expect((await t.gql(tooBig, { limit: 97 }, { key: org.apiKey })).status).toBe(200);
+    expect((await t.gql(tooBig, {}, { key: org.apiKey })).status).toBe(200);
+    // 100 tasks × 20 comments × 10 attachments each = 20,000 attachments at worst.
+    const attachments = "{ tasks(limit: 100) { items { comments { items { attachments { id } } } } } }";
+    const res = await t.gql(attachments, {}, { key: org.apiKey });
+    expect(res.status).toBe(400);
+    expect(res.body.errors[0].extensions.code).toBe("QUERY_TOO_COMPLEX");
+    // The same through a fragment and an alias.
+    const fragment =
+      "query { a: tasks(limit: 100) { ...T } } fragment T on TaskPage { items { comments { items { attachments { id } } } } }";
+    expect((await t.gql(fragment, {}, { key: org.apiKey })).body.errors[0].extensions.code).toBe("QUERY_TOO_COMPLEX");
   });
 });

@@ -44,6 +44,8 @@ type Attempt = {
   authorIgnoredWithUser?: boolean;
   /** An id of the wrong kind for the argument: 400 BAD_USER_INPUT is as good as 404. */
   allow400?: boolean;
+  /** node and nodes: another organization's id answers null with no error, as a missing one does. */
+  nullWithoutError?: boolean;
 };
 
 let t: TestApp;
@@ -305,6 +307,10 @@ function attempts({ wrongKind = false } = {}): Attempt[] {
     (id) => ({ entityId: id, entityType: typeOf(id, "task") }),
   );
   add("Query.attachment", "id", A.attachmentIds, (id) => ({ id }));
+  // One id of each kind: node and nodes read every kind through the same loaders.
+  const everyIdOfA = Object.values(idsOfA).map((ids) => ids[0] as string);
+  add("Query.node", "id", everyIdOfA, (id) => ({ id }), { nullWithoutError: true });
+  add("Query.nodes", "ids", everyIdOfA, (id) => ({ ids: [id, B.taskIds[0]] }), { nullWithoutError: true });
   add(
     "Subscription.commentAdded",
     "entityId",
@@ -446,6 +452,14 @@ function problemsWith(attempt: Attempt, transport: Transport, credential: Creden
     if (outcome.code !== "NOT_FOUND" && author !== B.userIds[0]) problems.push(`the author is ${author}, not B's owner`);
     return problems;
   }
+  if (attempt.nullWithoutError) {
+    const data = (outcome.body as { data?: Record<string, unknown> | null } | undefined)?.data;
+    const expected = attempt.field === "Query.node" ? { node: null } : { nodes: [null, { __typename: "Task" }] };
+    if (outcome.status !== 200 || outcome.code !== undefined)
+      problems.push(`${outcome.status} ${outcome.code}, not 200 and null`);
+    if (JSON.stringify(data) !== JSON.stringify(expected)) problems.push(`data ${JSON.stringify(data).slice(0, 200)}`);
+    return problems;
+  }
   const rest = transport === "REST" && !attempt.field.startsWith("Subscription.");
   const badInput = attempt.allow400 && outcome.code === "BAD_USER_INPUT";
   if (rest && outcome.status !== 404 && !(badInput && outcome.status === 400)) problems.push(`status ${outcome.status}, not 404`);
@@ -477,7 +491,7 @@ describe("isolation matrix: organization B on organization A's ids", () => {
   });
 
   it("every attempt, on both transports, with every credential of B, is 404 and leaves A byte-identical", {
-    timeout: 180_000,
+    timeout: 300_000,
   }, async () => {
     baseline = await snapshotOf(A.organizationId);
     baselineText = JSON.stringify(baseline);

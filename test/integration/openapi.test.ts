@@ -3,9 +3,13 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { isEnumType, isNonNullType, isObjectType } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SeedResult } from "../../src/admin/seed.js";
+import { restSchemaOf } from "../../src/rest/rest-schema.js";
 import { restRoutes } from "../../src/rest/routes.js";
-import { schema } from "../../src/schema.js";
+import { schema as graphSchema } from "../../src/schema.js";
 import { createTestApp, type TestApp } from "../helpers/test-app.js";
+
+// REST is generated from the schema without its graph-only fields.
+const schema = restSchemaOf(graphSchema);
 
 type Parameter = { name: string; in: string; required?: boolean; description?: string; schema?: Schema; $ref?: string };
 type Schema = Record<string, unknown> & { properties?: Record<string, Schema>; required?: string[] };

@@ -237,7 +237,8 @@ describe("get member", () => {
       expect(res.status).toBe(404);
       expect(res.body).toEqual({ statusCode: 404, error: "Not Found", code: "NOT_FOUND", message: expect.any(String) });
       const gql = await t.gql(getMember, { id }, { key: org.apiKey });
-      expect(gql.body.data).toBeNull();
+      // Nullable over GraphQL: null with its error, the other root fields still answer.
+      expect(gql.body.data).toEqual({ member: null });
       expect(gql.body.errors[0].extensions.code).toBe("NOT_FOUND");
     }
   });

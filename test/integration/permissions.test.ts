@@ -235,6 +235,222 @@ describe("permissions", () => {
   });
 });
 
+/**
+ * Every field of the graph (contract section 7), reached through a root field guarded by
+ * `parent`. Where `permission` differs from `parent`, a caller holding only `parent` gets the rest
+ * of the answer with null and FORBIDDEN at `path`.
+ */
+const graphFields: Record<
+  string,
+  {
+    parent: Permission | null;
+    permission: Permission | null;
+    query: () => [string, Record<string, unknown>];
+    path: (string | number)[];
+  }
+> = {
+  "Task.comments": {
+    parent: "task:read",
+    permission: "comment:read",
+    query: () => ["query($id: ID!) { task(taskId: $id) { id comments { totalCount } } }", { id: org.taskIds[0] }],
+    path: ["task", "comments"],
+  },
+  "Vendor.comments": {
+    parent: "vendor:read",
+    permission: "comment:read",
+    query: () => ["query($id: ID!) { node(id: $id) { id ... on Vendor { comments { totalCount } } } }", { id: org.vendorIds[0] }],
+    path: ["node", "comments"],
+  },
+  "Risk.comments": {
+    parent: "risk:read",
+    permission: "comment:read",
+    query: () => ["query($id: ID!) { node(id: $id) { id ... on Risk { comments { totalCount } } } }", { id: org.riskIds[0] }],
+    path: ["node", "comments"],
+  },
+  "Policy.comments": {
+    parent: "policy:read",
+    permission: "comment:read",
+    query: () => ["query($id: ID!) { policy(id: $id) { id comments { totalCount } } }", { id: org.policyIds[0] }],
+    path: ["policy", "comments"],
+  },
+  "Vendor.taskItems": {
+    parent: "vendor:read",
+    permission: "task:read",
+    query: () => [
+      "query($id: ID!) { nodes(ids: [$id]) { id ... on Vendor { taskItems(status: todo) { totalCount } } } }",
+      { id: org.vendorIds[0] },
+    ],
+    path: ["nodes", 0, "taskItems"],
+  },
+  "Risk.taskItems": {
+    parent: "risk:read",
+    permission: "task:read",
+    query: () => ["query($id: ID!) { node(id: $id) { id ... on Risk { taskItems { totalCount } } } }", { id: org.riskIds[0] }],
+    path: ["node", "taskItems"],
+  },
+  "Vendor.taskItemStats": {
+    parent: "vendor:read",
+    permission: "task:read",
+    query: () => ["query($id: ID!) { node(id: $id) { id ... on Vendor { taskItemStats { total } } } }", { id: org.vendorIds[0] }],
+    path: ["node", "taskItemStats"],
+  },
+  "Risk.taskItemStats": {
+    parent: "risk:read",
+    permission: "task:read",
+    query: () => ["query($id: ID!) { node(id: $id) { id ... on Risk { taskItemStats { total } } } }", { id: org.riskIds[0] }],
+    path: ["node", "taskItemStats"],
+  },
+  "Policy.currentVersion, Policy.versions, PolicyVersion.policy, PolicyVersion.sourceVersion": {
+    parent: "policy:read",
+    permission: "policy:read",
+    query: () => [
+      "query($id: ID!) { policy(id: $id) { currentVersion { id } versions { totalCount items { policy { id } sourceVersion { id } } } } }",
+      { id: org.policyIds[0] },
+    ],
+    path: ["policy"],
+  },
+  "Comment.entity (task)": {
+    parent: "comment:read",
+    permission: "task:read",
+    query: () => [
+      "query($id: ID!) { comments(entityId: $id, entityType: task) { items { id entity { __typename } } } }",
+      { id: org.taskIds[0] },
+    ],
+    path: ["comments", "items", 0, "entity"],
+  },
+  "Comment.contextUrl, Attachment.description, Comment.author": {
+    parent: "comment:read",
+    permission: "comment:read",
+    query: () => [
+      "query($id: ID!) { comments(entityId: $id, entityType: task) { totalCount items { contextUrl attachments { description } } } }",
+      { id: org.taskIds[0] },
+    ],
+    path: ["comments"],
+  },
+  "Author.member": {
+    parent: "comment:read",
+    permission: "member:read",
+    query: () => [
+      "query($id: ID!) { comments(entityId: $id, entityType: task) { items { id author { member { id } } } } }",
+      { id: org.taskIds[0] },
+    ],
+    path: ["comments", "items", 0, "author", "member"],
+  },
+  "TaskItem.entity (vendor)": {
+    parent: "task:read",
+    permission: "vendor:read",
+    query: () => [
+      "query($id: ID!) { taskItems(entityId: $id, entityType: vendor) { totalCount items { id entity { __typename } } } }",
+      { id: org.vendorIds[0] },
+    ],
+    path: ["taskItems", "items", 0, "entity"],
+  },
+  "AuditEvent.actor": {
+    parent: "audit:read",
+    permission: "member:read",
+    query: () => ["{ auditEvents(limit: 1) { totalCount items { id actor { id } } } }", {}],
+    path: ["auditEvents", "items", 0, "actor"],
+  },
+  "Member.devices": {
+    parent: "member:read",
+    permission: "member:read",
+    query: () => ["query($id: ID!) { member(id: $id) { devices { name } } }", { id: org.memberIds[0] }],
+    path: ["member"],
+  },
+  "Query.tasks totalCount": {
+    parent: "task:read",
+    permission: "task:read",
+    query: () => ["{ tasks { totalCount } }", {}],
+    path: ["tasks"],
+  },
+  "Query.viewer": {
+    parent: null,
+    permission: null,
+    query: () => ["{ viewer { organization { id } permissions organizations { id } member { id } user { id } } }", {}],
+    path: ["viewer"],
+  },
+  "Query.nodes (member, comment, task item, policy version)": {
+    parent: null,
+    permission: "member:read",
+    query: () => ["query($id: ID!) { nodes(ids: [$id]) { id } }", { id: org.memberIds[0] }],
+    path: ["nodes", 0],
+  },
+};
+
+describe("permissions of the graph", () => {
+  it.each(Object.keys(rolePermissions))("grants and refuses every new field by role: %s", async (role) => {
+    const credential = credentials.find((c) => c.name.endsWith(` ${role}`)) as Credential;
+    for (const [field, spec] of Object.entries(graphFields)) {
+      await expectFieldOutcome(field, spec, credential.headers(), credential.holds);
+    }
+  });
+
+  it("grants a limited API key the fields its scopes allow, and refuses the others at their paths", async () => {
+    for (const [field, spec] of Object.entries(graphFields)) {
+      const needed = [spec.parent, spec.permission].filter((p): p is Permission => p !== null);
+      const both = await t.keyWith(org.organizationId, needed.length ? needed : ["audit:read"]);
+      await expectFieldOutcome(field, spec, { "x-api-key": both.key }, (p) => needed.includes(p));
+      if (spec.parent && spec.permission && spec.parent !== spec.permission) {
+        const parentOnly = await t.keyWith(org.organizationId, [spec.parent]);
+        await expectFieldOutcome(field, spec, { "x-api-key": parentOnly.key }, (p) => p === spec.parent);
+      }
+      if (spec.permission && !spec.parent) {
+        const other = await t.keyWith(org.organizationId, [permissions.find((p) => p !== spec.permission) as Permission]);
+        await expectFieldOutcome(field, spec, { "x-api-key": other.key }, (p) => p !== spec.permission);
+      }
+    }
+  });
+
+  it("answers the created version on createPolicyVersion only with policy:read, refusing it at its path", async () => {
+    const query = "mutation($id: ID!) { createPolicyVersion(id: $id) { version policyVersion { id } } }";
+    const both = await t.keyWith(org.organizationId, ["policy:update", "policy:read"]);
+    const allowed = await t.gql(query, { id: org.policyIds[1] }, { key: both.key });
+    expect(allowed.body.errors).toBeUndefined();
+    expect(allowed.body.data.createPolicyVersion.policyVersion.id).toMatch(/^pv_/);
+    const updateOnly = await t.keyWith(org.organizationId, ["policy:update"]);
+    const refused = await t.gql(query, { id: org.policyIds[1] }, { key: updateOnly.key });
+    expect(refused.body.errors[0]).toMatchObject({
+      path: ["createPolicyVersion", "policyVersion"],
+      extensions: { code: "FORBIDDEN" },
+    });
+  });
+});
+
+function at(data: unknown, path: (string | number)[]): unknown {
+  return path.reduce<unknown>((value, key) => (value as Record<string | number, unknown> | null)?.[key], data);
+}
+
+async function expectFieldOutcome(
+  field: string,
+  spec: (typeof graphFields)[string],
+  headers: Record<string, string>,
+  holds: (p: Permission) => boolean,
+) {
+  const [query, variables] = spec.query();
+  const res = await t.gql(query, variables, { headers });
+  const label = `${field}: ${JSON.stringify(res.body).slice(0, 300)}`;
+  expect(res.status, label).toBe(200);
+  const parentAllowed = !spec.parent || holds(spec.parent);
+  const fieldAllowed = !spec.permission || holds(spec.permission);
+  if (parentAllowed && fieldAllowed) {
+    expect(res.body.errors, label).toBeUndefined();
+    expect(at(res.body.data, spec.path), label).not.toBeUndefined();
+  } else if (!parentAllowed) {
+    expect(res.body.errors?.[0]?.extensions?.code, label).toBe("FORBIDDEN");
+  } else {
+    // Refused at the field alone: the rest of the answer stands.
+    // One error per refused field (one per item of a list), each at the field's path.
+    const shape = (path: (string | number)[]) => path.map((p) => (typeof p === "number" ? "#" : p)).join(".");
+    expect(res.body.errors[0], label).toMatchObject({ path: spec.path, extensions: { code: "FORBIDDEN" } });
+    for (const error of res.body.errors) {
+      expect(error.extensions.code, label).toBe("FORBIDDEN");
+      expect(shape(error.path), label).toBe(shape(spec.path));
+    }
+    expect(at(res.body.data, spec.path), label).toBeNull();
+    expect(at(res.body.data, spec.path.slice(0, -1)), label).not.toBeNull();
+  }
+}
+
 async function expectOutcome(field: string, call: Call, headers: Record<string, string>, allowed: boolean) {
   const [method, path, body] = call.rest;
   const rest = await t.rest(method, path, { headers, body });

@@ -1,6 +1,7 @@
 import { builder } from "../../builder.js";
 import { authorize } from "../../context.js";
 import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
+import { graphOnly } from "../../rest/rest-schema.js";
 
 const AuditEvent = builder.prismaObject("AuditEvent", {
   description: "One change in the organization: who made it, with which credential, what and when.",
@@ -8,12 +9,23 @@ const AuditEvent = builder.prismaObject("AuditEvent", {
     id: t.exposeID("id"),
     action: t.exposeString("action", { description: "What happened, e.g. comment.created, member.device_unlinked" }),
     entityType: t.exposeString("entityType", { description: "Type of the record changed" }),
-    entityId: t.exposeString("entityId", { description: "Id of the record changed" }),
-    actorUserId: t.exposeString("actorUserId", { nullable: true, description: "The user who acted (JWT or session)" }),
-    actorApiKeyId: t.exposeString("actorApiKeyId", { nullable: true, description: "The API key that acted" }),
+    entityId: t.exposeID("entityId", { description: "Id of the record changed" }),
+    actorUserId: t.exposeID("actorUserId", { nullable: true, description: "The user who acted (JWT or session)" }),
+    actorApiKeyId: t.exposeID("actorApiKeyId", { nullable: true, description: "The API key that acted" }),
     data: t.expose("data", { type: "JSON", nullable: true, description: "The values that changed, where they matter" }),
     requestId: t.exposeString("requestId", { nullable: true, description: "X-Request-Id of the request that made the change" }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
+    actor: t.prismaField({
+      type: "Member",
+      nullable: true,
+      ...graphOnly,
+      description:
+        "The acting user's membership; null for an API key alone. Needs `member:read`: without it, null with FORBIDDEN here",
+      resolve: (query, event, _args, ctx) => {
+        authorize(ctx, "member:read");
+        return event.actorUserId ? ctx.loaders.members.byUserId.load({ id: event.actorUserId, query }) : null;
+      },
+    }),
   }),
 });
 

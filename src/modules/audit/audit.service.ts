@@ -35,7 +35,10 @@ export function createAuditService(db: Db) {
         orderBy: page.orderBy,
         take: page.take,
       });
-      return toPage(rows, page);
+      return {
+        ...toPage(rows, page),
+        totalCount: () => db.auditEvent.count({ where: { organizationId: actor.organizationId } }),
+      };
     },
   };
 }

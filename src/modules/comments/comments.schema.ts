@@ -1,9 +1,27 @@
+import type { Permission } from "../../auth/permissions.js";
 import { builder } from "../../builder.js";
 import { authorize } from "../../context.js";
 import { CommentEntityType as CommentEntityTypeValues } from "../../generated/prisma/enums.js";
+import { nodeTypeOf } from "../../ids.js";
+import { Node, objectRefOf } from "../../node.schema.js";
 import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
+import { graphOnly } from "../../rest/rest-schema.js";
+import { attachmentLimits } from "./comments.service.js";
 
 export const CommentEntityType = builder.enumType(CommentEntityTypeValues, { name: "CommentEntityType" });
+
+const entityReadPermission: Record<CommentEntityTypeValues, Permission> = {
+  task: "task:read",
+  vendor: "vendor:read",
+  risk: "risk:read",
+  policy: "policy:read",
+};
+
+const CommentEntity = builder.unionType("CommentEntity", {
+  description: "What a comment can be on.",
+  types: [objectRefOf("Task"), objectRefOf("Vendor"), objectRefOf("Risk"), objectRefOf("Policy")],
+  resolveType: (entity) => nodeTypeOf((entity as { id: string }).id),
+});
 
 const Author = builder.prismaObject("Member", {
   variant: "Author",
@@ -18,6 +36,17 @@ const Author = builder.prismaObject("Member", {
       description: "True when the author is no longer an active member",
       resolve: (member) => !member.isActive,
     }),
+    member: t.prismaField({
+      type: "Member",
+      nullable: true,
+      ...graphOnly,
+      description:
+        "The author's membership, as the people routes take member ids. Needs `member:read`: without it, null with FORBIDDEN here",
+      resolve: (query, author, _args, ctx) => {
+        authorize(ctx, "member:read");
+        return ctx.loaders.members.byUserId.load({ id: author.userId, query });
+      },
+    }),
   }),
 });
 
@@ -30,17 +59,48 @@ builder.prismaObject("Attachment", {
     type: t.exposeString("type", { description: "The media type supplied on upload" }),
     size: t.exposeInt("size", { description: "Size in bytes" }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
+    description: t.exposeString("description", {
+      nullable: true,
+      ...graphOnly,
+      description: "The description given on upload; null when none",
+    }),
   }),
 });
 
 const Comment = builder.prismaObject("Comment", {
   description: "A comment on a task, vendor, risk or policy.",
+  interfaces: [Node],
   fields: (t) => ({
     id: t.exposeID("id"),
     content: t.exposeString("content"),
     author: t.relation("author", { type: Author }),
-    attachments: t.relation("attachments", { query: { orderBy: [{ createdAt: "asc" }, { id: "asc" }] } }),
+    attachments: t.relation("attachments", {
+      query: { orderBy: [{ createdAt: "asc" }, { id: "asc" }] },
+      extensions: { listMax: attachmentLimits.count },
+    }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
+    contextUrl: t.exposeString("contextUrl", {
+      nullable: true,
+      ...graphOnly,
+      description: "The page the comment was made on, as given on creation; null when none",
+    }),
+    entity: t.field({
+      type: CommentEntity,
+      nullable: true,
+      ...graphOnly,
+      description:
+        "The task, vendor, risk or policy commented on. Needs that type's `:read` permission: without it, null with FORBIDDEN here",
+      resolve: (comment, _args, ctx) => {
+        authorize(ctx, entityReadPermission[comment.entityType]);
+        const loaders = {
+          task: ctx.loaders.tasks,
+          vendor: ctx.loaders.vendors,
+          risk: ctx.loaders.risks,
+          policy: ctx.loaders.policies,
+        }[comment.entityType];
+        return loaders.byId.load({ id: comment.entityId }) as Promise<never>;
+      },
+    }),
   }),
 });
 
@@ -75,6 +135,34 @@ builder.mutationField("createComment", (t) =>
 );
 
 const CommentPage = definePage("Comment", Comment);
+
+for (const [model, entityType] of [
+  ["Task", "task"],
+  ["Vendor", "vendor"],
+  ["Risk", "risk"],
+  ["Policy", "policy"],
+] as const) {
+  builder.prismaObjectField(model, "comments", (t) =>
+    t.field({
+      type: CommentPage,
+      nullable: true,
+      ...graphOnly,
+      description:
+        "Comments on this record, newest first, as the `comments` query. Needs `comment:read`: without it, null with FORBIDDEN here",
+      args: { ...pageArgs },
+      resolve: async (parent, args, ctx, info) => {
+        authorize(ctx, "comment:read");
+        const page = await ctx.loaders.comments.pages.load({
+          parent: [entityType, parent.id],
+          limit: args.limit,
+          cursor: args.cursor,
+          query: itemsQuery(ctx, info, "Comment"),
+        });
+        return { ...page, totalCount: () => ctx.loaders.comments.counts.load({ entityType, entityId: parent.id }) };
+      },
+    }),
+  );
+}
 
 builder.queryField("comments", (t) =>
   t.field({

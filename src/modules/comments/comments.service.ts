@@ -174,7 +174,13 @@ export function createCommentService(db: Db, events: Events) {
         orderBy: page.orderBy,
         take: page.take,
       });
-      return toPage(rows, page);
+      return {
+        ...toPage(rows, page),
+        totalCount: () =>
+          db.comment.count({
+            where: { organizationId: actor.organizationId, entityType: input.entityType, entityId: input.entityId },
+          }),
+      };
     },
 
     /** New comments on one entity of the caller's organization, as they are created. */

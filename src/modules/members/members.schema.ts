@@ -1,7 +1,9 @@
 import { builder } from "../../builder.js";
 import { authorize } from "../../context.js";
 import { Department as DepartmentValues, MemberRole as MemberRoleValues } from "../../generated/prisma/enums.js";
+import { Node } from "../../node.schema.js";
 import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
+import { graphOnly } from "../../rest/rest-schema.js";
 
 export const MemberRole = builder.enumType(MemberRoleValues, {
   name: "MemberRole",
@@ -26,10 +28,11 @@ builder.prismaObject("User", {
 
 const Member = builder.prismaObject("Member", {
   description: "A person's membership of the organization.",
+  interfaces: [Node],
   fields: (t) => ({
     id: t.exposeID("id", { description: "Member id" }),
-    organizationId: t.exposeString("organizationId", { description: "The organization" }),
-    userId: t.exposeString("userId", { description: "The member's user account" }),
+    organizationId: t.exposeID("organizationId", { description: "The organization" }),
+    userId: t.exposeID("userId", { description: "The member's user account" }),
     role: t.expose("role", { type: MemberRole, description: "The member's role in the organization" }),
     createdAt: t.expose("createdAt", { type: "DateTime", description: "When the person joined the organization" }),
     department: t.expose("department", { type: Department, description: "The member's department; none by default" }),
@@ -42,6 +45,25 @@ const Member = builder.prismaObject("Member", {
       description: "Label of the member's managed devices in the device-management system; null when unlinked",
     }),
     user: t.relation("user", { description: "The member's user account" }),
+    devices: t.relation("devices", {
+      ...graphOnly,
+      description: "The member's managed devices, oldest first",
+      query: { orderBy: [{ createdAt: "asc" }, { id: "asc" }] },
+    }),
+  }),
+});
+
+builder.prismaObject("Device", {
+  description: "A managed device of a member.",
+  fields: (t) => ({
+    id: t.exposeID("id", { description: "Device id" }),
+    name: t.exposeString("name", { description: "The device's name" }),
+    platform: t.exposeString("platform", {
+      nullable: true,
+      description: "Operating system, e.g. macos, linux; null when unknown",
+    }),
+    serialNumber: t.exposeString("serialNumber", { nullable: true, description: "Serial number; null when unknown" }),
+    createdAt: t.expose("createdAt", { type: "DateTime", description: "When the device was registered" }),
   }),
 });
 
@@ -70,7 +92,9 @@ builder.queryField("members", (t) =>
 builder.queryField("member", (t) =>
   t.prismaField({
     type: "Member",
-    description: "Get a member by id. Needs `member:read`.",
+    nullable: true,
+    description:
+      "Get a member by id. Needs `member:read`. Over GraphQL a missing or refused member is null with its error; REST answers 404 or 403.",
     args: { id: t.arg.id({ required: true, description: "The member id" }) },
     resolve: (query, _root, args, ctx) => ctx.services.members.get(authorize(ctx, "member:read"), args.id, query),
   }),

@@ -114,7 +114,7 @@ export function createMemberService(db: Db, deviceManagement: DeviceManagement |
         orderBy: page.orderBy,
         take: page.take,
       });
-      return toPage(rows, page);
+      return { ...toPage(rows, page), totalCount: () => db.member.count({ where: { organizationId: actor.organizationId } }) };
     },
 
     async get(actor: Actor, id: string, query: MemberQuery) {

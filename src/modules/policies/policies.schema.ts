@@ -1,10 +1,13 @@
 import { builder } from "../../builder.js";
 import { authorize } from "../../context.js";
+import { NotFoundError } from "../../errors.js";
 import {
   PolicyStatus as PolicyStatusValues,
   PolicyVersionStatus as PolicyVersionStatusValues,
 } from "../../generated/prisma/enums.js";
+import { Node } from "../../node.schema.js";
 import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
+import { graphOnly } from "../../rest/rest-schema.js";
 
 export const PolicyStatus = builder.enumType(PolicyStatusValues, {
   name: "PolicyStatus",
@@ -17,6 +20,7 @@ export const PolicyVersionStatus = builder.enumType(PolicyVersionStatusValues, {
 
 builder.prismaObject("Policy", {
   description: "A policy of the organization. Its text lives in versions; currentVersionId names the one in force.",
+  interfaces: [Node],
   fields: (t) => ({
     id: t.exposeID("id", { description: "Unique policy identifier" }),
     name: t.exposeString("name", { description: "Name, 1 to 255 characters" }),
@@ -31,11 +35,32 @@ builder.prismaObject("Policy", {
     }),
     createdAt: t.expose("createdAt", { type: "DateTime", description: "When the policy was created" }),
     updatedAt: t.expose("updatedAt", { type: "DateTime", description: "When the policy last changed" }),
+    currentVersion: t.relation("currentVersion", {
+      nullable: true,
+      ...graphOnly,
+      description: "The version in force; null while none is",
+    }),
+    versions: t.field({
+      type: PolicyVersionPage,
+      ...graphOnly,
+      description: "The policy's versions, highest version number first, as the `policyVersions` query",
+      args: { ...pageArgs },
+      resolve: async (policy, args, ctx, info) => {
+        const page = await ctx.loaders.policies.versionPages.load({
+          parent: [policy.id],
+          limit: args.limit,
+          cursor: args.cursor,
+          query: itemsQuery(ctx, info, "PolicyVersion"),
+        });
+        return { ...page, totalCount: () => ctx.loaders.policies.versionCounts.load(policy.id) };
+      },
+    }),
   }),
 });
 
 const PolicyVersion = builder.prismaObject("PolicyVersion", {
   description: "One numbered version of a policy's text.",
+  interfaces: [Node],
   fields: (t) => ({
     id: t.exposeID("id", { description: "Unique version identifier" }),
     version: t.exposeInt("version", { description: "The version number: per policy, from 1, consecutive, never reused" }),
@@ -47,6 +72,15 @@ const PolicyVersion = builder.prismaObject("PolicyVersion", {
       description: "The version this one was copied from; null for version 1",
     }),
     createdAt: t.expose("createdAt", { type: "DateTime", description: "When the version was created" }),
+    policy: t.relation("policy", { ...graphOnly, description: "The policy this is a version of" }),
+    sourceVersion: t.prismaField({
+      type: "PolicyVersion",
+      nullable: true,
+      ...graphOnly,
+      description: "The version this one was copied from; null for version 1",
+      resolve: (query, version, _args, ctx) =>
+        version.sourceVersionId ? ctx.loaders.policies.versionById.load({ id: version.sourceVersionId, query }) : null,
+    }),
   }),
 });
 
@@ -57,6 +91,17 @@ const PolicyVersionCreated = builder.objectRef<{ versionId: string; version: num
   fields: (t) => ({
     versionId: t.exposeID("versionId"),
     version: t.exposeInt("version", { description: "The version number: per policy, from 1, consecutive, never reused" }),
+    policyVersion: t.prismaField({
+      type: "PolicyVersion",
+      ...graphOnly,
+      description: "The version just created (GraphQL only: REST answers {versionId, version}). Needs `policy:read`",
+      resolve: async (query, created, _args, ctx) => {
+        authorize(ctx, "policy:read");
+        const version = await ctx.loaders.policies.versionById.load({ id: created.versionId, query });
+        if (!version) throw new NotFoundError("Policy version", created.versionId);
+        return version;
+      },
+    }),
   }),
 });
 
@@ -94,7 +139,9 @@ builder.mutationField("createPolicy", (t) =>
 builder.queryField("policy", (t) =>
   t.prismaField({
     type: "Policy",
-    description: "Get a policy by id. Needs `policy:read`.",
+    nullable: true,
+    description:
+      "Get a policy by id. Needs `policy:read`. Over GraphQL a missing or refused policy is null with its error; REST answers 404 or 403.",
     args: { id: t.arg.id({ required: true, description: "The policy id" }) },
     resolve: (query, _root, args, ctx) => ctx.services.policies.get(authorize(ctx, "policy:read"), args.id, query),
   }),

@@ -113,7 +113,10 @@ export function createPolicyService(db: Db) {
         orderBy: page.orderBy,
         take: page.take,
       });
-      return toPage(rows, page);
+      return {
+        ...toPage(rows, page),
+        totalCount: () => db.policyVersion.count({ where: { policyId: policy.id, organizationId: actor.organizationId } }),
+      };
     },
 
     /**

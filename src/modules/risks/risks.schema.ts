@@ -1,8 +1,10 @@
 import { builder } from "../../builder.js";
 import { authorize } from "../../context.js";
+import { Node } from "../../node.schema.js";
 
 builder.prismaObject("Risk", {
   description: "A risk the organization tracks.",
+  interfaces: [Node],
   fields: (t) => ({
     id: t.exposeID("id", { description: "Risk id" }),
     title: t.exposeString("title", { description: "The risk's title" }),

@@ -1,3 +1,4 @@
+import type { Permission } from "../../auth/permissions.js";
 import { builder } from "../../builder.js";
 import { authorize } from "../../context.js";
 import {
@@ -5,7 +6,10 @@ import {
   TaskItemPriority as TaskItemPriorityValues,
   TaskItemStatus as TaskItemStatusValues,
 } from "../../generated/prisma/enums.js";
+import { nodeTypeOf } from "../../ids.js";
+import { Node, objectRefOf } from "../../node.schema.js";
 import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
+import { graphOnly } from "../../rest/rest-schema.js";
 import type { TaskItemStats } from "./task-items.service.js";
 
 export const TaskItemEntityType = builder.enumType(TaskItemEntityTypeValues, {
@@ -21,18 +25,39 @@ export const TaskItemPriority = builder.enumType(TaskItemPriorityValues, {
   description: "How urgent a task item is.",
 });
 
+const entityReadPermission: Record<TaskItemEntityTypeValues, Permission> = { vendor: "vendor:read", risk: "risk:read" };
+
+const TaskItemEntity = builder.unionType("TaskItemEntity", {
+  description: "What a task item can belong to.",
+  types: [objectRefOf("Vendor"), objectRefOf("Risk")],
+  resolveType: (entity) => nodeTypeOf(entity.id),
+});
+
 const TaskItem = builder.prismaObject("TaskItem", {
   description: "A follow-up item on a vendor or a risk.",
+  interfaces: [Node],
   fields: (t) => ({
     id: t.exposeID("id", { description: "Unique task item identifier" }),
     title: t.exposeString("title", { description: "Short title, 1 to 255 characters" }),
     description: t.exposeString("description", { nullable: true, description: "Longer text, at most 10000 characters" }),
     status: t.expose("status", { type: TaskItemStatus, description: "Where the item stands" }),
     priority: t.expose("priority", { type: TaskItemPriority, description: "How urgent the item is" }),
-    entityId: t.exposeString("entityId", { description: "Id of the vendor or risk the item belongs to" }),
+    entityId: t.exposeID("entityId", { description: "Id of the vendor or risk the item belongs to" }),
     entityType: t.expose("entityType", { type: TaskItemEntityType, description: "Whether entityId names a vendor or a risk" }),
     createdAt: t.expose("createdAt", { type: "DateTime", description: "When the item was created" }),
     updatedAt: t.expose("updatedAt", { type: "DateTime", description: "When the item last changed" }),
+    entity: t.field({
+      type: TaskItemEntity,
+      nullable: true,
+      ...graphOnly,
+      description:
+        "The vendor or risk the item belongs to. Needs that type's `:read` permission: without it, null with FORBIDDEN here",
+      resolve: (item, _args, ctx) => {
+        authorize(ctx, entityReadPermission[item.entityType]);
+        const loaders = item.entityType === "vendor" ? ctx.loaders.vendors : ctx.loaders.risks;
+        return loaders.byId.load({ id: item.entityId });
+      },
+    }),
   }),
 });
 
@@ -56,6 +81,51 @@ const TaskItemStatsRef = builder.objectRef<TaskItemStats>("TaskItemStats").imple
     byStatus: t.field({ type: TaskItemStatusCounts, resolve: (stats) => stats.byStatus }),
   }),
 });
+
+for (const [model, entityType] of [
+  ["Vendor", "vendor"],
+  ["Risk", "risk"],
+] as const) {
+  builder.prismaObjectFields(model, (t) => ({
+    taskItems: t.field({
+      type: TaskItemPage,
+      nullable: true,
+      ...graphOnly,
+      description:
+        "This record's task items, newest first, as the `taskItems` query. Needs `task:read`: without it, null with FORBIDDEN here",
+      args: {
+        ...pageArgs,
+        status: t.arg({ type: TaskItemStatus, description: "Only the items in this status; default all" }),
+      },
+      resolve: async (parent, args, ctx, info) => {
+        authorize(ctx, "task:read");
+        const page = await ctx.loaders.taskItems.pages.load({
+          parent: [entityType, parent.id],
+          limit: args.limit,
+          cursor: args.cursor,
+          filter: args.status,
+          query: itemsQuery(ctx, info, "TaskItem"),
+        });
+        const totalCount = async () => {
+          const stats = await ctx.loaders.taskItems.stats.load({ entityType, entityId: parent.id });
+          return args.status ? stats.byStatus[args.status] : stats.total;
+        };
+        return { ...page, totalCount };
+      },
+    }),
+    taskItemStats: t.field({
+      type: TaskItemStatsRef,
+      nullable: true,
+      ...graphOnly,
+      description:
+        "Task item statistics of this record, as the `taskItemStats` query. Needs `task:read`: without it, null with FORBIDDEN here",
+      resolve: (parent, _args, ctx) => {
+        authorize(ctx, "task:read");
+        return ctx.loaders.taskItems.stats.load({ entityType, entityId: parent.id });
+      },
+    }),
+  }));
+}
 
 builder.queryField("taskItemStats", (t) =>
   t.field({

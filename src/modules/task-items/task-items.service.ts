@@ -98,7 +98,13 @@ export function createTaskItemService(db: Db) {
         orderBy: page.orderBy,
         take: page.take,
       });
-      return toPage(rows, page);
+      return {
+        ...toPage(rows, page),
+        totalCount: () =>
+          db.taskItem.count({
+            where: { organizationId: actor.organizationId, entityType: input.entityType, entityId: input.entityId },
+          }),
+      };
     },
 
     /**

@@ -1,12 +1,14 @@
 import { builder } from "../../builder.js";
 import { authorize } from "../../context.js";
 import { TaskStatus as TaskStatusValues } from "../../generated/prisma/enums.js";
+import { Node } from "../../node.schema.js";
 import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
 
 export const TaskStatus = builder.enumType(TaskStatusValues, { name: "TaskStatus", description: "Where a task stands" });
 
 const Task = builder.prismaObject("Task", {
   description: "A compliance task of the organization.",
+  interfaces: [Node],
   fields: (t) => ({
     id: t.exposeID("id", { description: "Unique task identifier" }),
     title: t.exposeString("title", { description: "The task's title" }),
@@ -14,7 +16,7 @@ const Task = builder.prismaObject("Task", {
     createdAt: t.expose("createdAt", { type: "DateTime", description: "When the task was created" }),
     updatedAt: t.expose("updatedAt", { type: "DateTime", description: "When the task last changed" }),
     description: t.exposeString("description", { nullable: true, description: "Longer text; null when not set" }),
-    taskTemplateId: t.exposeString("taskTemplateId", { nullable: true, description: "Task template the task was made from" }),
+    taskTemplateId: t.exposeID("taskTemplateId", { nullable: true, description: "Task template the task was made from" }),
   }),
 });
 
@@ -23,7 +25,9 @@ const TaskPage = definePage("Task", Task);
 builder.queryField("task", (t) =>
   t.prismaField({
     type: "Task",
-    description: "Get a task by id. Needs `task:read`.",
+    nullable: true,
+    description:
+      "Get a task by id. Needs `task:read`. Over GraphQL a missing or refused task is null with its error, so the other fields of the request still answer; REST answers 404 or 403.",
     args: { taskId: t.arg.id({ required: true, description: "The unique task identifier" }) },
     resolve: (query, _root, args, ctx) => ctx.services.tasks.get(authorize(ctx, "task:read"), args.taskId, query),
   }),

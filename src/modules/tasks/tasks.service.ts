@@ -56,7 +56,7 @@ export function createTaskService(db: Db) {
         orderBy: page.orderBy,
         take: page.take,
       });
-      return toPage(rows, page);
+      return { ...toPage(rows, page), totalCount: () => db.task.count({ where: { organizationId: actor.organizationId } }) };
     },
 
     async create(actor: Actor, args: CreateTaskArgs, query: TaskQuery) {

@@ -1,8 +1,10 @@
 import { builder } from "../../builder.js";
 import { authorize } from "../../context.js";
+import { Node } from "../../node.schema.js";
 
 builder.prismaObject("Vendor", {
   description: "A third party the organization depends on.",
+  interfaces: [Node],
   fields: (t) => ({
     id: t.exposeID("id", { description: "Vendor id" }),
     name: t.exposeString("name", { description: "The vendor's name" }),

@@ -1,0 +1,11 @@
+import type { Db } from "../../db/database.js";
+import { type RecordQuery, recordLoader } from "../../loaders.js";
+
+/** Risks by id, for one request of one organization. */
+export function createRiskLoaders(db: Db, organizationId: string) {
+  return {
+    byId: recordLoader((ids: string[], query: RecordQuery) =>
+      db.risk.findMany({ ...(query as object), where: { id: { in: ids }, organizationId } }),
+    ),
+  };
+}

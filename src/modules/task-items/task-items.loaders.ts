@@ -1,0 +1,62 @@
+import DataLoader from "dataloader";
+import type { Db } from "../../db/database.js";
+import type { TaskItemEntityType, TaskItemStatus } from "../../generated/prisma/enums.js";
+import { pageLoader, type RecordQuery, recordLoader } from "../../loaders.js";
+import { byType } from "../comments/comments.loaders.js";
+import type { TaskItemStats } from "./task-items.service.js";
+
+type Entity = { entityType: TaskItemEntityType; entityId: string };
+
+/** Task items and their statistics for many vendors and risks, for one request of one organization. */
+export function createTaskItemLoaders(db: Db, organizationId: string) {
+  const find = (ids: string[], query: RecordQuery) =>
+    db.taskItem.findMany({ ...(query as object), where: { id: { in: ids }, organizationId } });
+  return {
+    byId: recordLoader(find),
+    /** Pages of task items, newest first, each entity with its own limit, cursor and status. */
+    pages: pageLoader(
+      db,
+      organizationId,
+      {
+        table: "TaskItem",
+        parent: [
+          { name: "entityType", sqlType: '"TaskItemEntityType"' },
+          { name: "entityId", sqlType: "text" },
+        ],
+        keys: [
+          { name: "createdAt", sqlType: "timestamp(3)" },
+          { name: "id", sqlType: "text" },
+        ],
+        filter: { name: "status", sqlType: '"TaskItemStatus"' },
+      },
+      find,
+    ),
+    /** Statistics of many entities in one grouped statement; they also give the pages' totalCount. */
+    stats: new DataLoader<Entity, TaskItemStats, string>(
+      async (entities) => {
+        const groups = await db.taskItem.groupBy({
+          by: ["entityType", "entityId", "status"],
+          where: { organizationId, OR: byType(entities) },
+          _count: { _all: true },
+        });
+        const stats = new Map<string, TaskItemStats>();
+        for (const e of entities) stats.set(`${e.entityType}:${e.entityId}`, emptyStats());
+        for (const g of groups) {
+          const s = stats.get(`${g.entityType}:${g.entityId}`);
+          if (!s) continue;
+          s.byStatus[g.status] = g._count._all;
+          s.total += g._count._all;
+        }
+        return entities.map((e) => stats.get(`${e.entityType}:${e.entityId}`) ?? emptyStats());
+      },
+      { cacheKeyFn: (e) => `${e.entityType}:${e.entityId}` },
+    ),
+  };
+}
+
+function emptyStats(): TaskItemStats {
+  const byStatus: Record<TaskItemStatus, number> = { todo: 0, in_progress: 0, in_review: 0, done: 0, canceled: 0 };
+  return { total: 0, byStatus };
+}
+
+export type TaskItemLoaders = ReturnType<typeof createTaskItemLoaders>;

@@ -1,0 +1,11 @@
+import type { Db } from "../../db/database.js";
+import { type RecordQuery, recordLoader } from "../../loaders.js";
+
+/** Vendors by id, for one request of one organization. */
+export function createVendorLoaders(db: Db, organizationId: string) {
+  return {
+    byId: recordLoader((ids: string[], query: RecordQuery) =>
+      db.vendor.findMany({ ...(query as object), where: { id: { in: ids }, organizationId } }),
+    ),
+  };
+}

@@ -1,0 +1,120 @@
+import {
+  type DocumentNode,
+  type FragmentDefinitionNode,
+  type GraphQLField,
+  type GraphQLNamedType,
+  type GraphQLSchema,
+  getNamedType,
+  getNullableType,
+  getOperationAST,
+  isCompositeType,
+  isInterfaceType,
+  isListType,
+  isObjectType,
+  Kind,
+  type SelectionSetNode,
+  type ValueNode,
+} from "graphql";
+import type { Plugin } from "graphql-yoga";
+import { AppError } from "./errors.js";
+import { pageLimits } from "./pagination.js";
+
+/**
+ * The cost rule: the most objects a query could return, multiplying through nested lists. A page's
+ * items count as its `limit` (20 when absent), `nodes` as its ids, a list with a declared maximum
+ * (`extensions.listMax`, e.g. attachments) as that maximum, any other list as the largest page.
+ */
+export const costLimits = { maxObjects: 10_000, unboundedList: pageLimits.max };
+
+export class QueryTooComplexError extends AppError {
+  constructor(cost: number) {
+    super(
+      "QUERY_TOO_COMPLEX",
+      `The query could return up to ${cost} objects; at most ${costLimits.maxObjects} are allowed. Ask for smaller pages (limit) or fewer nested lists.`,
+    );
+    // Yoga answers /graphql with this status; REST maps the code to the same 400.
+    this.extensions.http = { status: 400 };
+  }
+}
+
+type Variables = Record<string, unknown> | null | undefined;
+
+function argumentValue(node: ValueNode | undefined, variables: Variables): unknown {
+  if (!node) return undefined;
+  if (node.kind === Kind.VARIABLE) return variables?.[node.name.value];
+  if (node.kind === Kind.INT) return Number(node.value);
+  if (node.kind === Kind.LIST) return node.values;
+  return undefined;
+}
+
+/** The worst-case number of objects the operation can return. */
+export function estimateCost(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  variables: Variables,
+  operationName?: string | null,
+): number {
+  const operation = getOperationAST(document, operationName);
+  if (!operation) return 0;
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const definition of document.definitions) {
+    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
+  }
+  const root = schema.getRootType(operation.operation);
+  if (!root) return 0;
+
+  const visit = (set: SelectionSetNode, type: GraphQLNamedType, multiplier: number, pageLimit: number | undefined): number => {
+    let total = 0;
+    for (const selection of set.selections) {
+      if (selection.kind === Kind.INLINE_FRAGMENT) {
+        const on = selection.typeCondition ? (schema.getType(selection.typeCondition.name.value) ?? type) : type;
+        total += visit(selection.selectionSet, on, multiplier, pageLimit);
+        continue;
+      }
+      if (selection.kind === Kind.FRAGMENT_SPREAD) {
+        const fragment = fragments.get(selection.name.value);
+        const on = fragment && schema.getType(fragment.typeCondition.name.value);
+        if (fragment && on) total += visit(fragment.selectionSet, on, multiplier, pageLimit);
+        continue;
+      }
+      if (selection.name.value.startsWith("__") || !selection.selectionSet) continue;
+      if (!isObjectType(type) && !isInterfaceType(type)) continue;
+      const field: GraphQLField<unknown, unknown> | undefined = type.getFields()[selection.name.value];
+      if (!field || !isCompositeType(getNamedType(field.type))) continue;
+      const argument = (name: string) =>
+        argumentValue(selection.arguments?.find((a) => a.name.value === name)?.value, variables) ??
+        field.args.find((a) => a.name === name)?.defaultValue;
+      let factor = 1;
+      if (isListType(getNullableType(field.type))) {
+        const ids = field.args.some((a) => a.name === "ids") ? argument("ids") : undefined;
+        const declared = field.extensions?.listMax;
+        if (typeof declared === "number") factor = declared;
+        else if (Array.isArray(ids)) factor = ids.length;
+        else if (selection.name.value === "items" && pageLimit !== undefined) factor = pageLimit;
+        else factor = costLimits.unboundedList;
+      }
+      let childLimit: number | undefined;
+      if (field.args.some((a) => a.name === "limit")) {
+        const limit = argument("limit");
+        childLimit =
+          typeof limit === "number" && Number.isFinite(limit)
+            ? Math.min(Math.max(Math.trunc(limit), 1), pageLimits.max)
+            : pageLimits.default;
+      }
+      const count = multiplier * factor;
+      total += count + visit(selection.selectionSet, getNamedType(field.type), count, childLimit);
+    }
+    return total;
+  };
+  return visit(operation.selectionSet, root, 1, undefined);
+}
+
+/** Refuses, before any resolver runs, an operation whose worst case is over the limit. */
+export function useQueryCost(): Plugin {
+  return {
+    onExecute({ args, setResultAndStopExecution }) {
+      const cost = estimateCost(args.schema, args.document, args.variableValues, args.operationName);
+      if (cost > costLimits.maxObjects) setResultAndStopExecution({ errors: [new QueryTooComplexError(cost)] });
+    },
+  };
+}

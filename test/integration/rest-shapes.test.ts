@@ -1,0 +1,105 @@
+import { readFile, writeFile } from "node:fs/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { SeedResult } from "../../src/admin/seed.js";
+import { restRoutes } from "../../src/rest/routes.js";
+import { createTestApp, type TestApp } from "../helpers/test-app.js";
+
+// The keys of every REST answer, recorded before GraphQL gained relations (contract section 7):
+// REST keeps the shapes of sections 3 and 5, so a relation or a graph-only field that leaks into
+// Sofa's generated selections fails here. RECORD_REST_SHAPES=1 rewrites the file, deliberately.
+const shapesFile = new URL("./rest-shapes.json", import.meta.url);
+
+let t: TestApp;
+let org: SeedResult;
+
+beforeAll(async () => {
+  t = await createTestApp();
+  org = await t.seedOrg();
+});
+afterAll(() => t.close());
+
+/** The keys of a JSON value, recursively; a list by the union of its items' shapes. */
+function shapeOf(value: unknown): unknown {
+  if (Array.isArray(value)) {
+    const merged: Record<string, unknown> = {};
+    for (const item of value) {
+      const shape = shapeOf(item);
+      if (shape && typeof shape === "object") Object.assign(merged, shape);
+      else return [shape];
+    }
+    return [merged];
+  }
+  if (value && typeof value === "object") {
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((k) => [k, shapeOf((value as Record<string, unknown>)[k])]),
+    );
+  }
+  return value === null ? "null" : typeof value;
+}
+
+/** One successful call of every REST route, by the GraphQL field it serves. */
+async function callEveryRoute(): Promise<Record<string, { status: number; shape: unknown }>> {
+  const key = org.apiKey;
+  const comment = await t.rest("POST", "/v1/comments", {
+    key,
+    body: {
+      content: "shape",
+      entityId: org.vendorIds[0],
+      entityType: "vendor",
+      userId: org.userIds[0],
+      contextUrl: "https://app.example/vendors/1",
+      attachments: [{ fileName: "a.txt", fileType: "text/plain", fileData: "YQ==", description: "stored" }],
+    },
+  });
+  const calls: Record<string, () => Promise<{ status: number; body: unknown }>> = {
+    "Mutation.createComment": async () => comment,
+    "Mutation.unlinkDevice": () => t.rest("PATCH", `/v1/people/${org.memberIds[1]}/unlink-device`, { key }),
+    "Mutation.createPolicyVersion": () =>
+      t.rest("POST", `/v1/policies/${org.policyIds[0]}/versions`, { key, body: { changelog: "c" } }),
+    "Mutation.createPolicy": () => t.rest("POST", "/v1/policies", { key, body: { name: "P", content: [] } }),
+    "Query.policy": () => t.rest("GET", `/v1/policies/${org.policyIds[0]}`, { key }),
+    "Query.policyVersions": () => t.rest("GET", `/v1/policies/${org.policyIds[0]}/versions`, { key }),
+    "Query.taskItemStats": () =>
+      t.rest("GET", `/v1/task-management/stats?entityId=${org.vendorIds[0]}&entityType=vendor`, { key }),
+    "Mutation.createTaskItem": () =>
+      t.rest("POST", "/v1/task-management", { key, body: { title: "I", entityId: org.vendorIds[0], entityType: "vendor" } }),
+    "Query.taskItems": () => t.rest("GET", `/v1/task-management?entityId=${org.vendorIds[0]}&entityType=vendor`, { key }),
+    "Mutation.updateTaskItem": () =>
+      t.rest("PATCH", `/v1/task-management/${org.taskItemIds[0]}`, { key, body: { priority: "high" } }),
+    "Query.task": () => t.rest("GET", `/v1/tasks/${org.taskIds[0]}`, { key }),
+    "Mutation.createMember": () =>
+      t.rest("POST", "/v1/people", { key, body: { email: `shape.${Date.now()}@example.com`, name: "S", role: "employee" } }),
+    "Query.members": () => t.rest("GET", "/v1/people", { key }),
+    "Query.member": () => t.rest("GET", `/v1/people/${org.memberIds[0]}`, { key }),
+    "Mutation.updateMember": () => t.rest("PATCH", `/v1/people/${org.memberIds[0]}`, { key, body: { jobTitle: "CEO" } }),
+    "Mutation.createTask": () => t.rest("POST", "/v1/tasks", { key, body: { title: "T", description: "d" } }),
+    "Query.tasks": () => t.rest("GET", "/v1/tasks", { key }),
+    "Mutation.updateTask": () => t.rest("PATCH", `/v1/tasks/${org.taskIds[0]}`, { key, body: { status: "done" } }),
+    "Mutation.createVendor": () => t.rest("POST", "/v1/vendors", { key, body: { name: "V", description: "d" } }),
+    "Mutation.createRisk": () => t.rest("POST", "/v1/risks", { key, body: { title: "R", description: "d" } }),
+    "Query.comments": () => t.rest("GET", `/v1/comments?entityId=${org.vendorIds[0]}&entityType=vendor`, { key }),
+    "Query.attachment": async () => {
+      const res = await t.rest("GET", `/v1/attachments/${comment.body.attachments[0].id}`, { key });
+      return { status: res.status, body: res.text };
+    },
+    "Query.auditEvents": () => t.rest("GET", "/v1/audit-events?limit=3", { key }),
+  };
+  const answers: Record<string, { status: number; shape: unknown }> = {};
+  for (const [field, call] of Object.entries(calls)) {
+    const res = await call();
+    answers[field] = { status: res.status, shape: shapeOf(res.body) };
+  }
+  return answers;
+}
+
+describe("REST answers", () => {
+  it("keep the keys they had before the graph grew, on every route", async () => {
+    const answers = await callEveryRoute();
+    expect(Object.keys(answers).sort()).toEqual(Object.keys(restRoutes).sort());
+    if (process.env.RECORD_REST_SHAPES === "1") await writeFile(shapesFile, `${JSON.stringify(answers, null, 2)}\n`);
+    const recorded = JSON.parse(await readFile(shapesFile, "utf8"));
+    expect(answers).toEqual(recorded);
+  });
+});
