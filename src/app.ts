@@ -1,10 +1,8 @@
-import { useGraphQlJit } from "@envelop/graphql-jit";
 import { EnvelopArmorPlugin } from "@escape.tech/graphql-armor";
 import { useCSRFPrevention } from "@graphql-yoga/plugin-csrf-prevention";
 import { useDisableIntrospection } from "@graphql-yoga/plugin-disable-introspection";
 import { useSofa } from "@graphql-yoga/plugin-sofa";
 import type { Tracer } from "@opentelemetry/api";
-import { getOperationAST } from "graphql";
 import { createYoga, type Plugin, useReadinessCheck } from "graphql-yoga";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
@@ -238,10 +236,6 @@ export function createApp(deps: AppDeps) {
       // A simple POST with a form content type cannot carry a GraphQL request: no cross-site writes.
       useCSRFPrevention({ requestHeaders: ["x-api-key", "authorization", "x-graphql-yoga-csrf"] }),
       ...((config.introspection ?? !config.production) ? [] : [useDisableIntrospection()]),
-      // Queries and mutations run as compiled functions, one per document (Sofa's fixed REST
-      // documents, and /graphql documents, which Yoga's parser cache hands out as the same object):
-      // 10 to 25 % less CPU per get task (bench/README.md). Subscriptions keep graphql-js.
-      useGraphQlJit({}, { enableIf: (args) => getOperationAST(args.document, args.operationName)?.operation !== "subscription" }),
       withRestSchema(
         useSofa({
           basePath: REST_BASE,
