@@ -25,7 +25,7 @@ import { errorResponse } from "./rest/error-response.js";
 import { buildOpenApiDocument } from "./rest/openapi.js";
 import { compileRoutes } from "./rest/request-validation.js";
 import { useRestGuard } from "./rest/rest-plugin.js";
-import { REST_BASE, restRoutes } from "./rest/routes.js";
+import { REST_BASE, restRoutes, sofaRoutes } from "./rest/routes.js";
 import { schema } from "./schema.js";
 import { createServices } from "./services.js";
 import { useTracing } from "./tracing.js";
@@ -160,7 +160,7 @@ export function createApp(deps: AppDeps) {
       ...((config.introspection ?? !config.production) ? [] : [useDisableIntrospection()]),
       useSofa({
         basePath: REST_BASE,
-        routes: restRoutes,
+        routes: sofaRoutes(),
         openAPI: { endpoint: false } as never,
         swaggerUI: { endpoint: false } as never,
         // Sofa types its own Response class; ours is the same WHATWG Response.

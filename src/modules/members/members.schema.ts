@@ -24,7 +24,7 @@ builder.prismaObject("User", {
   }),
 });
 
-const Member = builder.prismaObject("Member", {
+export const Member = builder.prismaObject("Member", {
   description: "A person's membership of the organization.",
   fields: (t) => ({
     id: t.exposeID("id", { description: "Member id" }),
