@@ -192,7 +192,7 @@ export function useRestGuard({ routes, authenticate, rememberAuth, openApiDocume
         if (match.route.download) downloads.add(forwarded);
       };
       try {
-        if ((match.route.method === "GET" || match.route.method === "DELETE") && !announcesBody(request)) {
+        if (match.route.method === "GET" && !announcesBody(request)) {
           // Nothing to read: Sofa gets the request as it came.
           handOn(request, validateRestRequest(match.route, match.params, url, "", null));
           return;
