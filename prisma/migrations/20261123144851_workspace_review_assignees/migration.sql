@@ -1,8 +1,8 @@
 -- AlterEnum
-ALTER TYPE "PolicyStatus" ADD VALUE 'needs_review';
+ALTER TYPE "PolicyStatus" ADD VALUE 'needs_review' BEFORE 'published';
 
 -- AlterEnum
-ALTER TYPE "PolicyVersionStatus" ADD VALUE 'in_review';
+ALTER TYPE "PolicyVersionStatus" ADD VALUE 'in_review' BEFORE 'published';
 
 -- AlterTable
 ALTER TABLE "Task" ADD COLUMN     "assigneeId" TEXT;
