@@ -1,6 +1,6 @@
 import type { GraphiQLOptions, Plugin } from "graphql-yoga";
 
-/** What GraphiQL opens with: the five operations of the specification, ready to run. */
+/** What GraphiQL opens with: the five operations of the specification and the policy review, ready to run. */
 export const graphiqlExamples = `# Put your API key in the Headers tab: {"X-API-Key": "cwk_..."}
 # Pick an operation with the run button's menu and fill in the Variables tab.
 
@@ -32,6 +32,39 @@ mutation UnlinkDevice($memberId: ID!) {
 
 mutation CreatePolicyVersion($policyId: ID!, $changelog: String) {
   createPolicyVersion(id: $policyId, changelog: $changelog) { versionId version }
+}
+
+# The review: submit a draft naming an approver (a member who may update policies); the approver,
+# signed in with a session or JWT, approves (published and current) or rejects it (back to draft).
+mutation SubmitPolicyVersion($policyId: ID!, $versionId: ID!, $approverId: ID!) {
+  submitPolicyVersion(
+    id: $policyId
+    versionId: $versionId
+    approverId: $approverId
+  ) {
+    id
+    version
+    status
+    approverId
+  }
+}
+
+mutation ApprovePolicyVersion($policyId: ID!, $versionId: ID!) {
+  approvePolicyVersion(id: $policyId, versionId: $versionId) {
+    id
+    version
+    status
+    publishedAt
+  }
+}
+
+mutation RejectPolicyVersion($policyId: ID!, $versionId: ID!, $reason: String!) {
+  rejectPolicyVersion(id: $policyId, versionId: $versionId, reason: $reason) {
+    id
+    version
+    status
+    rejectionReason
+  }
 }
 `;
 
