@@ -1,8 +1,8 @@
 -- AlterEnum
-ALTER TYPE "PolicyStatus" ADD VALUE 'needs_review' BEFORE 'published';
+ALTER TYPE "PolicyStatus" ADD VALUE 'needs_review';
 
 -- AlterEnum
-ALTER TYPE "PolicyVersionStatus" ADD VALUE 'in_review' BEFORE 'published';
+ALTER TYPE "PolicyVersionStatus" ADD VALUE 'in_review';
 
 -- AlterTable
 ALTER TABLE "Task" ADD COLUMN     "assigneeId" TEXT;
