@@ -512,7 +512,7 @@ describe("isolation matrix: organization B on organization A's ids", () => {
   });
 
   it("every attempt, on both transports, with every credential of B, is 404 and leaves A byte-identical", {
-    timeout: 600_000,
+    timeout: 900_000,
   }, async () => {
     baseline = await snapshotOf(A.organizationId);
     baselineText = JSON.stringify(baseline);
