@@ -31,7 +31,7 @@ import { buildOpenApiDocument } from "./rest/openapi.js";
 import { compileRoutes } from "./rest/request-validation.js";
 import { useRestGuard } from "./rest/rest-plugin.js";
 import { restSchemaOf, withRestSchema } from "./rest/rest-schema.js";
-import { REST_BASE, restRoutes } from "./rest/routes.js";
+import { REST_BASE, restRoutes, sofaRoutes } from "./rest/routes.js";
 import { schema } from "./schema.js";
 import { createServices } from "./services.js";
 import { useTracing } from "./tracing.js";
@@ -239,7 +239,7 @@ export function createApp(deps: AppDeps) {
       withRestSchema(
         useSofa({
           basePath: REST_BASE,
-          routes: restRoutes,
+          routes: sofaRoutes(),
           openAPI: { endpoint: false } as never,
           swaggerUI: { endpoint: false } as never,
           // Sofa types its own Response class; ours is the same WHATWG Response.

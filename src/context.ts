@@ -39,3 +39,8 @@ export function authorize(ctx: Context, permission: Permission): Actor {
   }
   return { ...auth.caller, requestId: ctx.requestId };
 }
+
+/** Whether the caller holds `permission`, for fields that are left out (null) rather than refused with the whole answer. */
+export function can(ctx: Context, permission: Permission): boolean {
+  return "caller" in ctx.auth && ctx.auth.caller.permissions.has(permission);
+}

@@ -1,7 +1,7 @@
 import type { GraphiQLOptions, Plugin } from "graphql-yoga";
 import { errorResponse } from "./rest/error-response.js";
 
-/** What GraphiQL opens with: the five operations of the specification, ready to run. */
+/** What GraphiQL opens with: the five operations of the specification and the policy review, ready to run. */
 export const graphiqlExamples = `# Put your API key in the Headers tab: {"X-API-Key": "cwk_..."}
 # Pick an operation with the run button's menu and fill in the Variables tab.
 
@@ -109,6 +109,36 @@ query PolicyPage($policyId: ID!) {
     comments(limit: 5) {
       items { id content author { name } }
     }
+# The review: submit a draft naming an approver (a member who may update policies); the approver,
+# signed in with a session or JWT, approves (published and current) or rejects it (back to draft).
+mutation SubmitPolicyVersion($policyId: ID!, $versionId: ID!, $approverId: ID!) {
+  submitPolicyVersion(
+    id: $policyId
+    versionId: $versionId
+    approverId: $approverId
+  ) {
+    id
+    version
+    status
+    approverId
+  }
+}
+
+mutation ApprovePolicyVersion($policyId: ID!, $versionId: ID!) {
+  approvePolicyVersion(id: $policyId, versionId: $versionId) {
+    id
+    version
+    status
+    publishedAt
+  }
+}
+
+mutation RejectPolicyVersion($policyId: ID!, $versionId: ID!, $reason: String!) {
+  rejectPolicyVersion(id: $policyId, versionId: $versionId, reason: $reason) {
+    id
+    version
+    status
+    rejectionReason
   }
 }
 `;

@@ -13,11 +13,13 @@ export const permissions = [
   "policy:update",
   "risk:create",
   "risk:read",
+  "risk:update",
   "task:create",
   "task:read",
   "task:update",
   "vendor:create",
   "vendor:read",
+  "vendor:update",
 ] as const;
 
 export type Permission = (typeof permissions)[number];

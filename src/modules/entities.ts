@@ -19,3 +19,11 @@ export async function assertEntityExists(db: Db, organizationId: string, type: E
           : await db.policy.findUnique({ where, select });
   if (!found) throw new NotFoundError(labels[type], id);
 }
+
+type MemberReader = { member: Pick<Db["member"], "findUnique"> };
+
+/** 404 unless `memberId` names an active member of the organization (assignees, approvers). */
+export async function assertActiveMember(db: MemberReader, organizationId: string, memberId: string): Promise<void> {
+  const member = await db.member.findUnique({ where: { id: memberId, organizationId, isActive: true }, select: { id: true } });
+  if (!member) throw new NotFoundError("Active member", memberId);
+}

@@ -37,7 +37,7 @@ const commonErrors = [400, 401, 403, 429, 500, 503];
 const conflicts = new Set(["createMember", "updateMember"]);
 const gateways = new Set(["unlinkDevice"]);
 /** Arguments naming a record that must exist in the caller's organization. */
-const referenceArgs = new Set(["entityId", "userId", "sourceVersionId"]);
+const referenceArgs = new Set(["entityId", "userId", "sourceVersionId", "approverId", "assigneeId"]);
 
 /** The reusable error responses, by status. */
 const errorResponses: Record<number, { name: string; description: string }> = {
@@ -213,6 +213,17 @@ class SchemaCollector {
   }
 }
 
+/** The answer's schema without the fields the route omits (inline, since the named type keeps them elsewhere). */
+function omitting(collector: SchemaCollector, schema: Schema, route: CompiledRoute): Schema {
+  const name = typeof schema.$ref === "string" ? schema.$ref.split("/").pop() : undefined;
+  const omitted = (route.omit ?? []).filter((f) => f.startsWith(`${name}.`)).map((f) => f.slice(`${name}.`.length));
+  const named = name ? collector.components[name] : undefined;
+  if (!named || !omitted.length) return schema;
+  const properties = { ...(named.properties as Record<string, Schema>) };
+  for (const f of omitted) delete properties[f];
+  return { ...named, required: (named.required as string[]).filter((f) => !omitted.includes(f)), properties };
+}
+
 const describedBy = (arg: GraphQLArgument) => (arg.description ? { description: arg.description } : {});
 
 function fieldOf(schema: GraphQLSchema, route: CompiledRoute): GraphQLField<unknown, unknown> {
@@ -264,8 +275,10 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
   for (const route of compiled) {
     const field = fieldOf(schema, route);
     const description = field.description ?? "";
-    const bodyArgs = route.method === "GET" ? [] : route.args.filter((a) => !route.pathParams.includes(a.name));
-    const queryArgs = route.method === "GET" ? route.args.filter((a) => !route.pathParams.includes(a.name)) : [];
+    // GET and DELETE take their arguments in the query string.
+    const inQuery = route.method === "GET" || route.method === "DELETE";
+    const bodyArgs = inQuery ? [] : route.args.filter((a) => !route.pathParams.includes(a.name));
+    const queryArgs = inQuery ? route.args.filter((a) => !route.pathParams.includes(a.name)) : [];
     const returned = getNamedType(field.type);
     // On an update, null clears a field that may be null and is refused for the others; elsewhere null means "not given".
     const clearable = (name: string) => {
@@ -324,16 +337,18 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
           },
           content: { "*/*": { schema: { type: "string", format: "binary" } } },
         }
-      : {
-          description: STATUS_CODES[route.responseStatus] ?? "Success",
-          headers: {
-            "X-Request-Id": ref("RequestId", "headers"),
-            ...(route.method === "POST" ? { "Idempotent-Replayed": ref("IdempotentReplayed", "headers") } : {}),
-            ...(route.method === "GET" ? { ETag: ref("ETag", "headers") } : {}),
-          },
-          // Never null over REST: a missing record is a 404, even where GraphQL answers null.
-          content: { "application/json": { schema: collector.type(field.type, false) } },
-        };
+      : route.responseStatus === 204
+        ? { description: "Done; no body", headers: { "X-Request-Id": ref("RequestId", "headers") } }
+        : {
+            description: STATUS_CODES[route.responseStatus] ?? "Success",
+            headers: {
+              "X-Request-Id": ref("RequestId", "headers"),
+              ...(route.method === "POST" ? { "Idempotent-Replayed": ref("IdempotentReplayed", "headers") } : {}),
+              ...(route.method === "GET" ? { ETag: ref("ETag", "headers") } : {}),
+            },
+            // Never null over REST: a missing record is a 404, even where GraphQL answers null.
+            content: { "application/json": { schema: omitting(collector, collector.type(field.type, false), route) } },
+          };
 
     const responses: Record<string, unknown> = { [String(route.responseStatus)]: success };
     if (route.method === "GET") {

@@ -105,7 +105,7 @@ export function validateRestRequest(
   const queryNames = new Set(url.searchParams.keys());
   for (const name of queryNames) {
     const arg = args.get(name);
-    if (route.method !== "GET" || !arg || provided.has(name)) {
+    if ((route.method !== "GET" && route.method !== "DELETE") || !arg || provided.has(name)) {
       details.push({ path: name, message: "is not a known query parameter of this operation" });
       continue;
     }

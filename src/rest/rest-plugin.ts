@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { type DocumentNode, type GraphQLSchema, TypeInfo, visit, visitWithTypeInfo } from "graphql";
 import type { FetchAPI, Plugin } from "graphql-yoga";
 import type { AuthState } from "../auth/caller.js";
 import { announcesBody, type BodyReader } from "../body-admission.js";
@@ -7,6 +8,20 @@ import { docsResponse } from "./docs.js";
 import { appErrorResponse, errorResponse } from "./error-response.js";
 import { type CompiledRoute, matchRoute, validateRestRequest } from "./request-validation.js";
 import { REST_BASE } from "./routes.js";
+
+/** Sofa's document for a route without the fields the route's `omit` leaves out. */
+function withoutOmitted(schema: GraphQLSchema, document: DocumentNode, omitted: ReadonlySet<string>): DocumentNode {
+  const typeInfo = new TypeInfo(schema);
+  return visit(
+    document,
+    visitWithTypeInfo(typeInfo, {
+      Field(node) {
+        const parent = typeInfo.getParentType();
+        return parent && omitted.has(`${parent.name}.${node.name.value}`) ? null : undefined;
+      },
+    }),
+  );
+}
 
 type RestGuardOptions = {
   /** Reads bodies within the body limit and the memory budget, only once the caller is known. */
@@ -74,14 +89,34 @@ export function useRestGuard({ routes, authenticate, rememberAuth, openApiDocume
   const downloads = new WeakSet<Request>();
   const reads = new WeakSet<Request>();
   const explicitNulls = new WeakMap<Request, string[]>();
+  const routeOf = new WeakMap<Request, CompiledRoute>();
+  const noContent = new WeakSet<Request>();
+  const trimmed = new WeakMap<DocumentNode, DocumentNode>();
   return {
     onExecute({ args }) {
       // Sofa drops null body values; put them back so that null (clear) and absent (keep) differ.
       const request = (args.contextValue as { request?: Request }).request;
       const nulls = request && explicitNulls.get(request);
       if (nulls) args.variableValues = { ...args.variableValues, ...Object.fromEntries(nulls.map((name) => [name, null])) };
+      // Sofa selects every field of the REST view; a route of the five may leave some out (`omit`).
+      const route = request && routeOf.get(request);
+      if (route?.omit) {
+        let document = trimmed.get(args.document);
+        if (!document) {
+          document = withoutOmitted(args.schema, args.document, new Set(route.omit));
+          trimmed.set(args.document, document);
+        }
+        args.document = document;
+      }
     },
     async onResponse({ request, response, setResponse, fetchAPI }) {
+      if (noContent.has(request) && response.status === 200) {
+        const headers = new fetchAPI.Headers(response.headers);
+        headers.delete("content-type");
+        headers.delete("content-length");
+        setResponse(new fetchAPI.Response(null, { status: 204, headers }));
+        return;
+      }
       if (!reads.has(request) || response.status !== 200) return;
       const answer = downloads.has(request) ? await downloadAnswer(response) : await jsonAnswer(response);
       setResponse(conditional(request, answer, fetchAPI));
@@ -127,6 +162,8 @@ export function useRestGuard({ routes, authenticate, rememberAuth, openApiDocume
       // What Sofa's request carries on: the caller, nulls the body set, and whether it is a read.
       const handOn = (forwarded: Request, nulls: string[]) => {
         rememberAuth(forwarded, auth);
+        routeOf.set(forwarded, match.route);
+        if (match.route.responseStatus === 204) noContent.add(forwarded);
         if (nulls.length) explicitNulls.set(forwarded, nulls);
         if (match.route.method === "GET") reads.add(forwarded);
         if (match.route.download) downloads.add(forwarded);

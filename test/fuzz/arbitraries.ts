@@ -262,13 +262,17 @@ export async function createFuzzWorld(t: TestApp): Promise<FuzzWorld> {
 export function idKindsFor(argName: string, operation: string): IdKind[] {
   if (argName === "entityId") return ["task", "vendor", "risk", "policy"];
   if (argName === "userId") return ["user"];
-  if (argName === "sourceVersionId") return ["policyVersion"];
+  if (argName === "sourceVersionId" || argName === "versionId") return ["policyVersion"];
+  if (argName === "approverId" || argName === "assigneeId") return ["member"];
   if (argName === "taskId") return ["task"];
   if (argName === "id") {
     if (/people|member|unlinkDevice/i.test(operation)) return ["member"];
     if (/task-management|taskItem/i.test(operation)) return ["taskItem"];
     if (/polic/i.test(operation)) return ["policy"];
     if (/attachment/i.test(operation)) return ["attachment"];
+    if (/vendor/i.test(operation)) return ["vendor"];
+    if (/risk/i.test(operation)) return ["risk"];
+    if (/comment/i.test(operation)) return ["comment"];
     if (/task/i.test(operation)) return ["task"];
   }
   return [];

@@ -46,11 +46,13 @@ type Attempt = {
   allow400?: boolean;
   /** node and nodes: another organization's id answers null with no error, as a missing one does. */
   nullWithoutError?: boolean;
+  /** `userId` of a comment edit or delete: ignored with a user credential, which is then not the author of B's comment (403). */
+  forbiddenWithUser?: boolean;
 };
 
 let t: TestApp;
 let A: SeedResult & { versionIds: string[]; attachmentIds: string[]; commentIds: string[]; emails: string[] };
-let B: SeedResult & { versionIds: string[] };
+let B: SeedResult & { versionIds: string[]; draftVersionId: string; commentIds: string[] };
 const headersOfB = {} as Record<CredentialKind, Record<string, string>>;
 
 async function enrich(org: SeedResult) {
@@ -80,6 +82,7 @@ async function enrich(org: SeedResult) {
   const where = { where: { organizationId: org.organizationId }, select: { id: true } };
   return {
     ...org,
+    draftVersionId: version.body.versionId as string,
     versionIds: (await t.db.policyVersion.findMany(where)).map((r) => r.id),
     attachmentIds: (await t.db.attachment.findMany(where)).map((r) => r.id),
     commentIds: (await t.db.comment.findMany(where)).map((r) => r.id),
@@ -311,6 +314,49 @@ function attempts({ wrongKind = false } = {}): Attempt[] {
   const everyIdOfA = Object.values(idsOfA).map((ids) => ids[0] as string);
   add("Query.node", "id", everyIdOfA, (id) => ({ id }), { nullWithoutError: true });
   add("Query.nodes", "ids", everyIdOfA, (id) => ({ ids: [id, B.taskIds[0]] }), { nullWithoutError: true });
+  // The workspace operations (contract section 8)
+  add("Query.vendor", "id", A.vendorIds, (id) => ({ id }));
+  add("Mutation.updateVendor", "id", A.vendorIds, (id) => ({ id, name: "B was here", description: null }));
+  add("Query.risk", "id", A.riskIds, (id) => ({ id }));
+  add("Mutation.updateRisk", "id", A.riskIds, (id) => ({ id, title: "B was here", description: null }));
+  add("Mutation.updatePolicy", "id", A.policyIds, (id) => ({ id, name: "B was here", description: null }));
+  add("Mutation.updateComment", "id", A.commentIds, (id) => ({ id, content: "B was here", userId: ownerOfB }));
+  add("Mutation.deleteComment", "id", A.commentIds, (id) => ({ id, userId: ownerOfB }));
+  // B's comment is B's second user's: with A's user as the author it is 404, with B's owner's credential 403.
+  add("Mutation.updateComment", "userId", A.userIds, (id) => ({ id: B.commentIds[0], content: "B was here", userId: id }), {
+    forbiddenWithUser: true,
+  });
+  add("Mutation.deleteComment", "userId", A.userIds, (id) => ({ id: B.commentIds[0], userId: id }), { forbiddenWithUser: true });
+  add("Mutation.deleteTaskItem", "id", A.taskItemIds, (id) => ({ id }));
+  add("Mutation.submitPolicyVersion", "id", A.policyIds, (id) => ({
+    id,
+    versionId: B.draftVersionId,
+    approverId: B.memberIds[0],
+  }));
+  add("Mutation.submitPolicyVersion", "versionId", A.versionIds, (id) => ({
+    id: B.policyIds[0],
+    versionId: id,
+    approverId: B.memberIds[0],
+  }));
+  add("Mutation.submitPolicyVersion", "approverId", A.memberIds, (id) => ({
+    id: B.policyIds[0],
+    versionId: B.draftVersionId,
+    approverId: id,
+  }));
+  for (const field of ["Mutation.approvePolicyVersion", "Mutation.rejectPolicyVersion"]) {
+    const reason = field.includes("reject") ? { reason: "B was here" } : {};
+    add(field, "id", A.policyIds, (id) => ({ id, versionId: B.draftVersionId, ...reason }));
+    add(field, "versionId", A.versionIds, (id) => ({ id: B.policyIds[0], versionId: id, ...reason }));
+  }
+  add("Mutation.createTask", "assigneeId", A.memberIds, (id) => ({ title: "B was here", assigneeId: id }));
+  add("Mutation.updateTask", "assigneeId", A.memberIds, (id) => ({ taskId: B.taskIds[0], assigneeId: id }));
+  add("Mutation.createTaskItem", "assigneeId", A.memberIds, (id) => ({
+    title: "B was here",
+    entityId: B.vendorIds[0],
+    entityType: "vendor",
+    assigneeId: id,
+  }));
+  add("Mutation.updateTaskItem", "assigneeId", A.memberIds, (id) => ({ id: B.taskItemIds[0], assigneeId: id }));
   add(
     "Subscription.commentAdded",
     "entityId",
@@ -362,9 +408,9 @@ function restRequest(name: string, args: Record<string, unknown>): { method: str
     delete rest[param];
     return encodeURIComponent(String(value));
   });
-  if (route.method === "GET") {
+  if (route.method === "GET" || route.method === "DELETE") {
     const query = new URLSearchParams(Object.entries(rest).map(([k, v]) => [k, String(v)])).toString();
-    return { method: "GET", path: `${REST_BASE}${path}${query ? `?${query}` : ""}` };
+    return { method: route.method, path: `${REST_BASE}${path}${query ? `?${query}` : ""}` };
   }
   return { method: route.method, path: `${REST_BASE}${path}`, body: JSON.stringify(rest) };
 }
@@ -461,6 +507,10 @@ function problemsWith(attempt: Attempt, transport: Transport, credential: Creden
     return problems;
   }
   const rest = transport === "REST" && !attempt.field.startsWith("Subscription.");
+  if (attempt.forbiddenWithUser && credential !== "apiKey") {
+    if (outcome.code !== "FORBIDDEN") problems.push(`code ${outcome.code}, not FORBIDDEN (B's owner is not the author)`);
+    return problems;
+  }
   const badInput = attempt.allow400 && outcome.code === "BAD_USER_INPUT";
   if (rest && outcome.status !== 404 && !(badInput && outcome.status === 400)) problems.push(`status ${outcome.status}, not 404`);
   if (!rest && outcome.status !== 200 && !(badInput && outcome.status === 400))
@@ -491,7 +541,7 @@ describe("isolation matrix: organization B on organization A's ids", () => {
   });
 
   it("every attempt, on both transports, with every credential of B, is 404 and leaves A byte-identical", {
-    timeout: 300_000,
+    timeout: 900_000,
   }, async () => {
     baseline = await snapshotOf(A.organizationId);
     baselineText = JSON.stringify(baseline);
@@ -590,6 +640,9 @@ describe("isolation matrix: organization B on organization A's ids", () => {
       ["Query.comments", { entityId: B.vendorIds[0], entityType: "vendor", limit: 100 }],
       ["Query.taskItems", { entityId: B.vendorIds[0], entityType: "vendor", limit: 100 }],
       ["Query.policyVersions", { id: B.policyIds[0], limit: 100 }],
+      ["Query.vendors", { limit: 100 }],
+      ["Query.risks", { limit: 100 }],
+      ["Query.policies", { limit: 100 }],
     ];
     const failures: string[] = [];
     for (const [name, args] of lists) {

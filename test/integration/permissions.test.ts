@@ -14,9 +14,19 @@ let n = 0;
 const unique = () => `${Date.now()}${n++}`;
 
 type Call = { rest: [method: string, path: string, body?: unknown]; gql: [query: string, variables: Record<string, unknown>] };
+/** The caller a call is made for: its user and member (none for an API key). */
+type Who = { userId?: string; memberId?: string };
 
 /** Every operation with the permission the contract gives it, and a valid call of it on each transport. */
-const operations: Record<string, { permission: Permission; call: () => Call }> = {
+const operations: Record<
+  string,
+  {
+    permission: Permission;
+    call: (who: Who) => Call | Promise<Call>;
+    /** Only the approver named on submit, a person, may do it: an API key is refused whatever its scopes. */
+    approverOnly?: boolean;
+  }
+> = {
   "Mutation.createComment": {
     permission: "comment:create",
     call: () => {
@@ -172,9 +182,164 @@ const operations: Record<string, { permission: Permission; call: () => Call }> =
     permission: "audit:read",
     call: () => ({ rest: ["GET", "/v1/audit-events"], gql: ["{ auditEvents { nextCursor } }", {}] }),
   },
+  "Query.vendors": {
+    permission: "vendor:read",
+    call: () => ({ rest: ["GET", "/v1/vendors"], gql: ["{ vendors { nextCursor } }", {}] }),
+  },
+  "Query.vendor": {
+    permission: "vendor:read",
+    call: () => ({
+      rest: ["GET", `/v1/vendors/${org.vendorIds[0]}`],
+      gql: ["query($id: ID!) { vendor(id: $id) { id } }", { id: org.vendorIds[0] }],
+    }),
+  },
+  "Mutation.updateVendor": {
+    permission: "vendor:update",
+    call: () => ({
+      rest: ["PATCH", `/v1/vendors/${org.vendorIds[0]}`, { description: "REST" }],
+      gql: ['mutation($id: ID!) { updateVendor(id: $id, description: "GraphQL") { id } }', { id: org.vendorIds[0] }],
+    }),
+  },
+  "Query.risks": { permission: "risk:read", call: () => ({ rest: ["GET", "/v1/risks"], gql: ["{ risks { nextCursor } }", {}] }) },
+  "Query.risk": {
+    permission: "risk:read",
+    call: () => ({
+      rest: ["GET", `/v1/risks/${org.riskIds[0]}`],
+      gql: ["query($id: ID!) { risk(id: $id) { id } }", { id: org.riskIds[0] }],
+    }),
+  },
+  "Mutation.updateRisk": {
+    permission: "risk:update",
+    call: () => ({
+      rest: ["PATCH", `/v1/risks/${org.riskIds[0]}`, { description: "REST" }],
+      gql: ['mutation($id: ID!) { updateRisk(id: $id, description: "GraphQL") { id } }', { id: org.riskIds[0] }],
+    }),
+  },
+  "Query.policies": {
+    permission: "policy:read",
+    call: () => ({ rest: ["GET", "/v1/policies"], gql: ["{ policies { nextCursor } }", {}] }),
+  },
+  "Mutation.updatePolicy": {
+    permission: "policy:update",
+    call: () => ({
+      rest: ["PATCH", `/v1/policies/${org.policyIds[0]}`, { description: "REST" }],
+      gql: ['mutation($id: ID!) { updatePolicy(id: $id, description: "GraphQL") { id } }', { id: org.policyIds[0] }],
+    }),
+  },
+  "Mutation.updateComment": {
+    permission: "comment:create",
+    call: async (who) => {
+      const id = await commentBy(who.userId ?? (org.userIds[0] as string));
+      const userId = who.userId ?? org.userIds[0];
+      return {
+        rest: ["PATCH", `/v1/comments/${id}`, { content: "REST", userId }],
+        gql: [
+          'mutation($id: ID!, $userId: ID) { updateComment(id: $id, content: "GraphQL", userId: $userId) { id } }',
+          { id, userId },
+        ],
+      };
+    },
+  },
+  "Mutation.deleteComment": {
+    permission: "comment:create",
+    call: async (who) => {
+      const userId = who.userId ?? (org.userIds[0] as string);
+      const [a, b] = [await commentBy(userId), await commentBy(userId)];
+      return {
+        rest: ["DELETE", `/v1/comments/${a}?userId=${userId}`],
+        gql: ["mutation($id: ID!, $userId: ID) { deleteComment(id: $id, userId: $userId) }", { id: b, userId }],
+      };
+    },
+  },
+  "Mutation.deleteTaskItem": {
+    permission: "task:update",
+    call: async () => {
+      const [a, b] = [await taskItem(), await taskItem()];
+      return { rest: ["DELETE", `/v1/task-management/${a}`], gql: ["mutation($id: ID!) { deleteTaskItem(id: $id) }", { id: b }] };
+    },
+  },
+  "Mutation.submitPolicyVersion": {
+    permission: "policy:update",
+    call: async () => {
+      const [a, b] = [await draftVersion(), await draftVersion()];
+      const approverId = org.memberIds[0];
+      return {
+        rest: ["POST", `/v1/policies/${org.policyIds[1]}/versions/${a}/submit`, { approverId }],
+        gql: [
+          "mutation($id: ID!, $v: ID!, $a: ID!) { submitPolicyVersion(id: $id, versionId: $v, approverId: $a) { id } }",
+          { id: org.policyIds[1], v: b, a: approverId },
+        ],
+      };
+    },
+  },
+  "Mutation.approvePolicyVersion": {
+    permission: "policy:update",
+    approverOnly: true,
+    call: async (who) => {
+      const [a, b] = [await versionInReview(who), await versionInReview(who)];
+      return {
+        rest: ["POST", `/v1/policies/${org.policyIds[1]}/versions/${a}/approve`],
+        gql: [
+          "mutation($id: ID!, $v: ID!) { approvePolicyVersion(id: $id, versionId: $v) { id } }",
+          { id: org.policyIds[1], v: b },
+        ],
+      };
+    },
+  },
+  "Mutation.rejectPolicyVersion": {
+    permission: "policy:update",
+    approverOnly: true,
+    call: async (who) => {
+      const [a, b] = [await versionInReview(who), await versionInReview(who)];
+      return {
+        rest: ["POST", `/v1/policies/${org.policyIds[1]}/versions/${a}/reject`, { reason: "No" }],
+        gql: [
+          'mutation($id: ID!, $v: ID!) { rejectPolicyVersion(id: $id, versionId: $v, reason: "No") { id } }',
+          { id: org.policyIds[1], v: b },
+        ],
+      };
+    },
+  },
 };
 
-type Credential = { name: string; headers: () => Record<string, string>; holds: (p: Permission) => boolean };
+async function commentBy(userId: string): Promise<string> {
+  const res = await t.rest("POST", "/v1/comments", {
+    key: org.apiKey,
+    body: { content: "mine", entityId: org.taskIds[0], entityType: "task", userId },
+  });
+  expect(res.status).toBe(201);
+  return res.body.id;
+}
+
+async function taskItem(): Promise<string> {
+  const res = await t.rest("POST", "/v1/task-management", {
+    key: org.apiKey,
+    body: { title: "Doomed", entityId: org.vendorIds[0], entityType: "vendor" },
+  });
+  expect(res.status).toBe(201);
+  return res.body.id;
+}
+
+async function draftVersion(): Promise<string> {
+  const res = await t.rest("POST", `/v1/policies/${org.policyIds[1]}/versions`, { key: org.apiKey, body: {} });
+  expect(res.status).toBe(201);
+  return res.body.versionId;
+}
+
+/** A version in review whose approver is the caller when the caller may approve, else the owner. */
+async function versionInReview(who: Who): Promise<string> {
+  const versionId = await draftVersion();
+  const role = who.memberId ? (await t.db.member.findUniqueOrThrow({ where: { id: who.memberId } })).role : null;
+  const approverId = role && rolePermissions[role].includes("policy:update") ? who.memberId : org.memberIds[0];
+  const res = await t.rest("POST", `/v1/policies/${org.policyIds[1]}/versions/${versionId}/submit`, {
+    key: org.apiKey,
+    body: { approverId },
+  });
+  expect(res.status).toBe(200);
+  return versionId;
+}
+
+type Credential = { name: string; headers: () => Record<string, string>; holds: (p: Permission) => boolean; who: Who };
 const credentials: Credential[] = [];
 
 beforeAll(async () => {
@@ -192,7 +357,7 @@ beforeAll(async () => {
   });
   attachmentId = comment.body.attachments[0].id;
   for (const role of Object.keys(rolePermissions) as MemberRole[]) {
-    const { userId } = await createUser(t.db, {
+    const { userId, memberId } = await createUser(t.db, {
       email: `${role}.${unique()}@example.com`,
       name: role,
       organizationId: org.organizationId,
@@ -203,6 +368,7 @@ beforeAll(async () => {
       name: `a session of a ${role}`,
       headers: () => ({ authorization: `Bearer ${token}`, "x-organization-id": org.organizationId }),
       holds: (p) => rolePermissions[role].includes(p),
+      who: { userId, memberId: memberId ?? undefined },
     });
   }
 });
@@ -216,21 +382,21 @@ describe("permissions", () => {
   it.each(Object.keys(rolePermissions))("grants and refuses by role: %s", async (role) => {
     const credential = credentials.find((c) => c.name.endsWith(` ${role}`)) as Credential;
     for (const [field, { permission, call }] of Object.entries(operations)) {
-      await expectOutcome(field, call(), credential.headers(), credential.holds(permission));
+      await expectOutcome(field, await call(credential.who), credential.headers(), credential.holds(permission));
     }
   });
 
   it("grants an API key exactly its scopes", async () => {
-    for (const [field, { permission, call }] of Object.entries(operations)) {
+    for (const [field, { permission, call, approverOnly }] of Object.entries(operations)) {
       // Granting a role needs every permission of that role: createMember makes an employee.
       const grants = field === "Mutation.createMember" ? rolePermissions.employee : [];
       const only = await t.keyWith(org.organizationId, [permission, ...grants]);
-      await expectOutcome(field, call(), { "x-api-key": only.key }, true);
+      await expectOutcome(field, await call({}), { "x-api-key": only.key }, !approverOnly);
       const allBut = await t.keyWith(
         org.organizationId,
         permissions.filter((p) => p !== permission),
       );
-      await expectOutcome(field, call(), { "x-api-key": allBut.key }, false);
+      await expectOutcome(field, await call({}), { "x-api-key": allBut.key }, false);
     }
   });
 });

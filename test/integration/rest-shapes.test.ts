@@ -1,6 +1,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SeedResult } from "../../src/admin/seed.js";
+import { createSession } from "../../src/auth/sessions.js";
 import { restRoutes } from "../../src/rest/routes.js";
 import { createTestApp, type TestApp } from "../helpers/test-app.js";
 
@@ -53,6 +54,11 @@ async function callEveryRoute(): Promise<Record<string, { status: number; shape:
       attachments: [{ fileName: "a.txt", fileType: "text/plain", fileData: "YQ==", description: "stored" }],
     },
   });
+  // The owner approves in person: a review step needs a user credential.
+  const session = await createSession(t.db, org.userIds[0] as string, 3_600_000);
+  const approver = { authorization: `Bearer ${session.token}`, "x-organization-id": org.organizationId };
+  // biome-ignore lint/suspicious/noExplicitAny: a REST answer
+  let draft: { body: any } = { body: {} };
   const calls: Record<string, () => Promise<{ status: number; body: unknown }>> = {
     "Mutation.createComment": async () => comment,
     "Mutation.unlinkDevice": () => t.rest("PATCH", `/v1/people/${org.memberIds[1]}/unlink-device`, { key }),
@@ -85,6 +91,37 @@ async function callEveryRoute(): Promise<Record<string, { status: number; shape:
       return { status: res.status, body: res.text };
     },
     "Query.auditEvents": () => t.rest("GET", "/v1/audit-events?limit=3", { key }),
+    "Query.vendors": () => t.rest("GET", "/v1/vendors", { key }),
+    "Query.vendor": () => t.rest("GET", `/v1/vendors/${org.vendorIds[0]}`, { key }),
+    "Mutation.updateVendor": () => t.rest("PATCH", `/v1/vendors/${org.vendorIds[0]}`, { key, body: { name: "V2" } }),
+    "Query.risks": () => t.rest("GET", "/v1/risks", { key }),
+    "Query.risk": () => t.rest("GET", `/v1/risks/${org.riskIds[0]}`, { key }),
+    "Mutation.updateRisk": () => t.rest("PATCH", `/v1/risks/${org.riskIds[0]}`, { key, body: { title: "R2" } }),
+    "Query.policies": () => t.rest("GET", "/v1/policies", { key }),
+    "Mutation.updatePolicy": () => t.rest("PATCH", `/v1/policies/${org.policyIds[0]}`, { key, body: { name: "P2" } }),
+    "Mutation.updateComment": () =>
+      t.rest("PATCH", `/v1/comments/${comment.body.id}`, { key, body: { content: "edited", userId: org.userIds[0] } }),
+    "Mutation.submitPolicyVersion": async () => {
+      draft = await t.rest("POST", `/v1/policies/${org.policyIds[0]}/versions`, { key, body: { changelog: "review" } });
+      return t.rest("POST", `/v1/policies/${org.policyIds[0]}/versions/${draft.body.versionId}/submit`, {
+        key,
+        body: { approverId: org.memberIds[0] },
+      });
+    },
+    "Mutation.rejectPolicyVersion": () =>
+      t.rest("POST", `/v1/policies/${org.policyIds[0]}/versions/${draft.body.versionId}/reject`, {
+        headers: approver,
+        body: { reason: "not yet" },
+      }),
+    "Mutation.approvePolicyVersion": async () => {
+      await t.rest("POST", `/v1/policies/${org.policyIds[0]}/versions/${draft.body.versionId}/submit`, {
+        key,
+        body: { approverId: org.memberIds[0] },
+      });
+      return t.rest("POST", `/v1/policies/${org.policyIds[0]}/versions/${draft.body.versionId}/approve`, { headers: approver });
+    },
+    "Mutation.deleteComment": () => t.rest("DELETE", `/v1/comments/${comment.body.id}?userId=${org.userIds[0]}`, { key }),
+    "Mutation.deleteTaskItem": () => t.rest("DELETE", `/v1/task-management/${org.taskItemIds[0]}`, { key }),
   };
   const answers: Record<string, { status: number; shape: unknown }> = {};
   for (const [field, call] of Object.entries(calls)) {

@@ -134,6 +134,35 @@ builder.mutationField("createComment", (t) =>
   }),
 );
 
+builder.mutationField("updateComment", (t) =>
+  t.prismaField({
+    type: "Comment",
+    description:
+      "Replace the text of a comment. Only its author: a user credential that is the author, or an API key naming the author in userId. Needs `comment:create`.",
+    args: {
+      id: t.arg.id({ required: true, description: "The comment id" }),
+      content: t.arg.string({ required: true, description: "New text, 1 to 2000 characters, not only whitespace" }),
+      userId: t.arg.id({ description: "The author's user id: required with an API key, ignored with a user credential" }),
+    },
+    resolve: (query, _root, args, ctx) => ctx.services.comments.update(authorize(ctx, "comment:create"), args, query),
+  }),
+);
+
+builder.mutationField("deleteComment", (t) =>
+  t.field({
+    type: "ID",
+    description:
+      "Delete a comment with its attachments; returns its id (over REST: 204 with no body). Only its author, as for updateComment. Needs `comment:create`.",
+    args: {
+      id: t.arg.id({ required: true, description: "The comment id" }),
+      userId: t.arg.id({
+        description: "The author's user id: required with an API key (REST: ?userId=), ignored with a user credential",
+      }),
+    },
+    resolve: (_root, args, ctx) => ctx.services.comments.delete(authorize(ctx, "comment:create"), args),
+  }),
+);
+
 const CommentPage = definePage("Comment", Comment);
 
 for (const [model, entityType] of [

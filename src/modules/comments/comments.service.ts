@@ -2,7 +2,7 @@ import { filter, pipe } from "graphql-yoga";
 import { z } from "zod";
 import type { Actor } from "../../context.js";
 import type { Db } from "../../db/database.js";
-import { BadUserInputError, NotFoundError } from "../../errors.js";
+import { BadUserInputError, ForbiddenError, NotFoundError } from "../../errors.js";
 import type { Events } from "../../events.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import type { CommentEntityType } from "../../generated/prisma/enums.js";
@@ -43,11 +43,13 @@ const attachmentInput = z.object({
   userId: z.string().min(1, "must not be empty").nullish(),
 });
 
+const content = z
+  .string()
+  .refine((s) => s.trim().length > 0, "must not be empty or only whitespace")
+  .refine((s) => codePointLength(s) <= 2000, "must be at most 2000 characters");
+
 const createCommentInput = z.object({
-  content: z
-    .string()
-    .refine((s) => s.trim().length > 0, "must not be empty or only whitespace")
-    .refine((s) => codePointLength(s) <= 2000, "must be at most 2000 characters"),
+  content,
   entityId: z.string().min(1, "must not be empty"),
   entityType: z.enum(["task", "vendor", "risk", "policy"]),
   contextUrl: z
@@ -66,6 +68,9 @@ const createCommentInput = z.object({
   userId: z.string().min(1, "must not be empty").nullish(),
 });
 
+const actingUser = z.object({ userId: z.string().min(1, "must not be empty").nullish() });
+const updateCommentInput = actingUser.extend({ content });
+
 export type CreateCommentArgs = z.input<typeof createCommentInput>;
 type CommentQuery = { select?: Prisma.CommentSelect; include?: Prisma.CommentInclude };
 
@@ -83,6 +88,41 @@ export function createCommentService(db: Db, events: Events) {
     });
     if (!member) throw new NotFoundError("Active member with user id", userId);
     return member.id;
+  }
+
+  /** The user acting: the caller, or with an API key the `userId` it names (required). */
+  function actingUserId(actor: Actor, userId: string | null | undefined): string {
+    const acting = actor.userId ?? userId;
+    if (!acting) {
+      throw new BadUserInputError("userId is required when authenticating with an API key", [
+        { path: "userId", message: "is required when authenticating with an API key" },
+      ]);
+    }
+    return acting;
+  }
+
+  /**
+   * The comment, when the acting user wrote it: 404 when it is not in the organization, 403 when
+   * someone else did. With an API key the named user must be an active member, as on create.
+   */
+  async function ownComment(actor: Actor, id: string, userId: string | null | undefined) {
+    const acting = actingUserId(actor, userId);
+    const comment = await db.comment.findUnique({
+      where: { id, organizationId: actor.organizationId },
+      select: {
+        id: true,
+        content: true,
+        entityType: true,
+        entityId: true,
+        authorId: true,
+        author: { select: { userId: true } },
+        attachments: { select: { id: true, name: true, type: true, size: true } },
+      },
+    });
+    if (!comment) throw new NotFoundError("Comment", id);
+    if (!actor.userId) await activeMemberId(actor.organizationId, acting);
+    if (comment.author.userId !== acting) throw new ForbiddenError("Only the author of a comment can edit or delete it");
+    return comment;
   }
 
   return {
@@ -162,6 +202,57 @@ export function createCommentService(db: Db, events: Events) {
         entityId: input.entityId,
       });
       return comment;
+    },
+
+    /** The author replaces the text; the audit event keeps the text it replaced. */
+    async update(actor: Actor, args: { id: string; content: string; userId?: string | null }, query: CommentQuery) {
+      const input = parseInput(updateCommentInput, { content: args.content, userId: args.userId });
+      const comment = await ownComment(actor, args.id, input.userId);
+      const where = { id: comment.id, organizationId: actor.organizationId };
+      if (comment.content === input.content) return db.comment.findUniqueOrThrow({ ...query, where });
+      const [updated] = await db.$transaction([
+        db.comment.update({ ...query, where, data: { content: input.content } }),
+        db.auditEvent.create({
+          data: auditEvent(
+            actor,
+            "comment.updated",
+            { type: "comment", id: comment.id },
+            { changes: { content: { from: comment.content, to: input.content } } },
+          ),
+          select: { id: true },
+        }),
+      ]);
+      return updated;
+    },
+
+    /**
+     * The author removes the comment with its attachments (rows and bytes) in one transaction; the
+     * audit event keeps what was deleted, the text included.
+     */
+    async delete(actor: Actor, args: { id: string; userId?: string | null }): Promise<string> {
+      const input = parseInput(actingUser, { userId: args.userId });
+      const comment = await ownComment(actor, args.id, input.userId);
+      await db.$transaction([
+        db.attachment.deleteMany({ where: { commentId: comment.id, organizationId: actor.organizationId } }),
+        db.comment.delete({ where: { id: comment.id, organizationId: actor.organizationId }, select: { id: true } }),
+        db.auditEvent.create({
+          data: auditEvent(
+            actor,
+            "comment.deleted",
+            { type: "comment", id: comment.id },
+            {
+              content: comment.content,
+              entityType: comment.entityType,
+              entityId: comment.entityId,
+              authorId: comment.authorId,
+              authorUserId: comment.author.userId,
+              attachments: comment.attachments,
+            },
+          ),
+          select: { id: true },
+        }),
+      ]);
+      return comment.id;
     },
 
     async list(actor: Actor, args: { entityId: string; entityType: string } & PageArgs, query: CommentQuery) {

@@ -26,7 +26,7 @@ builder.prismaObject("User", {
   }),
 });
 
-const Member = builder.prismaObject("Member", {
+export const Member = builder.prismaObject("Member", {
   description: "A person's membership of the organization.",
   interfaces: [Node],
   fields: (t) => ({

@@ -11,14 +11,16 @@ import { graphOnly } from "../../rest/rest-schema.js";
 
 export const PolicyStatus = builder.enumType(PolicyStatusValues, {
   name: "PolicyStatus",
-  description: "Whether a policy is published.",
+  description:
+    "draft: no version is current yet; needs_review: a version waits for its approver; published: a version is current and none is in review.",
 });
 export const PolicyVersionStatus = builder.enumType(PolicyVersionStatusValues, {
   name: "PolicyVersionStatus",
-  description: "Whether a policy version is a draft or published.",
+  description:
+    "draft: being written (or sent back by the approver); in_review: submitted, waiting for the approver; published: approved, never changes again.",
 });
 
-builder.prismaObject("Policy", {
+const Policy = builder.prismaObject("Policy", {
   description: "A policy of the organization. Its text lives in versions; currentVersionId names the one in force.",
   interfaces: [Node],
   fields: (t) => ({
@@ -64,7 +66,20 @@ const PolicyVersion = builder.prismaObject("PolicyVersion", {
   fields: (t) => ({
     id: t.exposeID("id", { description: "Unique version identifier" }),
     version: t.exposeInt("version", { description: "The version number: per policy, from 1, consecutive, never reused" }),
-    status: t.expose("status", { type: PolicyVersionStatus, description: "Draft or published" }),
+    status: t.expose("status", { type: PolicyVersionStatus, description: "draft, in_review or published" }),
+    approverId: t.exposeID("approverId", {
+      nullable: true,
+      description: "Member id of the approver named when the version was submitted; null before that",
+    }),
+    rejectionReason: t.exposeString("rejectionReason", {
+      nullable: true,
+      description: "Why the approver sent the version back to draft; null unless it was rejected since its last submit",
+    }),
+    publishedAt: t.expose("publishedAt", {
+      type: "DateTime",
+      nullable: true,
+      description: "When the version was approved and published; null until then",
+    }),
     changelog: t.exposeString("changelog", { nullable: true, description: "What changed in this version" }),
     content: t.expose("content", { type: "JSON", description: "The policy text as a rich-text JSON document" }),
     sourceVersionId: t.exposeID("sourceVersionId", {
@@ -154,5 +169,76 @@ builder.queryField("policyVersions", (t) =>
     args: { id: t.arg.id({ required: true, description: "The policy id" }), ...pageArgs },
     resolve: (_root, args, ctx, info) =>
       ctx.services.policies.versions(authorize(ctx, "policy:read"), args, itemsQuery(ctx, info, "PolicyVersion")),
+  }),
+);
+
+const PolicyPage = definePage("Policy", Policy);
+
+builder.queryField("policies", (t) =>
+  t.field({
+    type: PolicyPage,
+    description: "The organization's policies, newest first. Needs `policy:read`.",
+    args: { ...pageArgs },
+    resolve: (_root, args, ctx, info) =>
+      ctx.services.policies.list(authorize(ctx, "policy:read"), args, itemsQuery(ctx, info, "Policy")),
+  }),
+);
+
+builder.mutationField("updatePolicy", (t) =>
+  t.prismaField({
+    type: "Policy",
+    description:
+      "Change a policy's name or description; its text changes through new versions and their review. An omitted argument keeps its value; null clears the description. Needs `policy:update`.",
+    args: {
+      id: t.arg.id({ required: true, description: "The policy id" }),
+      name: t.arg.string({ description: "New name, 1 to 255 characters, not only whitespace; null is refused" }),
+      description: t.arg.string({ description: "New description, at most 10000 characters; null clears it" }),
+    },
+    resolve: (query, _root, { id, ...args }, ctx) =>
+      ctx.services.policies.update(authorize(ctx, "policy:update"), id, args, query),
+  }),
+);
+
+builder.mutationField("submitPolicyVersion", (t) =>
+  t.prismaField({
+    type: "PolicyVersion",
+    description:
+      "Submit a draft version for review: it becomes in_review and the policy needs_review until the approver approves or rejects it. Needs `policy:update`.",
+    args: {
+      id: t.arg.id({ required: true, description: "The policy id" }),
+      versionId: t.arg.id({ required: true, description: "The draft version to submit" }),
+      approverId: t.arg.id({
+        required: true,
+        description: "Member id of the approver: an active member of the organization whose role may update policies",
+      }),
+    },
+    resolve: (query, _root, args, ctx) => ctx.services.policies.submitVersion(authorize(ctx, "policy:update"), args, query),
+  }),
+);
+
+builder.mutationField("approvePolicyVersion", (t) =>
+  t.prismaField({
+    type: "PolicyVersion",
+    description:
+      "Approve a version in review: it is published and becomes the policy's current version. Only the approver named on submit, with a user credential. Needs `policy:update`.",
+    args: {
+      id: t.arg.id({ required: true, description: "The policy id" }),
+      versionId: t.arg.id({ required: true, description: "The version in review" }),
+    },
+    resolve: (query, _root, args, ctx) => ctx.services.policies.approveVersion(authorize(ctx, "policy:update"), args, query),
+  }),
+);
+
+builder.mutationField("rejectPolicyVersion", (t) =>
+  t.prismaField({
+    type: "PolicyVersion",
+    description:
+      "Reject a version in review: it goes back to draft with the reason. Only the approver named on submit, with a user credential. Needs `policy:update`.",
+    args: {
+      id: t.arg.id({ required: true, description: "The policy id" }),
+      versionId: t.arg.id({ required: true, description: "The version in review" }),
+      reason: t.arg.string({ required: true, description: "Why, 1 to 2000 characters, not only whitespace" }),
+    },
+    resolve: (query, _root, args, ctx) => ctx.services.policies.rejectVersion(authorize(ctx, "policy:update"), args, query),
   }),
 );

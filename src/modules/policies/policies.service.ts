@@ -1,12 +1,13 @@
 import { z } from "zod";
+import { rolePermissions } from "../../auth/permissions.js";
 import type { Actor } from "../../context.js";
 import type { Db } from "../../db/database.js";
-import { NotFoundError } from "../../errors.js";
+import { BadUserInputError, ConflictError, ForbiddenError, NotFoundError } from "../../errors.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import { newId } from "../../ids.js";
 import { type PageArgs, pageQuery, toPage, withKeys } from "../../pagination.js";
-import { freeText, nameText, parseInput } from "../../validation.js";
-import { auditEvent } from "../audit/audit.service.js";
+import { codePointLength, freeText, nameText, parseInput, type WithNulls } from "../../validation.js";
+import { auditEvent, changesBetween } from "../audit/audit.service.js";
 
 const MAX_CONTENT_DEPTH = 64;
 
@@ -38,6 +39,64 @@ const createPolicyInput = z.object({
     .optional(),
 });
 
+/** Absent leaves a field as it is; null clears the description and is refused for the name. */
+const updatePolicyInput = z
+  .object({
+    name: nameText().optional(),
+    description: freeText().nullish(),
+  })
+  .refine((input) => Object.values(input).some((v) => v !== undefined), "give at least one field to change");
+
+const submitInput = z.object({ approverId: z.string().min(1, "must not be empty") });
+
+const rejectInput = z.object({
+  reason: z
+    .string()
+    .refine((s) => s.trim().length > 0, "must not be empty or only whitespace")
+    .refine((s) => codePointLength(s) <= 2000, "must be at most 2000 characters"),
+});
+
+export type UpdatePolicyArgs = WithNulls<z.input<typeof updatePolicyInput>>;
+type Tx = Parameters<Parameters<Db["$transaction"]>[0]>[0];
+type LockedPolicy = { currentVersionId: string | null };
+
+/** The policy's row, locked until the transaction ends: review steps of one policy run one at a time. */
+async function lockPolicy(tx: Tx, actor: Actor, policyId: string): Promise<LockedPolicy> {
+  const [policy] = await tx.$queryRaw<LockedPolicy[]>`
+    SELECT "currentVersionId" FROM "Policy"
+    WHERE "id" = ${policyId} AND "organizationId" = ${actor.organizationId} FOR UPDATE`;
+  if (!policy) throw new NotFoundError("Policy", policyId);
+  return policy;
+}
+
+async function versionOf(tx: Tx, policyId: string, versionId: string) {
+  const version = await tx.policyVersion.findUnique({
+    where: { id: versionId, policyId },
+    select: { id: true, version: true, status: true, approverId: true, approver: { select: { userId: true } } },
+  });
+  if (!version) throw new NotFoundError("Policy version", versionId);
+  return version;
+}
+
+/** needs_review while a version waits for its approver, else published once a version is current, else draft. */
+async function policyStatusAfter(tx: Tx, policyId: string, currentVersionId: string | null) {
+  const inReview = await tx.policyVersion.count({ where: { policyId, status: "in_review" } });
+  return inReview > 0 ? "needs_review" : currentVersionId ? "published" : "draft";
+}
+
+function assertStatus(version: { status: string; version: number }, expected: string, step: string) {
+  if (version.status !== expected) {
+    throw new ConflictError(`Version ${version.version} is ${version.status}: only a version in ${expected} can be ${step}`);
+  }
+}
+
+/** Only the member named as approver, acting through a user credential. */
+function assertApprover(actor: Actor, version: { approver: { userId: string } | null }) {
+  if (!actor.userId || version.approver?.userId !== actor.userId) {
+    throw new ForbiddenError("Only the approver named when the version was submitted can approve or reject it");
+  }
+}
+
 export type CreatePolicyArgs = { name: string; description?: string | null; content?: unknown };
 type PolicyQuery = { select?: Prisma.PolicySelect; include?: Prisma.PolicyInclude };
 type PolicyVersionQuery = { select?: Prisma.PolicyVersionSelect; include?: Prisma.PolicyVersionInclude };
@@ -68,6 +127,7 @@ export function createPolicyService(db: Db) {
             policyId,
             version: 1,
             status: "published",
+            publishedAt: new Date(),
             content: input.content ?? [],
             changelog: null,
             sourceVersionId: null,
@@ -97,6 +157,132 @@ export function createPolicyService(db: Db) {
       const policy = await db.policy.findUnique({ ...query, where: { id, organizationId: actor.organizationId } });
       if (!policy) throw new NotFoundError("Policy", id);
       return policy;
+    },
+
+    /** The organization's policies, newest first. */
+    async list(actor: Actor, args: PageArgs, query: PolicyQuery) {
+      const page = pageQuery(args, ["createdAt", "id"]);
+      const rows = await db.policy.findMany({
+        ...withKeys(query, page.keys),
+        where: { organizationId: actor.organizationId, ...page.where },
+        orderBy: page.orderBy,
+        take: page.take,
+      });
+      return toPage(rows, page);
+    },
+
+    /** Name and description; the text lives in versions and changes through the review. */
+    async update(actor: Actor, id: string, args: UpdatePolicyArgs, query: PolicyQuery) {
+      const input = parseInput(updatePolicyInput, args);
+      return db.$transaction(async (tx) => {
+        const [current] = await tx.$queryRaw<{ name: string; description: string | null }[]>`
+          SELECT "name", "description" FROM "Policy"
+          WHERE "id" = ${id} AND "organizationId" = ${actor.organizationId} FOR UPDATE`;
+        if (!current) throw new NotFoundError("Policy", id);
+        const { changes, data } = changesBetween(current, input);
+        const where = { id, organizationId: actor.organizationId };
+        if (Object.keys(changes).length === 0) return tx.policy.findUniqueOrThrow({ ...query, where });
+        const updated = await tx.policy.update({ ...query, where, data });
+        await tx.auditEvent.create({
+          data: auditEvent(actor, "policy.updated", { type: "policy", id }, { changes } as Prisma.InputJsonValue),
+        });
+        return updated;
+      });
+    },
+
+    /** A draft goes to review by an active member who may update policies; the policy then needs review. */
+    async submitVersion(actor: Actor, args: { id: string; versionId: string; approverId: string }, query: PolicyVersionQuery) {
+      const input = parseInput(submitInput, { approverId: args.approverId });
+      return db.$transaction(async (tx) => {
+        await lockPolicy(tx, actor, args.id);
+        const version = await versionOf(tx, args.id, args.versionId);
+        const approver = await tx.member.findUnique({
+          where: { id: input.approverId, organizationId: actor.organizationId, isActive: true },
+          select: { id: true, role: true },
+        });
+        if (!approver) throw new NotFoundError("Active member", input.approverId);
+        if (!rolePermissions[approver.role].includes("policy:update")) {
+          throw new BadUserInputError("approverId must name a member whose role may update policies (owner or admin)", [
+            { path: "approverId", message: "must name a member who may update policies" },
+          ]);
+        }
+        assertStatus(version, "draft", "submitted");
+        const submitted = await tx.policyVersion.update({
+          ...query,
+          where: { id: version.id },
+          data: { status: "in_review", approverId: approver.id, rejectionReason: null },
+        });
+        await tx.policy.update({ where: { id: args.id }, data: { status: "needs_review" }, select: { id: true } });
+        await tx.auditEvent.create({
+          data: auditEvent(
+            actor,
+            "policy.version_submitted",
+            { type: "policy", id: args.id },
+            { versionId: version.id, version: version.version, approverId: approver.id },
+          ),
+        });
+        return submitted;
+      });
+    },
+
+    /**
+     * The approver publishes the version and makes it current, with the policy's status, in one
+     * transaction under the policy's lock: of two approvals racing, each sees the other's result.
+     */
+    async approveVersion(actor: Actor, args: { id: string; versionId: string }, query: PolicyVersionQuery) {
+      return db.$transaction(async (tx) => {
+        const policy = await lockPolicy(tx, actor, args.id);
+        const version = await versionOf(tx, args.id, args.versionId);
+        assertStatus(version, "in_review", "approved");
+        assertApprover(actor, version);
+        const published = await tx.policyVersion.update({
+          ...query,
+          where: { id: version.id },
+          data: { status: "published", publishedAt: new Date() },
+        });
+        const status = await policyStatusAfter(tx, args.id, version.id);
+        await tx.policy.update({
+          where: { id: args.id },
+          data: { currentVersionId: version.id, status },
+          select: { id: true },
+        });
+        await tx.auditEvent.create({
+          data: auditEvent(
+            actor,
+            "policy.version_approved",
+            { type: "policy", id: args.id },
+            { versionId: version.id, version: version.version, previousCurrentVersionId: policy.currentVersionId },
+          ),
+        });
+        return published;
+      });
+    },
+
+    /** The approver sends the version back to draft with the reason. */
+    async rejectVersion(actor: Actor, args: { id: string; versionId: string; reason: string }, query: PolicyVersionQuery) {
+      const input = parseInput(rejectInput, { reason: args.reason });
+      return db.$transaction(async (tx) => {
+        const policy = await lockPolicy(tx, actor, args.id);
+        const version = await versionOf(tx, args.id, args.versionId);
+        assertStatus(version, "in_review", "rejected");
+        assertApprover(actor, version);
+        const rejected = await tx.policyVersion.update({
+          ...query,
+          where: { id: version.id },
+          data: { status: "draft", rejectionReason: input.reason },
+        });
+        const status = await policyStatusAfter(tx, args.id, policy.currentVersionId);
+        await tx.policy.update({ where: { id: args.id }, data: { status }, select: { id: true } });
+        await tx.auditEvent.create({
+          data: auditEvent(
+            actor,
+            "policy.version_rejected",
+            { type: "policy", id: args.id },
+            { versionId: version.id, version: version.version, reason: input.reason },
+          ),
+        });
+        return rejected;
+      });
     },
 
     /** The policy's versions, highest number first (version numbers are unique per policy). */

@@ -1,8 +1,9 @@
 import { builder } from "../../builder.js";
 import { authorize } from "../../context.js";
 import { Node } from "../../node.schema.js";
+import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
 
-builder.prismaObject("Risk", {
+const Risk = builder.prismaObject("Risk", {
   description: "A risk the organization tracks.",
   interfaces: [Node],
   fields: (t) => ({
@@ -23,5 +24,42 @@ builder.mutationField("createRisk", (t) =>
       description: t.arg.string({ description: "Longer text, at most 10000 characters" }),
     },
     resolve: (query, _root, args, ctx) => ctx.services.risks.create(authorize(ctx, "risk:create"), args, query),
+  }),
+);
+
+const RiskPage = definePage("Risk", Risk);
+
+builder.queryField("risk", (t) =>
+  t.prismaField({
+    type: "Risk",
+    nullable: true,
+    description:
+      "Get a risk by id. Needs `risk:read`. Over GraphQL a missing or refused risk is null with its error, so the other fields of the request still answer; REST answers 404 or 403.",
+    args: { id: t.arg.id({ required: true, description: "The risk id" }) },
+    resolve: (query, _root, args, ctx) => ctx.services.risks.get(authorize(ctx, "risk:read"), args.id, query),
+  }),
+);
+
+builder.queryField("risks", (t) =>
+  t.field({
+    type: RiskPage,
+    description: "The organization's risks, newest first. Needs `risk:read`.",
+    args: { ...pageArgs },
+    resolve: (_root, args, ctx, info) =>
+      ctx.services.risks.list(authorize(ctx, "risk:read"), args, itemsQuery(ctx, info, "Risk")),
+  }),
+);
+
+builder.mutationField("updateRisk", (t) =>
+  t.prismaField({
+    type: "Risk",
+    description:
+      "Change a risk. An omitted argument keeps its value; null clears the description. At least one argument besides id is needed. Needs `risk:update`.",
+    args: {
+      id: t.arg.id({ required: true, description: "The risk id" }),
+      title: t.arg.string({ description: "New title, 1 to 255 characters, not only whitespace; null is refused" }),
+      description: t.arg.string({ description: "New description, at most 10000 characters; null clears it" }),
+    },
+    resolve: (query, _root, { id, ...args }, ctx) => ctx.services.risks.update(authorize(ctx, "risk:update"), id, args, query),
   }),
 );

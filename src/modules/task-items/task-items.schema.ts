@@ -1,6 +1,6 @@
 import type { Permission } from "../../auth/permissions.js";
 import { builder } from "../../builder.js";
-import { authorize } from "../../context.js";
+import { authorize, can } from "../../context.js";
 import {
   TaskItemEntityType as TaskItemEntityTypeValues,
   TaskItemPriority as TaskItemPriorityValues,
@@ -10,6 +10,7 @@ import { nodeTypeOf } from "../../ids.js";
 import { Node, objectRefOf } from "../../node.schema.js";
 import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
 import { graphOnly } from "../../rest/rest-schema.js";
+import { Member } from "../members/members.schema.js";
 import type { TaskItemStats } from "./task-items.service.js";
 
 export const TaskItemEntityType = builder.enumType(TaskItemEntityTypeValues, {
@@ -56,6 +57,23 @@ const TaskItem = builder.prismaObject("TaskItem", {
         authorize(ctx, entityReadPermission[item.entityType]);
         const loaders = item.entityType === "vendor" ? ctx.loaders.vendors : ctx.loaders.risks;
         return loaders.byId.load({ id: item.entityId });
+      },
+    }),
+    assigneeId: t.exposeID("assigneeId", {
+      nullable: true,
+      description: "Member id of the person responsible; null when unassigned",
+    }),
+    // The member is joined into the parent's query (no query of its own), and only when the caller may read members.
+    assignee: t.field({
+      type: Member,
+      nullable: true,
+      ...graphOnly,
+      description:
+        "The member responsible; null when unassigned. Needs `member:read`: without it, null with a FORBIDDEN error at this path. Not in REST answers.",
+      select: (_args, ctx, nestedSelection) => (can(ctx, "member:read") ? { assignee: nestedSelection(true) } : {}),
+      resolve: (parent, _args, ctx) => {
+        authorize(ctx, "member:read");
+        return (parent as { assignee?: unknown }).assignee as never;
       },
     }),
   }),
@@ -150,6 +168,7 @@ builder.mutationField("createTaskItem", (t) =>
       status: t.arg({ type: TaskItemStatus, description: "Initial status; default todo" }),
       priority: t.arg({ type: TaskItemPriority, description: "Priority; default medium" }),
       description: t.arg.string({ description: "Longer text, at most 10000 characters" }),
+      assigneeId: t.arg.id({ description: "Member id of the person responsible: an active member of the organization" }),
     },
     resolve: (query, _root, args, ctx) => ctx.services.taskItems.create(authorize(ctx, "task:create"), args, query),
   }),
@@ -173,14 +192,26 @@ builder.mutationField("updateTaskItem", (t) =>
   t.prismaField({
     type: "TaskItem",
     description:
-      "Change a task item. An argument left out keeps its value; description null clears it. At least one argument besides id is needed. Needs `task:update`.",
+      "Change a task item. An argument left out keeps its value; description null clears it, assigneeId null unassigns. At least one argument besides id is needed. Needs `task:update`.",
     args: {
       id: t.arg.id({ required: true, description: "The task item id" }),
       title: t.arg.string({ description: "New title, 1 to 255 characters, not only whitespace; null is refused" }),
       status: t.arg({ type: TaskItemStatus, description: "New status; null is refused" }),
       priority: t.arg({ type: TaskItemPriority, description: "New priority; null is refused" }),
       description: t.arg.string({ description: "New description, at most 10000 characters; null clears it" }),
+      assigneeId: t.arg.id({
+        description: "Member id of the new person responsible (an active member of the organization); null unassigns",
+      }),
     },
     resolve: (query, _root, args, ctx) => ctx.services.taskItems.update(authorize(ctx, "task:update"), args, query),
+  }),
+);
+
+builder.mutationField("deleteTaskItem", (t) =>
+  t.field({
+    type: "ID",
+    description: "Delete a task item; returns its id (over REST: 204 with no body). Needs `task:update`.",
+    args: { id: t.arg.id({ required: true, description: "The task item id" }) },
+    resolve: (_root, args, ctx) => ctx.services.taskItems.delete(authorize(ctx, "task:update"), args.id),
   }),
 );

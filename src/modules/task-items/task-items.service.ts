@@ -14,7 +14,7 @@ import { newId } from "../../ids.js";
 import { type PageArgs, pageQuery, toPage, withKeys } from "../../pagination.js";
 import { freeText, nameText, notNull, parseInput } from "../../validation.js";
 import { auditEvent, changesBetween } from "../audit/audit.service.js";
-import { assertEntityExists } from "../entities.js";
+import { assertActiveMember, assertEntityExists } from "../entities.js";
 
 export type TaskItemStats = { total: number; byStatus: Record<TaskItemStatus, number> };
 
@@ -29,9 +29,13 @@ const entity = {
   entityType: z.enum(["vendor", "risk"]),
 };
 
+/** A member id; null (on update) unassigns. */
+const assigneeId = z.string().min(1, "must not be empty; send null to unassign");
+
 const createInput = z.object({
   title,
   ...entity,
+  assigneeId: assigneeId.nullish(),
   // On create an explicit null means "not given": the default applies.
   status: status.nullish(),
   priority: priority.nullish(),
@@ -44,12 +48,19 @@ const updateInput = z.object({
   status: status.optional(),
   priority: priority.optional(),
   description: description.nullable().optional(),
+  assigneeId: assigneeId.nullable().optional(),
 });
 
 export type CreateTaskItemArgs = z.input<typeof createInput>;
 /** As the GraphQL field passes them: a left-out argument is undefined, an explicit null is null. */
 export type UpdateTaskItemArgs = { [K in keyof z.input<typeof updateInput>]?: z.input<typeof updateInput>[K] | null };
-type Editable = { title: string; status: TaskItemStatus; priority: TaskItemPriority; description: string | null };
+type Editable = {
+  title: string;
+  status: TaskItemStatus;
+  priority: TaskItemPriority;
+  description: string | null;
+  assigneeId: string | null;
+};
 
 export function createTaskItemService(db: Db) {
   return {
@@ -79,8 +90,10 @@ export function createTaskItemService(db: Db) {
         status: input.status ?? "todo",
         priority: input.priority ?? "medium",
         description: input.description ?? null,
+        assigneeId: input.assigneeId ?? null,
       };
       return db.$transaction(async (tx) => {
+        if (data.assigneeId) await assertActiveMember(tx, actor.organizationId, data.assigneeId);
         const created = await tx.taskItem.create({ ...query, data: { id, organizationId: actor.organizationId, ...data } });
         await tx.auditEvent.create({ data: auditEvent(actor, "task_item.created", { type: "task_item", id }, data) });
         return created;
@@ -116,16 +129,17 @@ export function createTaskItemService(db: Db) {
       const input = parseInput(updateInput, args);
       const given = (Object.keys(input) as (keyof Editable)[]).filter((k) => input[k] !== undefined);
       if (given.length === 0) {
-        throw new BadUserInputError("Give at least one field to change: title, status, priority or description", [
-          { path: "", message: "must change at least one of title, status, priority, description" },
+        throw new BadUserInputError("Give at least one field to change: title, status, priority, description or assigneeId", [
+          { path: "", message: "must change at least one of title, status, priority, description, assigneeId" },
         ]);
       }
       const where = { id, organizationId: actor.organizationId };
       return db.$transaction(async (tx) => {
         const [before] = await tx.$queryRaw<Editable[]>`
-          SELECT "title", "status"::text AS "status", "priority"::text AS "priority", "description"
+          SELECT "title", "status"::text AS "status", "priority"::text AS "priority", "description", "assigneeId"
           FROM "TaskItem" WHERE "id" = ${id} AND "organizationId" = ${actor.organizationId} FOR UPDATE`;
         if (!before) throw new NotFoundError("Task item", id);
+        if (input.assigneeId) await assertActiveMember(tx, actor.organizationId, input.assigneeId);
         const { changes, data } = changesBetween(before, input as Partial<Editable>);
         if (Object.keys(changes).length === 0) return tx.taskItem.findUniqueOrThrow({ ...query, where });
         const updated = await tx.taskItem.update({ ...query, where, data });
@@ -133,6 +147,20 @@ export function createTaskItemService(db: Db) {
           data: auditEvent(actor, "task_item.updated", { type: "task_item", id }, { changes } as Prisma.InputJsonValue),
         });
         return updated;
+      });
+    },
+
+    /** Removes the item; the audit event keeps what it was, and the entity's statistics no longer count it. */
+    async delete(actor: Actor, id: string): Promise<string> {
+      return db.$transaction(async (tx) => {
+        const [item] = await tx.$queryRaw<(Editable & { entityId: string; entityType: string })[]>`
+          SELECT "title", "status"::text AS "status", "priority"::text AS "priority", "description", "assigneeId",
+                 "entityId", "entityType"::text AS "entityType"
+          FROM "TaskItem" WHERE "id" = ${id} AND "organizationId" = ${actor.organizationId} FOR UPDATE`;
+        if (!item) throw new NotFoundError("Task item", id);
+        await tx.taskItem.delete({ where: { id, organizationId: actor.organizationId }, select: { id: true } });
+        await tx.auditEvent.create({ data: auditEvent(actor, "task_item.deleted", { type: "task_item", id }, item) });
+        return id;
       });
     },
   };

@@ -1,8 +1,10 @@
 import { builder } from "../../builder.js";
-import { authorize } from "../../context.js";
+import { authorize, can } from "../../context.js";
 import { TaskStatus as TaskStatusValues } from "../../generated/prisma/enums.js";
 import { Node } from "../../node.schema.js";
 import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
+import { graphOnly } from "../../rest/rest-schema.js";
+import { Member } from "../members/members.schema.js";
 
 export const TaskStatus = builder.enumType(TaskStatusValues, { name: "TaskStatus", description: "Where a task stands" });
 
@@ -17,6 +19,23 @@ const Task = builder.prismaObject("Task", {
     updatedAt: t.expose("updatedAt", { type: "DateTime", description: "When the task last changed" }),
     description: t.exposeString("description", { nullable: true, description: "Longer text; null when not set" }),
     taskTemplateId: t.exposeID("taskTemplateId", { nullable: true, description: "Task template the task was made from" }),
+    assigneeId: t.exposeID("assigneeId", {
+      nullable: true,
+      description: "Member id of the person responsible; null when unassigned",
+    }),
+    // The member is joined into the parent's query (no query of its own), and only when the caller may read members.
+    assignee: t.field({
+      type: Member,
+      nullable: true,
+      ...graphOnly,
+      description:
+        "The member responsible; null when unassigned. Needs `member:read`: without it, null with a FORBIDDEN error at this path. Not in REST answers.",
+      select: (_args, ctx, nestedSelection) => (can(ctx, "member:read") ? { assignee: nestedSelection(true) } : {}),
+      resolve: (parent, _args, ctx) => {
+        authorize(ctx, "member:read");
+        return (parent as { assignee?: unknown }).assignee as never;
+      },
+    }),
   }),
 });
 
@@ -52,6 +71,7 @@ builder.mutationField("createTask", (t) =>
       description: t.arg.string({ description: "Longer text, at most 10000 characters" }),
       status: t.arg({ type: TaskStatus, description: "Initial status; default todo" }),
       taskTemplateId: t.arg.string({ description: "Task template the task is made from, at most 255 characters" }),
+      assigneeId: t.arg.id({ description: "Member id of the person responsible: an active member of the organization" }),
     },
     resolve: (query, _root, args, ctx) => ctx.services.tasks.create(authorize(ctx, "task:create"), args, query),
   }),
@@ -68,6 +88,9 @@ builder.mutationField("updateTask", (t) =>
       description: t.arg.string({ description: "New description, at most 10000 characters; null clears it" }),
       status: t.arg({ type: TaskStatus, description: "New status" }),
       taskTemplateId: t.arg.string({ description: "New task template id, at most 255 characters; null clears it" }),
+      assigneeId: t.arg.id({
+        description: "Member id of the new person responsible (an active member of the organization); null unassigns",
+      }),
     },
     resolve: (query, _root, { taskId, ...args }, ctx) =>
       ctx.services.tasks.update(authorize(ctx, "task:update"), taskId, args, query),

@@ -8,6 +8,7 @@ import { newId } from "../../ids.js";
 import { type PageArgs, pageQuery, toPage, withKeys } from "../../pagination.js";
 import { codePointLength, freeText, nameText, notNull, parseInput, type WithNulls } from "../../validation.js";
 import { auditEvent, changesBetween } from "../audit/audit.service.js";
+import { assertActiveMember } from "../entities.js";
 
 type TaskQuery = { select?: Prisma.TaskSelect; include?: Prisma.TaskInclude };
 
@@ -18,8 +19,12 @@ const taskTemplateId = z
   .min(1, "must not be empty; send null to clear it")
   .refine((s) => codePointLength(s) <= 255, "must be at most 255 characters");
 
+/** A member id; null (on update) unassigns. */
+const assigneeId = z.string().min(1, "must not be empty; send null to unassign");
+
 const createInput = z.object({
   title,
+  assigneeId: assigneeId.nullish(),
   description: description.nullish(),
   // On create a null means "not given": the default applies.
   status: z.enum(TaskStatus).nullish(),
@@ -32,13 +37,20 @@ const updateInput = z
     description: description.nullish(),
     status: z.enum(TaskStatus, notNull).optional(),
     taskTemplateId: taskTemplateId.nullish(),
+    assigneeId: assigneeId.nullish(),
   })
   .refine((input) => Object.values(input).some((v) => v !== undefined), "give at least one field to change");
 
 export type CreateTaskArgs = WithNulls<z.input<typeof createInput>>;
 export type UpdateTaskArgs = WithNulls<z.input<typeof updateInput>>;
 
-type LockedTask = { title: string; description: string | null; status: TaskStatus; taskTemplateId: string | null };
+type LockedTask = {
+  title: string;
+  description: string | null;
+  status: TaskStatus;
+  taskTemplateId: string | null;
+  assigneeId: string | null;
+};
 
 export function createTaskService(db: Db) {
   return {
@@ -62,6 +74,7 @@ export function createTaskService(db: Db) {
     async create(actor: Actor, args: CreateTaskArgs, query: TaskQuery) {
       const input = parseInput(createInput, args);
       return db.$transaction(async (tx) => {
+        if (input.assigneeId) await assertActiveMember(tx, actor.organizationId, input.assigneeId);
         const task = await tx.task.create({
           ...query,
           data: {
@@ -71,6 +84,7 @@ export function createTaskService(db: Db) {
             description: input.description ?? null,
             status: input.status ?? "todo",
             taskTemplateId: input.taskTemplateId ?? null,
+            assigneeId: input.assigneeId ?? null,
           },
         });
         await tx.auditEvent.create({
@@ -82,6 +96,7 @@ export function createTaskService(db: Db) {
               title: input.title,
               status: input.status ?? "todo",
               taskTemplateId: input.taskTemplateId ?? null,
+              assigneeId: input.assigneeId ?? null,
             },
           ),
         });
@@ -94,11 +109,12 @@ export function createTaskService(db: Db) {
       const input = parseInput(updateInput, args);
       return db.$transaction(async (tx) => {
         const [current] = await tx.$queryRaw<LockedTask[]>`
-          SELECT "title", "description", "status"::text AS "status", "taskTemplateId"
+          SELECT "title", "description", "status"::text AS "status", "taskTemplateId", "assigneeId"
           FROM "Task"
           WHERE "id" = ${taskId} AND "organizationId" = ${actor.organizationId}
           FOR UPDATE`;
         if (!current) throw new NotFoundError("Task", taskId);
+        if (input.assigneeId) await assertActiveMember(tx, actor.organizationId, input.assigneeId);
         const { changes, data } = changesBetween(current, input);
         const where = { id: taskId, organizationId: actor.organizationId };
         if (Object.keys(changes).length === 0) return tx.task.findUniqueOrThrow({ ...query, where });

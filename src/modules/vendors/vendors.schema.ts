@@ -1,8 +1,9 @@
 import { builder } from "../../builder.js";
 import { authorize } from "../../context.js";
 import { Node } from "../../node.schema.js";
+import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
 
-builder.prismaObject("Vendor", {
+const Vendor = builder.prismaObject("Vendor", {
   description: "A third party the organization depends on.",
   interfaces: [Node],
   fields: (t) => ({
@@ -23,5 +24,43 @@ builder.mutationField("createVendor", (t) =>
       description: t.arg.string({ description: "Longer text, at most 10000 characters" }),
     },
     resolve: (query, _root, args, ctx) => ctx.services.vendors.create(authorize(ctx, "vendor:create"), args, query),
+  }),
+);
+
+const VendorPage = definePage("Vendor", Vendor);
+
+builder.queryField("vendor", (t) =>
+  t.prismaField({
+    type: "Vendor",
+    nullable: true,
+    description:
+      "Get a vendor by id. Needs `vendor:read`. Over GraphQL a missing or refused vendor is null with its error, so the other fields of the request still answer; REST answers 404 or 403.",
+    args: { id: t.arg.id({ required: true, description: "The vendor id" }) },
+    resolve: (query, _root, args, ctx) => ctx.services.vendors.get(authorize(ctx, "vendor:read"), args.id, query),
+  }),
+);
+
+builder.queryField("vendors", (t) =>
+  t.field({
+    type: VendorPage,
+    description: "The organization's vendors, newest first. Needs `vendor:read`.",
+    args: { ...pageArgs },
+    resolve: (_root, args, ctx, info) =>
+      ctx.services.vendors.list(authorize(ctx, "vendor:read"), args, itemsQuery(ctx, info, "Vendor")),
+  }),
+);
+
+builder.mutationField("updateVendor", (t) =>
+  t.prismaField({
+    type: "Vendor",
+    description:
+      "Change a vendor. An omitted argument keeps its value; null clears the description. At least one argument besides id is needed. Needs `vendor:update`.",
+    args: {
+      id: t.arg.id({ required: true, description: "The vendor id" }),
+      name: t.arg.string({ description: "New name, 1 to 255 characters, not only whitespace; null is refused" }),
+      description: t.arg.string({ description: "New description, at most 10000 characters; null clears it" }),
+    },
+    resolve: (query, _root, { id, ...args }, ctx) =>
+      ctx.services.vendors.update(authorize(ctx, "vendor:update"), id, args, query),
   }),
 );
