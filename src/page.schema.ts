@@ -3,11 +3,12 @@ import { queryFromInfo } from "@pothos/plugin-prisma";
 import type { GraphQLResolveInfo } from "graphql";
 import { builder } from "./builder.js";
 import type { Context } from "./context.js";
+import { commonLimits, limited } from "./limits.js";
 import type { Page } from "./pagination.js";
 
 /** `limit` and `cursor`, the arguments of every list. */
 export const pageArgs = builder.args((t) => ({
-  limit: t.int({ description: "Page size, 1 to 100; default 20" }),
+  limit: t.int(limited("Page size; default 20", commonLimits.pageSize)),
   cursor: t.string({ description: "nextCursor of the previous page; omit for the first page" }),
 }));
 

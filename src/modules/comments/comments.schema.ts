@@ -1,7 +1,9 @@
 import { builder } from "../../builder.js";
 import { authorize } from "../../context.js";
 import { CommentEntityType as CommentEntityTypeValues } from "../../generated/prisma/enums.js";
+import { commonLimits, limited } from "../../limits.js";
 import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
+import { commentLimits } from "./comments.service.js";
 
 export const CommentEntityType = builder.enumType(CommentEntityTypeValues, { name: "CommentEntityType" });
 
@@ -47,11 +49,11 @@ const Comment = builder.prismaObject("Comment", {
 const AttachmentInput = builder.inputType("AttachmentInput", {
   description: "A file to attach, sent inline as base64.",
   fields: (t) => ({
-    fileName: t.string({ required: true, description: "File name, 1 to 255 characters, no path separators" }),
-    fileType: t.string({ required: true, description: "Media type (type/subtype), e.g. application/pdf" }),
-    fileData: t.string({ required: true, description: "The file content, standard base64; at most 10 MiB decoded" }),
-    description: t.string({ description: "Free text describing the file (at most 500 characters)" }),
-    userId: t.id({ description: "Uploader's user id; default: the comment's author. Must be an active member." }),
+    fileName: t.string({ required: true, ...limited("File name", commentLimits.fileName) }),
+    fileType: t.string({ required: true, ...limited("Media type (type/subtype) of the file", commentLimits.fileType) }),
+    fileData: t.string({ required: true, ...limited("The file content", commentLimits.fileData) }),
+    description: t.string(limited("Free text describing the file", commentLimits.attachmentDescription)),
+    userId: t.id(limited("Uploader's user id; default: the comment's author. Must be an active member", commonLimits.id)),
   }),
 });
 
@@ -60,15 +62,16 @@ builder.mutationField("createComment", (t) =>
     type: "Comment",
     description: "Create a comment on an entity, with optional attachments. Needs `comment:create`.",
     args: {
-      content: t.arg.string({ required: true, description: "Comment text, 1 to 2000 characters" }),
-      entityId: t.arg.id({ required: true, description: "Id of the entity commented on" }),
+      content: t.arg.string({ required: true, ...limited("Comment text", commentLimits.content) }),
+      entityId: t.arg.id({ required: true, ...limited("Id of the entity commented on", commonLimits.id) }),
       entityType: t.arg({ type: CommentEntityType, required: true }),
-      contextUrl: t.arg.string({
-        description:
-          "Absolute http(s) URL of the page the comment was made on, for notification deep links (at most 2048 characters)",
-      }),
-      attachments: t.arg({ type: [AttachmentInput], description: "At most 10 files, 25 MiB together" }),
-      userId: t.arg.id({ description: "The author's user id: required with an API key, ignored with a user credential" }),
+      contextUrl: t.arg.string(
+        limited("URL of the page the comment was made on, for notification deep links", commentLimits.contextUrl),
+      ),
+      attachments: t.arg({ type: [AttachmentInput], ...limited("Files to attach, 25 MiB together", commentLimits.attachments) }),
+      userId: t.arg.id(
+        limited("The author's user id: required with an API key, ignored with a user credential", commonLimits.id),
+      ),
     },
     resolve: (query, _root, args, ctx) => ctx.services.comments.create(authorize(ctx, "comment:create"), args, query),
   }),
@@ -81,7 +84,7 @@ builder.queryField("comments", (t) =>
     type: CommentPage,
     description: "Comments on an entity, newest first, with authors and attachment metadata. Needs `comment:read`.",
     args: {
-      entityId: t.arg.id({ required: true, description: "Id of the entity" }),
+      entityId: t.arg.id({ required: true, ...limited("Id of the entity", commonLimits.id) }),
       entityType: t.arg({ type: CommentEntityType, required: true }),
       ...pageArgs,
     },

@@ -1,7 +1,9 @@
 import { builder } from "../../builder.js";
 import { authorize } from "../../context.js";
 import { Department as DepartmentValues, MemberRole as MemberRoleValues } from "../../generated/prisma/enums.js";
+import { commonLimits, limited } from "../../limits.js";
 import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
+import { memberLimits } from "./members.service.js";
 
 export const MemberRole = builder.enumType(MemberRoleValues, {
   name: "MemberRole",
@@ -82,12 +84,14 @@ builder.mutationField("createMember", (t) =>
     description:
       "Add a person to the organization. Creates their user account when the e-mail address is new and reuses it (keeping its name) otherwise; 409 when they are already a member. Only an owner (or an API key) can add an owner. Needs `member:create`.",
     args: {
-      email: t.arg.string({ required: true, description: "E-mail address; stored trimmed and lower-cased" }),
-      name: t.arg.string({ required: true, description: "The person's name for a new account, 1 to 255 characters" }),
+      email: t.arg.string({ required: true, ...limited("E-mail address; stored lower-cased", memberLimits.email) }),
+      name: t.arg.string({ required: true, ...limited("The person's name for a new account", commonLimits.name) }),
       role: t.arg({ type: MemberRole, required: true, description: "Role in the organization" }),
       department: t.arg({ type: Department, description: "Department; default none" }),
-      jobTitle: t.arg.string({ description: "Job title, at most 255 characters" }),
-      deviceLabelId: t.arg.int({ description: "Label of the member's devices in the device-management system, 0 or more" }),
+      jobTitle: t.arg.string(limited("Job title", memberLimits.jobTitle)),
+      deviceLabelId: t.arg.int(
+        limited("Label of the member's devices in the device-management system", memberLimits.deviceLabelId),
+      ),
     },
     resolve: (query, _root, args, ctx) => ctx.services.members.create(authorize(ctx, "member:create"), args, query),
   }),
@@ -102,9 +106,9 @@ builder.mutationField("updateMember", (t) =>
       id: t.arg.id({ required: true, description: "The member id" }),
       role: t.arg({ type: MemberRole, description: "New role" }),
       department: t.arg({ type: Department, description: "New department" }),
-      jobTitle: t.arg.string({ description: "New job title, at most 255 characters; null clears it" }),
+      jobTitle: t.arg.string(limited("New job title; null clears it", memberLimits.jobTitle)),
       isActive: t.arg.boolean({ description: "False deactivates the member, true reactivates them" }),
-      deviceLabelId: t.arg.int({ description: "New device label, 0 or more; null clears it" }),
+      deviceLabelId: t.arg.int(limited("New device label; null clears it", memberLimits.deviceLabelId)),
     },
     resolve: (query, _root, { id, ...args }, ctx) =>
       ctx.services.members.update(authorize(ctx, "member:update"), id, args, query),

@@ -4,6 +4,7 @@ import {
   PolicyStatus as PolicyStatusValues,
   PolicyVersionStatus as PolicyVersionStatusValues,
 } from "../../generated/prisma/enums.js";
+import { commonLimits, limited } from "../../limits.js";
 import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
 
 export const PolicyStatus = builder.enumType(PolicyStatusValues, {
@@ -66,8 +67,10 @@ builder.mutationField("createPolicyVersion", (t) =>
     description: "Create a new draft version of a policy, copying the source version's content. Needs `policy:update`.",
     args: {
       id: t.arg.id({ required: true, description: "The policy id" }),
-      sourceVersionId: t.arg.id({ description: "Version to base the new one on; default: the policy's current version" }),
-      changelog: t.arg.string({ description: "What changes in this version (at most 10000 characters)" }),
+      sourceVersionId: t.arg.id(
+        limited("Version to base the new one on; default: the policy's current version", commonLimits.id),
+      ),
+      changelog: t.arg.string(limited("What changes in this version", commonLimits.freeText)),
     },
     resolve: (_root, args, ctx) =>
       ctx.services.policies.createVersion(authorize(ctx, "policy:update"), args.id, {
@@ -83,8 +86,8 @@ builder.mutationField("createPolicy", (t) =>
     description:
       "Create a policy. It is published, with version 1 (published) holding `content` as its current version. Needs `policy:create`.",
     args: {
-      name: t.arg.string({ required: true, description: "Name, 1 to 255 characters, not only whitespace" }),
-      description: t.arg.string({ description: "What the policy covers, at most 10000 characters" }),
+      name: t.arg.string({ required: true, ...limited("Name", commonLimits.name) }),
+      description: t.arg.string(limited("What the policy covers", commonLimits.freeText)),
       content: t.arg({ type: "JSON", description: "The text of version 1: a rich-text JSON array or object; default []" }),
     },
     resolve: (query, _root, args, ctx) => ctx.services.policies.create(authorize(ctx, "policy:create"), args, query),

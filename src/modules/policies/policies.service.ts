@@ -4,8 +4,9 @@ import type { Db } from "../../db/database.js";
 import { NotFoundError } from "../../errors.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import { newId } from "../../ids.js";
+import { commonLimits, text } from "../../limits.js";
 import { type PageArgs, pageQuery, toPage, withKeys } from "../../pagination.js";
-import { freeText, nameText, parseInput } from "../../validation.js";
+import { parseInput } from "../../validation.js";
 import { auditEvent } from "../audit/audit.service.js";
 
 const MAX_CONTENT_DEPTH = 64;
@@ -22,13 +23,13 @@ function jsonDepth(value: unknown): number {
 }
 
 const createVersionInput = z.object({
-  sourceVersionId: z.string().min(1, "must not be empty").nullish(),
-  changelog: freeText().nullish(),
+  sourceVersionId: text(commonLimits.id).nullish(),
+  changelog: text(commonLimits.freeText).nullish(),
 });
 
 const createPolicyInput = z.object({
-  name: nameText(),
-  description: freeText().nullish(),
+  name: text(commonLimits.name),
+  description: text(commonLimits.freeText).nullish(),
   // A rich-text document (the editor's JSON): an array of blocks or one object. Absent means empty.
   content: z
     .custom<Prisma.InputJsonValue>(

@@ -5,6 +5,7 @@ import {
   TaskItemPriority as TaskItemPriorityValues,
   TaskItemStatus as TaskItemStatusValues,
 } from "../../generated/prisma/enums.js";
+import { commonLimits, limited } from "../../limits.js";
 import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
 import type { TaskItemStats } from "./task-items.service.js";
 
@@ -62,7 +63,7 @@ builder.queryField("taskItemStats", (t) =>
     type: TaskItemStatsRef,
     description: "Task item statistics for a vendor or risk. Needs `task:read`.",
     args: {
-      entityId: t.arg.id({ required: true, description: "Id of the vendor or risk" }),
+      entityId: t.arg.id({ required: true, ...limited("Id of the vendor or risk", commonLimits.id) }),
       entityType: t.arg({ type: TaskItemEntityType, required: true, description: "Whether entityId names a vendor or a risk" }),
     },
     resolve: (_root, args, ctx) => ctx.services.taskItems.stats(authorize(ctx, "task:read"), args.entityId, args.entityType),
@@ -74,12 +75,15 @@ builder.mutationField("createTaskItem", (t) =>
     type: "TaskItem",
     description: "Create a task item on a vendor or risk of the organization. Needs `task:create`.",
     args: {
-      title: t.arg.string({ required: true, description: "Short title, 1 to 255 characters, not only whitespace" }),
-      entityId: t.arg.id({ required: true, description: "Id of the vendor or risk; it must exist in the organization" }),
+      title: t.arg.string({ required: true, ...limited("Short title", commonLimits.name) }),
+      entityId: t.arg.id({
+        required: true,
+        ...limited("Id of the vendor or risk; it must exist in the organization", commonLimits.id),
+      }),
       entityType: t.arg({ type: TaskItemEntityType, required: true, description: "Whether entityId names a vendor or a risk" }),
       status: t.arg({ type: TaskItemStatus, description: "Initial status; default todo" }),
       priority: t.arg({ type: TaskItemPriority, description: "Priority; default medium" }),
-      description: t.arg.string({ description: "Longer text, at most 10000 characters" }),
+      description: t.arg.string(limited("Longer text", commonLimits.freeText)),
     },
     resolve: (query, _root, args, ctx) => ctx.services.taskItems.create(authorize(ctx, "task:create"), args, query),
   }),
@@ -90,7 +94,7 @@ builder.queryField("taskItems", (t) =>
     type: TaskItemPage,
     description: "The task items of a vendor or risk, newest first. Needs `task:read`.",
     args: {
-      entityId: t.arg.id({ required: true, description: "Id of the vendor or risk" }),
+      entityId: t.arg.id({ required: true, ...limited("Id of the vendor or risk", commonLimits.id) }),
       entityType: t.arg({ type: TaskItemEntityType, required: true, description: "Whether entityId names a vendor or a risk" }),
       ...pageArgs,
     },
@@ -106,10 +110,10 @@ builder.mutationField("updateTaskItem", (t) =>
       "Change a task item. An argument left out keeps its value; description null clears it. At least one argument besides id is needed. Needs `task:update`.",
     args: {
       id: t.arg.id({ required: true, description: "The task item id" }),
-      title: t.arg.string({ description: "New title, 1 to 255 characters, not only whitespace; null is refused" }),
+      title: t.arg.string(limited("New title; null is refused", commonLimits.name)),
       status: t.arg({ type: TaskItemStatus, description: "New status; null is refused" }),
       priority: t.arg({ type: TaskItemPriority, description: "New priority; null is refused" }),
-      description: t.arg.string({ description: "New description, at most 10000 characters; null clears it" }),
+      description: t.arg.string(limited("New description; null clears it", commonLimits.freeText)),
     },
     resolve: (query, _root, args, ctx) => ctx.services.taskItems.update(authorize(ctx, "task:update"), args, query),
   }),

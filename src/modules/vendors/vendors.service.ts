@@ -3,14 +3,15 @@ import type { Actor } from "../../context.js";
 import type { Db } from "../../db/database.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import { newId } from "../../ids.js";
-import { freeText, nameText, parseInput } from "../../validation.js";
+import { commonLimits, text } from "../../limits.js";
+import { parseInput } from "../../validation.js";
 import { auditEvent } from "../audit/audit.service.js";
 
 type VendorQuery = { select?: Prisma.VendorSelect; include?: Prisma.VendorInclude };
 
 const createInput = z.object({
-  name: nameText(),
-  description: freeText().nullish(),
+  name: text(commonLimits.name),
+  description: text(commonLimits.freeText).nullish(),
 });
 
 export type CreateVendorArgs = z.input<typeof createInput>;
