@@ -19,7 +19,11 @@ export function definePage<Item extends object>(itemTypeName: string, itemRef: O
   return builder.objectRef<Page<Item>>(`${itemTypeName}Page`).implement({
     description: `A page of ${itemTypeName} records, newest first.`,
     fields: (t) => ({
-      items: t.field({ type: [itemRef], resolve: (page) => page.items }),
+      items: t.field({
+        type: [itemRef],
+        description: "The records of this page, at most `limit`, newest first",
+        resolve: (page) => page.items,
+      }),
       nextCursor: t.string({
         nullable: true,
         description: "Pass as `cursor` to get the next page; null on the last page",

@@ -157,7 +157,13 @@ class SchemaCollector {
 
   private define(type: GraphQLNamedType): Schema {
     const description = type.description ? { description: type.description } : {};
-    if (isEnumType(type)) return { type: "string", enum: type.getValues().map((v) => v.name), ...description };
+    if (isEnumType(type)) {
+      // JSON Schema has no place for a description per enum value: list them in the type's.
+      const values = type.getValues();
+      const meanings = values.filter((v) => v.description).map((v) => `- \`${v.name}\`: ${v.description}`);
+      const text = [type.description, meanings.join("\n")].filter(Boolean).join("\n\n");
+      return { type: "string", enum: values.map((v) => v.name), ...(text ? { description: text } : {}) };
+    }
     if (isObjectType(type)) {
       // Sofa selects every field and GraphQL sends every selected field: all are present, some null.
       const fields = Object.values(type.getFields());

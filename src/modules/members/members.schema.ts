@@ -9,8 +9,29 @@ export const MemberRole = builder.enumType(MemberRoleValues, {
   name: "MemberRole",
   description:
     "What a member may do: owner and admin everything, auditor read and comment, employee and contractor read tasks and comment",
+  values: {
+    owner: { description: "Everything, including making others owners; an organization always keeps one active owner" },
+    admin: { description: "Everything, except making someone an owner or changing an owner" },
+    auditor: { description: "Reads everything and comments; changes nothing else" },
+    employee: { description: "Reads tasks and comments, and writes comments" },
+    contractor: {
+      description: "Like employee (reads tasks and comments, writes comments), for people from outside the organization",
+    },
+  },
 });
-export const Department = builder.enumType(DepartmentValues, { name: "Department", description: "The member's department" });
+export const Department = builder.enumType(DepartmentValues, {
+  name: "Department",
+  description: "The member's department",
+  values: {
+    none: { description: "No department (the default)" },
+    admin: { description: "Administration" },
+    gov: { description: "Governance (governance, risk and compliance)" },
+    hr: { description: "Human resources" },
+    it: { description: "Information technology" },
+    itsm: { description: "IT service management" },
+    qms: { description: "Quality management (quality management system)" },
+  },
+});
 
 builder.prismaObject("User", {
   description: "A person's account; one user can be a member of several organizations.",

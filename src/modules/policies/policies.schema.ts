@@ -10,10 +10,18 @@ import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
 export const PolicyStatus = builder.enumType(PolicyStatusValues, {
   name: "PolicyStatus",
   description: "Whether a policy is published.",
+  values: {
+    draft: { description: "Not yet in force: no version has been published" },
+    published: { description: "In force: currentVersionId names the published version that applies" },
+  },
 });
 export const PolicyVersionStatus = builder.enumType(PolicyVersionStatusValues, {
   name: "PolicyVersionStatus",
   description: "Whether a policy version is a draft or published.",
+  values: {
+    draft: { description: "A working copy: editable, not in force" },
+    published: { description: "Approved text; the policy's current version is a published one" },
+  },
 });
 
 builder.prismaObject("Policy", {
@@ -56,7 +64,7 @@ const PolicyVersionPage = definePage("PolicyVersion", PolicyVersion);
 const PolicyVersionCreated = builder.objectRef<{ versionId: string; version: number }>("PolicyVersionCreated").implement({
   description: "The draft version just created.",
   fields: (t) => ({
-    versionId: t.exposeID("versionId"),
+    versionId: t.exposeID("versionId", { description: "Id of the new version (pv_...)" }),
     version: t.exposeInt("version", { description: "The version number: per policy, from 1, consecutive, never reused" }),
   }),
 });

@@ -12,14 +12,28 @@ import type { TaskItemStats } from "./task-items.service.js";
 export const TaskItemEntityType = builder.enumType(TaskItemEntityTypeValues, {
   name: "TaskItemEntityType",
   description: "The kind of record a task item belongs to.",
+  values: { vendor: { description: "A vendor (vnd_...)" }, risk: { description: "A risk (rsk_...)" } },
 });
 export const TaskItemStatus = builder.enumType(TaskItemStatusValues, {
   name: "TaskItemStatus",
   description: "Where a task item stands.",
+  values: {
+    todo: { description: "Not started (the default)" },
+    in_progress: { description: "Being worked on" },
+    in_review: { description: "Done by its assignee and waiting for someone to check it" },
+    done: { description: "Finished" },
+    canceled: { description: "Dropped: no longer needed; kept for the record" },
+  },
 });
 export const TaskItemPriority = builder.enumType(TaskItemPriorityValues, {
   name: "TaskItemPriority",
   description: "How urgent a task item is.",
+  values: {
+    urgent: { description: "Needs attention now" },
+    high: { description: "Before the other open items" },
+    medium: { description: "Normal priority (the default)" },
+    low: { description: "When time allows" },
+  },
 });
 
 const TaskItem = builder.prismaObject("TaskItem", {
@@ -42,11 +56,11 @@ const TaskItemPage = definePage("TaskItem", TaskItem);
 const TaskItemStatusCounts = builder.objectRef<TaskItemStats["byStatus"]>("TaskItemStatusCounts").implement({
   description: "Number of task items in each status.",
   fields: (t) => ({
-    todo: t.exposeInt("todo"),
-    in_progress: t.exposeInt("in_progress"),
-    in_review: t.exposeInt("in_review"),
-    done: t.exposeInt("done"),
-    canceled: t.exposeInt("canceled"),
+    todo: t.exposeInt("todo", { description: "Items not started" }),
+    in_progress: t.exposeInt("in_progress", { description: "Items being worked on" }),
+    in_review: t.exposeInt("in_review", { description: "Items waiting for review" }),
+    done: t.exposeInt("done", { description: "Items finished" }),
+    canceled: t.exposeInt("canceled", { description: "Items dropped" }),
   }),
 });
 
@@ -54,7 +68,11 @@ const TaskItemStatsRef = builder.objectRef<TaskItemStats>("TaskItemStats").imple
   description: "Task item statistics of one vendor or risk.",
   fields: (t) => ({
     total: t.exposeInt("total", { description: "Total task items of the entity; the sum of byStatus" }),
-    byStatus: t.field({ type: TaskItemStatusCounts, resolve: (stats) => stats.byStatus }),
+    byStatus: t.field({
+      type: TaskItemStatusCounts,
+      description: "Count per status; every status is present, 0 when none",
+      resolve: (stats) => stats.byStatus,
+    }),
   }),
 });
 

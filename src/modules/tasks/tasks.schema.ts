@@ -5,7 +5,16 @@ import { commonLimits, limited } from "../../limits.js";
 import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
 import { taskLimits } from "./tasks.service.js";
 
-export const TaskStatus = builder.enumType(TaskStatusValues, { name: "TaskStatus", description: "Where a task stands" });
+export const TaskStatus = builder.enumType(TaskStatusValues, {
+  name: "TaskStatus",
+  description: "Where a task stands",
+  values: {
+    todo: { description: "Not started (the default)" },
+    in_progress: { description: "Being worked on" },
+    done: { description: "Finished" },
+    blocked: { description: "Cannot go on until something outside the task changes" },
+  },
+});
 
 const Task = builder.prismaObject("Task", {
   description: "A compliance task of the organization.",
