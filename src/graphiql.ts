@@ -1,10 +1,7 @@
+import { parse, print } from "graphql";
 import type { GraphiQLOptions, Plugin } from "graphql-yoga";
 
-/** What GraphiQL opens with: the five operations of the specification, ready to run. */
-export const graphiqlExamples = `# Put your API key in the Headers tab: {"X-API-Key": "cwk_..."}
-# Pick an operation with the run button's menu and fill in the Variables tab.
-
-query GetTask($taskId: ID!) {
+const exampleOperations = `query GetTask($taskId: ID!) {
   task(taskId: $taskId) { id title status description taskTemplateId createdAt updatedAt }
 }
 
@@ -33,6 +30,16 @@ mutation UnlinkDevice($memberId: ID!) {
 mutation CreatePolicyVersion($policyId: ID!, $changelog: String) {
   createPolicyVersion(id: $policyId, changelog: $changelog) { versionId version }
 }
+`;
+
+/**
+ * What GraphiQL opens with: the five operations of the specification, ready to run. Printed by
+ * graphql-js, one field per line, so that none runs past the editor's width.
+ */
+export const graphiqlExamples = `# Put your API key in the Headers tab: {"X-API-Key": "cwk_..."}
+# Pick an operation with the run button's menu and fill in the Variables tab.
+
+${print(parse(exampleOperations))}
 `;
 
 const ASSETS = "/graphiql";

@@ -1,4 +1,4 @@
-import { parse, validate } from "graphql";
+import { parse, print, validate } from "graphql";
 import { describe, expect, it } from "vitest";
 import { graphiqlExamples } from "../../src/graphiql.js";
 import { schema } from "../../src/schema.js";
@@ -11,5 +11,13 @@ describe("GraphiQL examples", () => {
     for (const field of ["task(", "taskItemStats(", "createComment(", "unlinkDevice(", "createPolicyVersion("]) {
       expect(text).toContain(field);
     }
+  });
+
+  it("are formatted one field per line, as graphql-js prints them, so none runs past the editor", () => {
+    const operations = graphiqlExamples.replace(/^#.*\n/gm, "").trim();
+    expect(operations).toBe(print(parse(operations)));
+    const longest = Math.max(...graphiqlExamples.split("\n").map((line) => line.length));
+    expect(longest).toBeLessThanOrEqual(100);
+    expect(graphiqlExamples.split("\n").length).toBeGreaterThan(40);
   });
 });
