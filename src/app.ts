@@ -1,4 +1,3 @@
-import { EnvelopArmorPlugin } from "@escape.tech/graphql-armor";
 import { useCSRFPrevention } from "@graphql-yoga/plugin-csrf-prevention";
 import { useDisableIntrospection } from "@graphql-yoga/plugin-disable-introspection";
 import { useSofa } from "@graphql-yoga/plugin-sofa";
@@ -18,6 +17,7 @@ import { useIdempotency } from "./idempotency.js";
 import { useGraphqlInputHygiene } from "./input-hygiene.js";
 import { useMetrics } from "./metrics.js";
 import type { DeviceManagement } from "./modules/members/device-management.js";
+import { useOperationLimits } from "./operation-limits.js";
 import { limitAuthenticationFailures, useRateLimit } from "./rate-limit.js";
 import { requestIdOf, useRequestId } from "./request-context.js";
 import { useRequestLog } from "./request-log.js";
@@ -147,14 +147,7 @@ export function createApp(deps: AppDeps) {
       useIdempotency({ db: database.db, authenticate: authenticateOnce, logger }),
       // Limits on the shape of GraphQL documents. REST operations are fixed documents and skip
       // validation, so these only ever concern /graphql.
-      EnvelopArmorPlugin({
-        maxDepth: { n: 10, ignoreIntrospection: true },
-        maxAliases: { n: 15 },
-        maxTokens: { n: 2_000 },
-        maxDirectives: { n: 20 },
-        costLimit: { maxCost: 5_000, ignoreIntrospection: true },
-        blockFieldSuggestion: { enabled: true },
-      }),
+      useOperationLimits({ suggestFields: config.introspection ?? !config.production }),
       // A simple POST with a form content type cannot carry a GraphQL request: no cross-site writes.
       useCSRFPrevention({ requestHeaders: ["x-api-key", "authorization", "x-graphql-yoga-csrf"] }),
       ...((config.introspection ?? !config.production) ? [] : [useDisableIntrospection()]),
