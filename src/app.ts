@@ -1,4 +1,3 @@
-import { useCSRFPrevention } from "@graphql-yoga/plugin-csrf-prevention";
 import { useDisableIntrospection } from "@graphql-yoga/plugin-disable-introspection";
 import { useSofa } from "@graphql-yoga/plugin-sofa";
 import type { Tracer } from "@opentelemetry/api";
@@ -11,6 +10,7 @@ import type { Config } from "./config.js";
 import type { Context } from "./context.js";
 import type { Database } from "./db/database.js";
 import { maskError, restErrorsResponse, useUnexpectedErrorLog } from "./error-masking.js";
+import { useCsrfPreventionExceptSameOriginEventStreams } from "./event-streams.js";
 import type { Events } from "./events.js";
 import { graphiqlExamples, renderLocalGraphiQL, useGraphiQLAssets } from "./graphiql.js";
 import { useIdempotency } from "./idempotency.js";
@@ -149,7 +149,8 @@ export function createApp(deps: AppDeps) {
       // validation, so these only ever concern /graphql.
       useOperationLimits({ suggestFields: config.introspection ?? !config.production }),
       // A simple POST with a form content type cannot carry a GraphQL request: no cross-site writes.
-      useCSRFPrevention({ requestHeaders: ["x-api-key", "authorization", "x-graphql-yoga-csrf"] }),
+      // A same-origin EventSource (GET, cookie) is let through: it cannot be cross-site (event-streams.ts).
+      useCsrfPreventionExceptSameOriginEventStreams({ requestHeaders: ["x-api-key", "authorization", "x-graphql-yoga-csrf"] }),
       ...((config.introspection ?? !config.production) ? [] : [useDisableIntrospection()]),
       useSofa({
         basePath: REST_BASE,
