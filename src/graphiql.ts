@@ -32,14 +32,50 @@ mutation CreatePolicyVersion($policyId: ID!, $changelog: String) {
 }
 `;
 
+/** GraphiQL's editor shows about 56 characters beside the response pane at 1400 pixels. */
+export const graphiqlLineWidth = 56;
+
+/** One argument or variable per line where `name(a, b, ...)` would be wider than the editor. */
+function wrapArguments(printed: string): string {
+  return printed
+    .split("\n")
+    .flatMap((line) => {
+      const open = line.indexOf("(");
+      const close = line.lastIndexOf(")");
+      if (line.length <= graphiqlLineWidth || open < 0 || close < open) return [line];
+      const indent = /^ */.exec(line)?.[0] ?? "";
+      const items: string[] = [];
+      let depth = 0;
+      let inString = false;
+      let start = open + 1;
+      for (let i = start; i < close; i++) {
+        const c = line[i] as string;
+        if (c === '"' && line[i - 1] !== "\\") inString = !inString;
+        else if (inString) continue;
+        else if ("([{".includes(c)) depth++;
+        else if (")]}".includes(c)) depth--;
+        else if (c === "," && depth === 0) {
+          items.push(line.slice(start, i).trim());
+          start = i + 1;
+        }
+      }
+      items.push(line.slice(start, close).trim());
+      return [line.slice(0, open + 1), ...items.map((item) => `${indent}  ${item}`), `${indent}${line.slice(close)}`];
+    })
+    .join("\n");
+}
+
 /**
  * What GraphiQL opens with: the five operations of the specification, ready to run. Printed by
- * graphql-js, one field per line, so that none runs past the editor's width.
+ * graphql-js (one field per line) with long argument lists wrapped, so that no line runs past the
+ * editor's width.
  */
-export const graphiqlExamples = `# Put your API key in the Headers tab: {"X-API-Key": "cwk_..."}
-# Pick an operation with the run button's menu and fill in the Variables tab.
+export const graphiqlExamples = `# Put your API key in the Headers tab:
+#   {"X-API-Key": "cwk_..."}
+# Pick an operation with the run button's menu,
+# and fill in the Variables tab.
 
-${print(parse(exampleOperations))}
+${wrapArguments(print(parse(exampleOperations)))}
 `;
 
 const ASSETS = "/graphiql";
