@@ -9,8 +9,9 @@ import { codePointLength, notNull } from "./validation.js";
  *
  * To limit a new input: declare it with `limit({...})` (next to the service, exported), validate
  * with `text(l)` / `integer(l)` / `list(item, l)`, and give the GraphQL argument or input field
- * `...limited("What it is", l)`. test/integration/limits.test.ts fails when a declared limit is on
- * no GraphQL argument, or when the OpenAPI schema of a REST route lacks one of its keywords.
+ * `...limited("What it is", l)`. test/unit/limits.test.ts fails when a declared limit is on no
+ * GraphQL argument, when the OpenAPI schema of a REST route lacks one of its keywords, or when a
+ * service checks a length or range with zod directly.
  */
 export type Limit = {
   minLength?: number;
