@@ -1,5 +1,3 @@
-import { EnvelopArmorPlugin } from "@escape.tech/graphql-armor";
-import { useCSRFPrevention } from "@graphql-yoga/plugin-csrf-prevention";
 import { useDisableIntrospection } from "@graphql-yoga/plugin-disable-introspection";
 import { useSofa } from "@graphql-yoga/plugin-sofa";
 import type { Tracer } from "@opentelemetry/api";
@@ -14,12 +12,14 @@ import type { Context } from "./context.js";
 import { useCredentialWatch } from "./credential-watch.js";
 import type { Database } from "./db/database.js";
 import { maskError, restErrorsResponse, useUnexpectedErrorLog, withSafetyNet } from "./error-masking.js";
+import { useCsrfPreventionExceptSameOriginEventStreams } from "./event-streams.js";
 import type { Events } from "./events.js";
 import { graphiqlExamples, renderLocalGraphiQL, useGraphiQLAssets } from "./graphiql.js";
 import { useIdempotency } from "./idempotency.js";
 import { useGraphqlInputHygiene } from "./input-hygiene.js";
 import { useMetrics } from "./metrics.js";
 import type { DeviceManagement } from "./modules/members/device-management.js";
+import { useOperationLimits } from "./operation-limits.js";
 import { useQueryCost } from "./query-cost.js";
 import { limitAuthenticationFailures, useRateLimit } from "./rate-limit.js";
 import { type RedisHealth, watchRedis } from "./redis.js";
@@ -222,19 +222,12 @@ export function createApp(deps: AppDeps) {
       useCredentialWatch(verify),
       // Limits on the shape of GraphQL documents. REST operations are fixed documents and skip
       // validation, so these only ever concern /graphql.
-      EnvelopArmorPlugin({
-        maxDepth: { n: 10, ignoreIntrospection: true },
-        maxAliases: { n: 15 },
-        maxTokens: { n: 2_000 },
-        maxDirectives: { n: 20 },
-        // Replaced by useQueryCost: armor's cost weighs depth, not the length of nested lists.
-        costLimit: { enabled: false },
-        blockFieldSuggestion: { enabled: true },
-      }),
+      useOperationLimits({ suggestFields: config.introspection ?? !config.production }),
       // Worst-case objects, multiplied through nested lists, before any resolver runs.
       useQueryCost(),
       // A simple POST with a form content type cannot carry a GraphQL request: no cross-site writes.
-      useCSRFPrevention({ requestHeaders: ["x-api-key", "authorization", "x-graphql-yoga-csrf"] }),
+      // A same-origin EventSource (GET, cookie) is let through: it cannot be cross-site (event-streams.ts).
+      useCsrfPreventionExceptSameOriginEventStreams({ requestHeaders: ["x-api-key", "authorization", "x-graphql-yoga-csrf"] }),
       ...((config.introspection ?? !config.production) ? [] : [useDisableIntrospection()]),
       withRestSchema(
         useSofa({

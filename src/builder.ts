@@ -26,8 +26,11 @@ export const builder = new SchemaBuilder<{
   },
 });
 
-builder.queryType({});
-builder.mutationType({});
+builder.queryType({ description: "Reads. Every field needs a credential and the permission its description names." });
+builder.mutationType({
+  description:
+    "Writes. Every field needs a credential and the permission its description names; send Idempotency-Key to make retries safe.",
+});
 
 builder.scalarType("DateTime", {
   description: "An ISO 8601 date-time in UTC, e.g. 2026-11-22T10:15:00.000Z",

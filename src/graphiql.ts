@@ -1,11 +1,8 @@
+import { parse, print } from "graphql";
 import type { GraphiQLOptions, Plugin } from "graphql-yoga";
 import { errorResponse } from "./rest/error-response.js";
 
-/** What GraphiQL opens with: the five operations of the specification and the policy review, ready to run. */
-export const graphiqlExamples = `# Put your API key in the Headers tab: {"X-API-Key": "cwk_..."}
-# Pick an operation with the run button's menu and fill in the Variables tab.
-
-query GetTask($taskId: ID!) {
+const exampleOperations = `query GetTask($taskId: ID!) {
   task(taskId: $taskId) { id title status description taskTemplateId createdAt updatedAt }
 }
 
@@ -35,7 +32,6 @@ mutation CreatePolicyVersion($policyId: ID!, $changelog: String) {
   createPolicyVersion(id: $policyId, changelog: $changelog) { versionId version }
 }
 
-# The screens: each is one request.
 
 query TaskPage($taskId: ID!) {
   viewer {
@@ -109,8 +105,6 @@ query PolicyPage($policyId: ID!) {
     comments(limit: 5) {
       items { id content author { name } }
     }
-# The review: submit a draft naming an approver (a member who may update policies); the approver,
-# signed in with a session or JWT, approves (published and current) or rejects it (back to draft).
 mutation SubmitPolicyVersion($policyId: ID!, $versionId: ID!, $approverId: ID!) {
   submitPolicyVersion(
     id: $policyId
@@ -141,6 +135,53 @@ mutation RejectPolicyVersion($policyId: ID!, $versionId: ID!, $reason: String!) 
     rejectionReason
   }
 }
+`;
+
+/** GraphiQL's editor shows about 56 characters beside the response pane at 1400 pixels. */
+export const graphiqlLineWidth = 56;
+
+/** One argument or variable per line where `name(a, b, ...)` would be wider than the editor. */
+function wrapArguments(printed: string): string {
+  return printed
+    .split("\n")
+    .flatMap((line) => {
+      const open = line.indexOf("(");
+      const close = line.lastIndexOf(")");
+      if (line.length <= graphiqlLineWidth || open < 0 || close < open) return [line];
+      const indent = /^ */.exec(line)?.[0] ?? "";
+      const items: string[] = [];
+      let depth = 0;
+      let inString = false;
+      let start = open + 1;
+      for (let i = start; i < close; i++) {
+        const c = line[i] as string;
+        if (c === '"' && line[i - 1] !== "\\") inString = !inString;
+        else if (inString) continue;
+        else if ("([{".includes(c)) depth++;
+        else if (")]}".includes(c)) depth--;
+        else if (c === "," && depth === 0) {
+          items.push(line.slice(start, i).trim());
+          start = i + 1;
+        }
+      }
+      items.push(line.slice(start, close).trim());
+      return [line.slice(0, open + 1), ...items.map((item) => `${indent}  ${item}`), `${indent}${line.slice(close)}`];
+    })
+    .join("\n");
+}
+
+/**
+ * What GraphiQL opens with: the five operations of the specification, the three screens (a task,
+ * a vendor and a policy page, one request each) and the policy review, ready to run. Printed by
+ * graphql-js (one field per line) with long argument lists wrapped, so that no line runs past the
+ * editor's width.
+ */
+export const graphiqlExamples = `# Put your API key in the Headers tab:
+#   {"X-API-Key": "cwk_..."}
+# Pick an operation with the run button's menu,
+# and fill in the Variables tab.
+
+${wrapArguments(print(parse(exampleOperations)))}
 `;
 
 const ASSETS = "/graphiql";

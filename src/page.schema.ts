@@ -3,12 +3,13 @@ import { queryFromInfo } from "@pothos/plugin-prisma";
 import type { GraphQLResolveInfo } from "graphql";
 import { builder } from "./builder.js";
 import type { Context } from "./context.js";
+import { commonLimits, limited } from "./limits.js";
 import type { Page } from "./pagination.js";
 import { graphOnly } from "./rest/rest-schema.js";
 
 /** `limit` and `cursor`, the arguments of every list. */
 export const pageArgs = builder.args((t) => ({
-  limit: t.int({ description: "Page size, 1 to 100; default 20" }),
+  limit: t.int(limited("Page size; default 20", commonLimits.pageSize)),
   cursor: t.string({ description: "nextCursor of the previous page; omit for the first page" }),
 }));
 
@@ -19,7 +20,11 @@ export function definePage<Item extends object>(itemTypeName: string, itemRef: O
   return builder.objectRef<Page<Item>>(`${itemTypeName}Page`).implement({
     description: `A page of ${itemTypeName} records, newest first.`,
     fields: (t) => ({
-      items: t.field({ type: [itemRef], resolve: (page) => page.items }),
+      items: t.field({
+        type: [itemRef],
+        description: "The records of this page, at most `limit`, newest first",
+        resolve: (page) => page.items,
+      }),
       nextCursor: t.string({
         nullable: true,
         description: "Pass as `cursor` to get the next page; null on the last page",

@@ -1,4 +1,5 @@
 import { BadUserInputError } from "./errors.js";
+import { commonLimits, integer } from "./limits.js";
 
 export type PageArgs = { limit?: number | null; cursor?: string | null };
 export type Page<T> = {
@@ -8,7 +9,7 @@ export type Page<T> = {
   totalCount?: () => Promise<number>;
 };
 
-export const pageLimits = { default: 20, max: 100 };
+export const pageLimits = { default: 20, max: commonLimits.pageSize.maximum };
 
 type KeyValue = string | number | Date;
 
@@ -23,10 +24,10 @@ type PageKey = keyof typeof keyKinds;
  */
 export function pageQuery<K extends PageKey>(args: PageArgs, keys: readonly K[]) {
   const limit = args.limit ?? pageLimits.default;
-  if (!Number.isInteger(limit) || limit < 1 || limit > pageLimits.max) {
-    throw new BadUserInputError(`limit must be an integer from 1 to ${pageLimits.max}`, [
-      { path: "limit", message: `must be an integer from 1 to ${pageLimits.max}` },
-    ]);
+  const checked = integer(commonLimits.pageSize).safeParse(limit);
+  if (!checked.success) {
+    const message = checked.error.issues[0]?.message ?? "is not a valid page size";
+    throw new BadUserInputError(`limit: ${message}`, [{ path: "limit", message }]);
   }
   const after = args.cursor ? decodeCursor(args.cursor, keys) : null;
   // Lexicographic "before the cursor": k0 < v0, or k0 = v0 and k1 < v1, ...

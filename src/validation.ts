@@ -22,7 +22,7 @@ export const notNull = {
     issue.input === null ? "must not be null; leave the field out to keep its value" : undefined,
 };
 
-/** A name or title: trimmed, then 1 to 255 characters. */
+/** A name or title: trimmed, then 1 to 255 characters. @deprecated `text(commonLimits.name)` from limits.ts */
 export const nameText = () =>
   z
     .string(notNull)
@@ -30,7 +30,7 @@ export const nameText = () =>
     .min(1, "must not be empty or only whitespace")
     .refine((s) => codePointLength(s) <= 255, "must be at most 255 characters");
 
-/** Free text of at most `max` characters (descriptions 10,000). */
+/** Free text of at most `max` characters. @deprecated `text(commonLimits.freeText)` from limits.ts */
 export const freeText = (max = 10_000) =>
   z.string().refine((s) => codePointLength(s) <= max, `must be at most ${max} characters`);
 

@@ -3,6 +3,7 @@ import { LRUCache } from "lru-cache";
 import type { Config } from "../config.js";
 import type { Db } from "../db/database.js";
 import { BadUserInputError, ForbiddenError, UnauthenticatedError } from "../errors.js";
+import { eventStreamOrganization } from "../event-streams.js";
 import type { MemberRole } from "../generated/prisma/enums.js";
 import { apiKeyMatches, parseApiKey } from "./api-keys.js";
 import type { AuthState, Caller } from "./caller.js";
@@ -168,7 +169,7 @@ export function createAuthenticator(db: Db, jwt: Config["jwt"] = {}): Authentica
   }
 
   return async function authenticate(request) {
-    const organizationHeader = request.headers.get("x-organization-id")?.trim() || null;
+    const organizationHeader = request.headers.get("x-organization-id")?.trim() || eventStreamOrganization(request);
     const apiKey = request.headers.get("x-api-key")?.trim();
     if (apiKey) return byApiKey(apiKey, organizationHeader);
 

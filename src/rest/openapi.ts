@@ -16,6 +16,7 @@ import {
   isScalarType,
 } from "graphql";
 import { errorStatus } from "../errors.js";
+import { type Limit, limitKeywords, limitOf } from "../limits.js";
 import type { CompiledRoute } from "./request-validation.js";
 import { REST_BASE } from "./routes.js";
 
@@ -156,7 +157,13 @@ class SchemaCollector {
 
   private define(type: GraphQLNamedType): Schema {
     const description = type.description ? { description: type.description } : {};
-    if (isEnumType(type)) return { type: "string", enum: type.getValues().map((v) => v.name), ...description };
+    if (isEnumType(type)) {
+      // JSON Schema has no place for a description per enum value: list them in the type's.
+      const values = type.getValues();
+      const meanings = values.filter((v) => v.description).map((v) => `- \`${v.name}\`: ${v.description}`);
+      const text = [type.description, meanings.join("\n")].filter(Boolean).join("\n\n");
+      return { type: "string", enum: values.map((v) => v.name), ...(text ? { description: text } : {}) };
+    }
     if (isObjectType(type)) {
       // Sofa selects every field and GraphQL sends every selected field: all are present, some null.
       const fields = Object.values(type.getFields());
@@ -176,7 +183,10 @@ class SchemaCollector {
         additionalProperties: false,
         ...(required.length ? { required } : {}),
         properties: Object.fromEntries(
-          fields.map((f) => [f.name, this.type(f.type, !isNonNullType(f.type), f.description, f.defaultValue)]),
+          fields.map((f) => [
+            f.name,
+            this.type(f.type, !isNonNullType(f.type), f.description, f.defaultValue, limitOf(f.extensions)),
+          ]),
         ),
       };
     }
@@ -189,11 +199,14 @@ class SchemaCollector {
     nullable: boolean,
     description?: string | null,
     defaultValue?: unknown,
+    limit?: Limit,
   ): Schema {
     const inner = getNullableType(type);
     let schema: Schema = isListType(inner)
       ? { type: "array", items: this.type(inner.ofType, !isNonNullType(inner.ofType)) }
       : this.named(inner);
+    // The same declaration the service validates with (src/limits.ts).
+    if (limit) schema = { ...schema, ...limitKeywords(limit) };
     if (nullable) {
       if (schema.$ref) schema = { anyOf: [schema, { type: "null" }] };
       else if (typeof schema.type === "string") schema = { ...schema, type: [schema.type, "null"] };
@@ -209,7 +222,13 @@ class SchemaCollector {
 
   /** An argument as a REST caller sends it: null only where the operation gives null a meaning. */
   argument(arg: GraphQLArgument, clearable: (name: string) => boolean): Schema {
-    return this.type(arg.type, !isNonNullType(arg.type) && clearable(arg.name), arg.description, arg.defaultValue);
+    return this.type(
+      arg.type,
+      !isNonNullType(arg.type) && clearable(arg.name),
+      arg.description,
+      arg.defaultValue,
+      limitOf(arg.extensions),
+    );
   }
 }
 
@@ -232,6 +251,19 @@ function fieldOf(schema: GraphQLSchema, route: CompiledRoute): GraphQLField<unkn
   const field = type?.getFields()[fieldName];
   if (!field) throw new Error(`REST route for unknown field ${route.field}`);
   return field;
+}
+
+/**
+ * The operationId of a route, by rule so that new routes need no entry: a mutation's name already
+ * is a verb; a query becomes `list<Field>` when it answers a page or a list, `get<Field>` otherwise
+ * (`comments` → `listComments`, `task` → `getTask`, `taskItemStats` → `getTaskItemStats`).
+ */
+export function operationIdOf(route: Pick<CompiledRoute, "field">, field: GraphQLField<unknown, unknown>): string {
+  if (!route.field.startsWith("Query.")) return field.name;
+  const returned = getNullableType(field.type);
+  const isPage = isObjectType(returned) && "items" in returned.getFields() && "nextCursor" in returned.getFields();
+  const verb = isListType(returned) || isPage ? "list" : "get";
+  return `${verb}${field.name.charAt(0).toUpperCase()}${field.name.slice(1)}`;
 }
 
 function errorStatuses(route: CompiledRoute, fieldName: string, hasBody: boolean): number[] {
@@ -290,14 +322,15 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
     const parameters = [
       ...route.pathParams.map((name) => {
         const arg = route.args.find((a) => a.name === name) as GraphQLArgument;
-        return { name, in: "path", required: true, ...describedBy(arg), schema: collector.type(arg.type, false) };
+        const schema = collector.type(arg.type, false, undefined, undefined, limitOf(arg.extensions));
+        return { name, in: "path", required: true, ...describedBy(arg), schema };
       }),
       ...queryArgs.map((arg) => ({
         name: arg.name,
         in: "query",
         required: isNonNullType(arg.type) && arg.defaultValue === undefined,
         ...describedBy(arg),
-        schema: collector.type(arg.type, false, undefined, arg.defaultValue),
+        schema: collector.type(arg.type, false, undefined, arg.defaultValue, limitOf(arg.extensions)),
       })),
       ref("OrganizationId", "parameters"),
       ...(route.method === "POST" ? [ref("IdempotencyKey", "parameters")] : []),
@@ -366,7 +399,7 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
     paths[openApiPath] = {
       ...paths[openApiPath],
       [route.method.toLowerCase()]: {
-        operationId: field.name,
+        operationId: operationIdOf(route, field),
         summary: firstSentence(description) || field.name,
         description: `${description}\n\nOver GraphQL: the \`${field.name}\` ${route.field.startsWith("Query.") ? "query" : "mutation"}.`,
         tags: route.tags,

@@ -1,6 +1,6 @@
-import { parse, validate } from "graphql";
+import { parse, print, validate } from "graphql";
 import { describe, expect, it } from "vitest";
-import { graphiqlExamples } from "../../src/graphiql.js";
+import { graphiqlExamples, graphiqlLineWidth } from "../../src/graphiql.js";
 import { schema } from "../../src/schema.js";
 
 describe("GraphiQL examples", () => {
@@ -29,5 +29,15 @@ describe("GraphiQL examples", () => {
       const body = graphiqlExamples.slice(graphiqlExamples.indexOf(`query ${name}`)).split("\n}\n")[0] as string;
       expect(body.split("\n").length).toBeGreaterThan(10);
     }
+  });
+
+  it("are formatted one field per line, none wider than the editor", () => {
+    const lines = graphiqlExamples.split("\n");
+    expect(lines.filter((line) => line.length > graphiqlLineWidth)).toEqual([]);
+    // One selection per line, as graphql-js prints them: no line holds two fields.
+    const operations = graphiqlExamples.replace(/^#.*\n/gm, "").trim();
+    const printed = print(parse(operations)).split("\n");
+    for (const line of printed.filter((l) => l.length <= graphiqlLineWidth)) expect(lines).toContain(line);
+    expect(lines.length).toBeGreaterThan(60);
   });
 });

@@ -6,13 +6,19 @@ import type { TestApp } from "../helpers/test-app.js";
 
 const { t, org } = await openFixture({ organizations: 1 });
 
-/**
- * Sends the document and checks it was refused before any resolver ran. Authentication comes
- * first (no body is read for an unknown caller): the credential is warmed into its cache so that
- * the refused request itself costs no query.
- */
+type Refusal = { message: string; extensions: { code: string; limit?: { name: string; max: number } } };
+
+/** Sends the document and checks it was refused before any resolver ran. */
 async function refused(query: string): Promise<string[]> {
-  let body: { data?: unknown; errors: { message: string; extensions: { code: string } }[] } | undefined;
+  return (await refusals(query)).map((e) => e.message);
+}
+
+/**
+ * Authentication comes first (no body is read for an unknown caller): the credential is warmed
+ * into its cache so that the refused request itself costs no query.
+ */
+async function refusals(query: string): Promise<Refusal[]> {
+  let body: { data?: unknown; errors: Refusal[] } | undefined;
   await t.gql("{ __typename }", {}, { key: org.apiKey });
   const { count } = await t.countQueries(async () => {
     body = (await t.gql(query, {}, { key: org.apiKey })).body;
@@ -21,7 +27,19 @@ async function refused(query: string): Promise<string[]> {
   for (const error of body?.errors ?? [])
     expect(error.extensions.code).toMatch(/^(BAD_USER_INPUT|GRAPHQL_VALIDATION_FAILED|GRAPHQL_PARSE_FAILED)$/);
   expect(count).toBe(0);
-  return (body?.errors ?? []).map((e) => e.message);
+  return body?.errors ?? [];
+}
+
+/** A limit's refusal says which limit, by how much, and how to stay under it; it is no syntax error. */
+async function expectExplained(query: string, name: string, max: number, code = "GRAPHQL_VALIDATION_FAILED") {
+  const errors = await refusals(query);
+  expect(errors).toHaveLength(1);
+  const [error] = errors as [Refusal];
+  expect(error.message).not.toMatch(/syntax/i);
+  expect(error.message).toContain(`${max}`);
+  expect(error.message).toMatch(/at most|limit/);
+  expect(error.extensions).toEqual({ code, limit: { name, max } });
+  return error.message;
 }
 
 describe("GraphQL operation limits", () => {
@@ -29,29 +47,49 @@ describe("GraphQL operation limits", () => {
     let selection = "leaf";
     for (let i = 0; i < 11; i++) selection = `level${i} { ${selection} }`;
     const messages = await refused(`{ ${selection} }`);
-    expect(messages.join(" ")).toMatch(/depth/i);
+    expect(messages.join(" ")).toMatch(/levels deep/i);
   });
 
   it("refuses more than 15 aliases", async () => {
     const aliases = Array.from({ length: 16 }, (_, i) => `t${i}: task(taskId: "${org.taskIds[0]}") { id }`).join(" ");
-    expect((await refused(`{ ${aliases} }`)).join(" ")).toMatch(/alias/i);
+    const message = await expectExplained(`{ ${aliases} }`, "aliases", 15);
+    expect(message).toMatch(/^The operation uses 16 aliases; at most 15 are allowed per operation/);
+    expect(message).toMatch(/send several requests/);
     const fifteen = Array.from({ length: 15 }, (_, i) => `t${i}: task(taskId: "${org.taskIds[0]}") { id }`).join(" ");
     expect((await t.gql(`{ ${fifteen} }`, {}, { key: org.apiKey })).body.errors).toBeUndefined();
   });
 
   it("refuses documents of more than 2000 tokens", async () => {
-    expect((await refused(`{ ${Array.from({ length: 2100 }, () => "__typename").join(" ")} }`)).join(" ")).toMatch(/token/i);
+    const message = await expectExplained(
+      `{ ${Array.from({ length: 2100 }, () => "__typename").join(" ")} }`,
+      "tokens",
+      2000,
+      "GRAPHQL_PARSE_FAILED",
+    );
+    expect(message).toMatch(/tokens/);
   });
 
   it("refuses more than 20 directives", async () => {
-    expect(
-      (await refused(`{ __typename ${Array.from({ length: 21 }, () => "@include(if: true)").join(" ")} }`)).join(" "),
-    ).toMatch(/directive/i);
+    // On distinct fields, so that no other validation rule objects; __typename aliases are not counted.
+    const fields = Array.from({ length: 21 }, (_, i) => `t${i}: __typename @include(if: true)`).join(" ");
+    expect(await expectExplained(`{ ${fields} }`, "directives", 20)).toMatch(/uses 21 directives/);
   });
 
-  it("does not suggest field names", async () => {
+  it("explains the depth and cost limits too", async () => {
+    let selection = "id";
+    for (let i = 0; i < 11; i++) selection = `level${i} { ${selection} }`;
+    const depth = (await refusals(`{ ${selection} }`)).find((e) => e.extensions.limit?.name === "depth");
+    expect(depth?.message).toMatch(/^The operation nests fields 1[12] levels deep; at most 10 levels are allowed/);
+    expect(depth?.extensions.code).toBe("GRAPHQL_VALIDATION_FAILED");
+    // Wide, within the depth, alias and token limits: only the cost is over.
+    const cost = await refusals(`{ members { items { user { ${"id ".repeat(1800)} } } } }`);
+    expect(cost.map((e) => e.extensions.limit?.name)).toContain("cost");
+    expect(cost.find((e) => e.extensions.limit?.name === "cost")?.message).toMatch(/estimated cost is \d+; at most 5000/);
+  });
+
+  it("suggests field names in development, where introspection shows them anyway", async () => {
     const messages = await refused(`{ taks(taskId: "x") { id } }`);
-    expect(messages.join(" ")).not.toMatch(/did you mean/i);
+    expect(messages.join(" ")).toMatch(/Did you mean "task"/);
   });
 
   it("refuses batched requests", async () => {
@@ -130,6 +168,20 @@ describe("production mode", () => {
     expect(result.data ?? null).toBeNull();
     expect(result.errors[0].extensions.code).toMatch(/BAD_USER_INPUT|GRAPHQL_VALIDATION_FAILED/);
     expect(await graphiql(app)).not.toContain("text/html");
+  });
+
+  it("does not suggest field names", async () => {
+    const result = await productionApp()
+      .fetch(
+        new Request("http://test/graphql", {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-api-key": org.apiKey },
+          body: JSON.stringify({ query: '{ taks(taskId: "x") { id } }' }),
+        }),
+      )
+      .then((r) => r.json());
+    expect(result.errors[0].message).toMatch(/Cannot query field "taks"/);
+    expect(JSON.stringify(result)).not.toMatch(/did you mean|"task"/i);
   });
 
   it("turns them on when configured", async () => {

@@ -3,6 +3,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { isEnumType, isNonNullType, isObjectType } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SeedResult } from "../../src/admin/seed.js";
+import { operationIdOf } from "../../src/rest/openapi.js";
 import { restSchemaOf } from "../../src/rest/rest-schema.js";
 import { restRoutes } from "../../src/rest/routes.js";
 import { schema as graphSchema } from "../../src/schema.js";
@@ -47,7 +48,11 @@ const operation = (id: string) => {
   return found;
 };
 const field = (id: string) => {
-  const key = Object.keys(restRoutes).find((k) => k.endsWith(`.${id}`)) as string;
+  const key = Object.keys(restRoutes).find((k) => {
+    const [type, name] = k.split(".") as [string, string];
+    const gqlField = (type === "Query" ? schema.getQueryType() : schema.getMutationType())?.getFields()[name];
+    return gqlField && operationIdOf({ field: k }, gqlField) === id;
+  }) as string;
   const [type, name] = key.split(".") as [string, string];
   return (type === "Query" ? schema.getQueryType() : schema.getMutationType())?.getFields()[name];
 };
@@ -82,18 +87,37 @@ describe("GET /v1/openapi.json", () => {
     expect(problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`)).toEqual([]);
   });
 
-  it("is OpenAPI 3.1 with one operation per route, named after its GraphQL field", () => {
+  it("is OpenAPI 3.1 with one operation per route, named by a verb: reads get/list, writes their mutation", () => {
     expect(doc.openapi).toBe("3.1.0");
     const ids = operations().map((o) => o.op.operationId);
     expect(new Set(ids).size).toBe(ids.length);
-    const expected = Object.entries(restRoutes).map(
-      ([key, r]) => `${r.method} ${r.path.replace(/:(\w+)/g, "{$1}")} ${key.split(".")[1]}`,
+    for (const { op } of operations()) {
+      expect(field(op.operationId), op.operationId).toBeDefined();
+      expect(op.description, op.operationId).toContain(`the \`${field(op.operationId)?.name}\``);
+    }
+    for (const [key, r] of Object.entries(restRoutes)) {
+      const id = operations().find((o) => o.method === r.method && o.path === r.path.replace(/:(\w+)/g, "{$1}"))?.op.operationId;
+      if (key.startsWith("Query.")) expect(id, key).toMatch(/^(get|list)[A-Z]/);
+      else expect(id, key).toBe(key.split(".")[1]);
+    }
+    expect(ids).toEqual(
+      expect.arrayContaining([
+        "getTask",
+        "listTasks",
+        "listComments",
+        "listTaskItems",
+        "getTaskItemStats",
+        "listMembers",
+        "getMember",
+        "getPolicy",
+        "listPolicyVersions",
+        "listAuditEvents",
+        "getAttachment",
+        "createComment",
+        "unlinkDevice",
+        "createPolicyVersion",
+      ]),
     );
-    expect(
-      operations()
-        .map((o) => `${o.method} ${o.path} ${o.op.operationId}`)
-        .sort(),
-    ).toEqual(expected.sort());
   });
 
   it("documents every argument once: path, query (GET, DELETE) or body, never two of them", () => {
@@ -118,7 +142,7 @@ describe("GET /v1/openapi.json", () => {
   });
 
   it("marks what is required: path parameters, non-null arguments, and at least one field of an update", () => {
-    const comments = operation("comments").op.parameters;
+    const comments = operation("listComments").op.parameters;
     expect(comments.find((p) => p.name === "entityId")?.required).toBe(true);
     expect(comments.find((p) => p.name === "limit")?.required).toBe(false);
     const create = operation("createComment").op;
@@ -146,12 +170,12 @@ describe("GET /v1/openapi.json", () => {
     }
     expect(statuses(operation("createMember").op)).toContain(409);
     expect(statuses(operation("updateMember").op)).toContain(409);
-    expect(statuses(operation("member").op)).not.toContain(409);
+    expect(statuses(operation("getMember").op)).not.toContain(409);
     expect(statuses(operation("unlinkDevice").op)).not.toContain(409);
     expect(statuses(operation("unlinkDevice").op)).toContain(502);
-    expect(statuses(operation("task").op)).toContain(404);
-    expect(statuses(operation("taskItemStats").op)).toContain(404);
-    expect(statuses(operation("tasks").op)).not.toContain(404);
+    expect(statuses(operation("getTask").op)).toContain(404);
+    expect(statuses(operation("getTaskItemStats").op)).toContain(404);
+    expect(statuses(operation("listTasks").op)).not.toContain(404);
     expect(doc.components.schemas.Error?.required).toEqual(["statusCode", "error", "message", "code"]);
   });
 
@@ -195,9 +219,11 @@ describe("GET /v1/openapi.json", () => {
     const { schemas } = doc.components;
     expect(schemas.Task?.properties?.createdAt).toMatchObject({ type: "string", format: "date-time" });
     expect(schemas.PolicyVersionCreated?.properties?.version).toMatchObject({ type: "integer", format: "int32" });
-    expect(operation("tasks").op.parameters.find((p) => p.name === "limit")?.schema).toEqual({
+    expect(operation("listTasks").op.parameters.find((p) => p.name === "limit")?.schema).toEqual({
       type: "integer",
       format: "int32",
+      minimum: 1,
+      maximum: 100,
     });
     for (const name of ["TaskStatus", "TaskItemStatus", "CommentEntityType", "MemberRole"]) {
       const type = schema.getType(name);
@@ -238,7 +264,7 @@ describe("GET /v1/openapi.json", () => {
   });
 
   it("documents the attachment download as bytes, not JSON", () => {
-    const { op } = operation("attachment");
+    const { op } = operation("getAttachment");
     const content = op.responses["200"]?.content ?? {};
     expect(Object.keys(content)).toEqual(["*/*"]);
     expect(content["*/*"]?.schema).toEqual({ type: "string", format: "binary" });
@@ -267,11 +293,11 @@ describe("REST responses match the OpenAPI document", () => {
     const key = org.apiKey;
     const task = await t.rest("GET", `/v1/tasks/${org.taskIds[0]}`, { key });
     expect(task.status).toBe(200);
-    check("task", 200, task.body);
+    check("getTask", 200, task.body);
 
     const stats = await t.rest("GET", `/v1/task-management/stats?entityId=${org.vendorIds[0]}&entityType=vendor`, { key });
     expect(stats.status).toBe(200);
-    check("taskItemStats", 200, stats.body);
+    check("getTaskItemStats", 200, stats.body);
 
     const comment = await t.rest("POST", "/v1/comments", {
       key,
@@ -296,22 +322,22 @@ describe("REST responses match the OpenAPI document", () => {
 
     const missing = await t.rest("GET", "/v1/tasks/tsk_missing", { key });
     expect(missing.status).toBe(404);
-    check("task", 404, missing.body);
+    check("getTask", 404, missing.body);
   });
 
   it("for lists, whose items carry nullable fields", async () => {
     const key = org.apiKey;
     for (const [id, path] of [
-      ["members", "/v1/people"],
-      ["tasks", "/v1/tasks"],
-      ["auditEvents", "/v1/audit-events"],
-      ["policyVersions", `/v1/policies/${org.policyIds[0]}/versions`],
-      ["taskItems", `/v1/task-management?entityId=${org.vendorIds[0]}&entityType=vendor`],
-      ["vendors", "/v1/vendors"],
-      ["risks", "/v1/risks"],
-      ["policies", "/v1/policies"],
-      ["vendor", `/v1/vendors/${org.vendorIds[0]}`],
-      ["risk", `/v1/risks/${org.riskIds[0]}`],
+      ["listMembers", "/v1/people"],
+      ["listTasks", "/v1/tasks"],
+      ["listAuditEvents", "/v1/audit-events"],
+      ["listPolicyVersions", `/v1/policies/${org.policyIds[0]}/versions`],
+      ["listTaskItems", `/v1/task-management?entityId=${org.vendorIds[0]}&entityType=vendor`],
+      ["listVendors", "/v1/vendors"],
+      ["listRisks", "/v1/risks"],
+      ["listPolicies", "/v1/policies"],
+      ["getVendor", `/v1/vendors/${org.vendorIds[0]}`],
+      ["getRisk", `/v1/risks/${org.riskIds[0]}`],
     ] as const) {
       const res = await t.rest("GET", path, { key });
       expect(res.status, path).toBe(200);

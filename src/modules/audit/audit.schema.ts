@@ -6,7 +6,7 @@ import { graphOnly } from "../../rest/rest-schema.js";
 const AuditEvent = builder.prismaObject("AuditEvent", {
   description: "One change in the organization: who made it, with which credential, what and when.",
   fields: (t) => ({
-    id: t.exposeID("id"),
+    id: t.exposeID("id", { description: "Audit event id" }),
     action: t.exposeString("action", { description: "What happened, e.g. comment.created, member.device_unlinked" }),
     entityType: t.exposeString("entityType", { description: "Type of the record changed" }),
     entityId: t.exposeID("entityId", { description: "Id of the record changed" }),
@@ -14,7 +14,7 @@ const AuditEvent = builder.prismaObject("AuditEvent", {
     actorApiKeyId: t.exposeID("actorApiKeyId", { nullable: true, description: "The API key that acted" }),
     data: t.expose("data", { type: "JSON", nullable: true, description: "The values that changed, where they matter" }),
     requestId: t.exposeString("requestId", { nullable: true, description: "X-Request-Id of the request that made the change" }),
-    createdAt: t.expose("createdAt", { type: "DateTime" }),
+    createdAt: t.expose("createdAt", { type: "DateTime", description: "When the change was made" }),
     actor: t.prismaField({
       type: "Member",
       nullable: true,

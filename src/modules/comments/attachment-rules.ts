@@ -130,8 +130,13 @@ export function executableReason(fileName: string, fileType: string, bytes: Uint
   return null;
 }
 
-/** A file name safe to show and to send in Content-Disposition: no paths, controls or quotes. */
+/**
+ * A file name safe to show and to send in Content-Disposition: no paths, controls or quotes, no
+ * surrounding whitespace, not "." or "..". A pattern, so that the OpenAPI document carries it too.
+ */
+export const safeFileNamePattern = '^(?!\\.{1,2}$)(?!\\s)(?![\\s\\S]*\\s$)[^/\\\\\\u0000-\\u001f\\u007f"]+$';
+const safeFileName = new RegExp(safeFileNamePattern);
+
 export function isSafeFileName(name: string): boolean {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
-  return !/[/\\\u0000-\u001f\u007f"]/.test(name) && name.trim() === name && name !== "." && name !== "..";
+  return safeFileName.test(name);
 }

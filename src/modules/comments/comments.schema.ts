@@ -3,12 +3,22 @@ import { builder } from "../../builder.js";
 import { authorize } from "../../context.js";
 import { CommentEntityType as CommentEntityTypeValues } from "../../generated/prisma/enums.js";
 import { nodeTypeOf } from "../../ids.js";
+import { commonLimits, limited } from "../../limits.js";
 import { Node, objectRefOf } from "../../node.schema.js";
 import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
 import { graphOnly } from "../../rest/rest-schema.js";
-import { attachmentLimits } from "./comments.service.js";
+import { attachmentLimits, commentLimits } from "./comments.service.js";
 
-export const CommentEntityType = builder.enumType(CommentEntityTypeValues, { name: "CommentEntityType" });
+export const CommentEntityType = builder.enumType(CommentEntityTypeValues, {
+  name: "CommentEntityType",
+  description: "The kind of record a comment is on; entityId names a record of this kind.",
+  values: {
+    task: { description: "A task (tsk_...)" },
+    vendor: { description: "A vendor (vnd_...)" },
+    risk: { description: "A risk (rsk_...)" },
+    policy: { description: "A policy (pol_...)" },
+  },
+});
 
 const entityReadPermission: Record<CommentEntityTypeValues, Permission> = {
   task: "task:read",
@@ -29,8 +39,8 @@ const Author = builder.prismaObject("Member", {
   select: { userId: true, isActive: true, user: { select: { name: true, email: true, image: true } } },
   fields: (t) => ({
     id: t.exposeID("userId", { description: "The author's user id" }),
-    name: t.string({ resolve: (member) => member.user.name }),
-    email: t.string({ resolve: (member) => member.user.email }),
+    name: t.string({ description: "The author's name", resolve: (member) => member.user.name }),
+    email: t.string({ description: "The author's e-mail address", resolve: (member) => member.user.email }),
     image: t.string({ nullable: true, description: "URL of the author's picture", resolve: (member) => member.user.image }),
     deactivated: t.boolean({
       description: "True when the author is no longer an active member",
@@ -54,11 +64,11 @@ builder.prismaObject("Attachment", {
   description: "Metadata of a file attached to a comment; download the bytes at /v1/attachments/{id}.",
   select: { id: true },
   fields: (t) => ({
-    id: t.exposeID("id"),
+    id: t.exposeID("id", { description: "Attachment id; download the bytes at /v1/attachments/{id}" }),
     name: t.exposeString("name", { description: "The file name supplied on upload" }),
     type: t.exposeString("type", { description: "The media type supplied on upload" }),
     size: t.exposeInt("size", { description: "Size in bytes" }),
-    createdAt: t.expose("createdAt", { type: "DateTime" }),
+    createdAt: t.expose("createdAt", { type: "DateTime", description: "When the file was uploaded" }),
     description: t.exposeString("description", {
       nullable: true,
       ...graphOnly,
@@ -71,14 +81,15 @@ const Comment = builder.prismaObject("Comment", {
   description: "A comment on a task, vendor, risk or policy.",
   interfaces: [Node],
   fields: (t) => ({
-    id: t.exposeID("id"),
-    content: t.exposeString("content"),
-    author: t.relation("author", { type: Author }),
+    id: t.exposeID("id", { description: "Comment id" }),
+    content: t.exposeString("content", { description: "The comment text, as written (1 to 2000 characters)" }),
+    author: t.relation("author", { type: Author, description: "Who wrote the comment" }),
     attachments: t.relation("attachments", {
+      description: "Metadata of the attached files, oldest first; empty when there are none",
       query: { orderBy: [{ createdAt: "asc" }, { id: "asc" }] },
       extensions: { listMax: attachmentLimits.count },
     }),
-    createdAt: t.expose("createdAt", { type: "DateTime" }),
+    createdAt: t.expose("createdAt", { type: "DateTime", description: "When the comment was written" }),
     contextUrl: t.exposeString("contextUrl", {
       nullable: true,
       ...graphOnly,
@@ -107,11 +118,11 @@ const Comment = builder.prismaObject("Comment", {
 const AttachmentInput = builder.inputType("AttachmentInput", {
   description: "A file to attach, sent inline as base64.",
   fields: (t) => ({
-    fileName: t.string({ required: true, description: "File name, 1 to 255 characters, no path separators" }),
-    fileType: t.string({ required: true, description: "Media type (type/subtype), e.g. application/pdf" }),
-    fileData: t.string({ required: true, description: "The file content, standard base64; at most 10 MiB decoded" }),
-    description: t.string({ description: "Free text describing the file (at most 500 characters)" }),
-    userId: t.id({ description: "Uploader's user id; default: the comment's author. Must be an active member." }),
+    fileName: t.string({ required: true, ...limited("File name", commentLimits.fileName) }),
+    fileType: t.string({ required: true, ...limited("Media type (type/subtype) of the file", commentLimits.fileType) }),
+    fileData: t.string({ required: true, ...limited("The file content", commentLimits.fileData) }),
+    description: t.string(limited("Free text describing the file", commentLimits.attachmentDescription)),
+    userId: t.id(limited("Uploader's user id; default: the comment's author. Must be an active member", commonLimits.id)),
   }),
 });
 
@@ -120,15 +131,16 @@ builder.mutationField("createComment", (t) =>
     type: "Comment",
     description: "Create a comment on an entity, with optional attachments. Needs `comment:create`.",
     args: {
-      content: t.arg.string({ required: true, description: "Comment text, 1 to 2000 characters" }),
-      entityId: t.arg.id({ required: true, description: "Id of the entity commented on" }),
-      entityType: t.arg({ type: CommentEntityType, required: true }),
-      contextUrl: t.arg.string({
-        description:
-          "Absolute http(s) URL of the page the comment was made on, for notification deep links (at most 2048 characters)",
-      }),
-      attachments: t.arg({ type: [AttachmentInput], description: "At most 10 files, 25 MiB together" }),
-      userId: t.arg.id({ description: "The author's user id: required with an API key, ignored with a user credential" }),
+      content: t.arg.string({ required: true, ...limited("Comment text", commentLimits.content) }),
+      entityId: t.arg.id({ required: true, ...limited("Id of the entity commented on", commonLimits.id) }),
+      entityType: t.arg({ type: CommentEntityType, required: true, description: "The kind of record entityId names" }),
+      contextUrl: t.arg.string(
+        limited("URL of the page the comment was made on, for notification deep links", commentLimits.contextUrl),
+      ),
+      attachments: t.arg({ type: [AttachmentInput], ...limited("Files to attach, 25 MiB together", commentLimits.attachments) }),
+      userId: t.arg.id(
+        limited("The author's user id: required with an API key, ignored with a user credential", commonLimits.id),
+      ),
     },
     resolve: (query, _root, args, ctx) => ctx.services.comments.create(authorize(ctx, "comment:create"), args, query),
   }),
@@ -198,8 +210,8 @@ builder.queryField("comments", (t) =>
     type: CommentPage,
     description: "Comments on an entity, newest first, with authors and attachment metadata. Needs `comment:read`.",
     args: {
-      entityId: t.arg.id({ required: true, description: "Id of the entity" }),
-      entityType: t.arg({ type: CommentEntityType, required: true }),
+      entityId: t.arg.id({ required: true, ...limited("Id of the entity", commonLimits.id) }),
+      entityType: t.arg({ type: CommentEntityType, required: true, description: "The kind of record entityId names" }),
       ...pageArgs,
     },
     resolve: (_root, args, ctx, info) =>
@@ -214,11 +226,11 @@ const AttachmentContent = builder
   .implement({
     description: "An attachment with its bytes. Over REST, GET /v1/attachments/{id} answers with the bytes themselves.",
     fields: (t) => ({
-      id: t.exposeID("id"),
-      name: t.exposeString("name"),
+      id: t.exposeID("id", { description: "Attachment id" }),
+      name: t.exposeString("name", { description: "The file name supplied on upload" }),
       type: t.exposeString("type", { description: "The media type supplied on upload" }),
       size: t.exposeInt("size", { description: "Size in bytes" }),
-      createdAt: t.expose("createdAt", { type: "DateTime" }),
+      createdAt: t.expose("createdAt", { type: "DateTime", description: "When the file was uploaded" }),
       contentBase64: t.exposeString("contentBase64", { description: "The file content, standard base64" }),
     }),
   });
@@ -232,7 +244,9 @@ builder.queryField("attachment", (t) =>
   }),
 );
 
-builder.subscriptionType({});
+builder.subscriptionType({
+  description: "Live events, over server-sent events (Accept: text/event-stream) on POST /graphql.",
+});
 
 builder.subscriptionField("commentAdded", (t) =>
   t.prismaField({
@@ -240,7 +254,7 @@ builder.subscriptionField("commentAdded", (t) =>
     description: "Each new comment on the entity, as it is created (server-sent events). Needs `comment:read`.",
     args: {
       entityId: t.arg.id({ required: true, description: "Id of the entity" }),
-      entityType: t.arg({ type: CommentEntityType, required: true }),
+      entityType: t.arg({ type: CommentEntityType, required: true, description: "The kind of record entityId names" }),
     },
     subscribe: (_root, args, ctx) => ctx.services.comments.subscribe(authorize(ctx, "comment:read"), args),
     resolve: (query, event, _args, ctx) =>

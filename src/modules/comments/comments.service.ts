@@ -7,75 +7,70 @@ import type { Events } from "../../events.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import type { CommentEntityType } from "../../generated/prisma/enums.js";
 import { newId } from "../../ids.js";
+import { commonLimits, decodedSize, limit, list, text } from "../../limits.js";
 import { type PageArgs, pageQuery, toPage, withKeys } from "../../pagination.js";
-import { codePointLength, parseInput } from "../../validation.js";
+import { parseInput } from "../../validation.js";
 import { auditEvent } from "../audit/audit.service.js";
 import { assertEntityExists } from "../entities.js";
-import { executableReason, isSafeFileName } from "./attachment-rules.js";
+import { executableReason, safeFileNamePattern } from "./attachment-rules.js";
 
 const MiB = 1024 * 1024;
 export const attachmentLimits = { count: 10, bytesEach: 10 * MiB, bytesTotal: 25 * MiB };
 
-// A flat character class: a nested group would backtrack (and overflow the stack) on 13 MB strings.
-const isBase64 = (s: string) => s.length % 4 === 0 && /^[A-Za-z0-9+/]*={0,2}$/.test(s);
-const mediaType = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/i;
-
-function decodedSize(data: string): number {
-  const padding = data.endsWith("==") ? 2 : data.endsWith("=") ? 1 : 0;
-  return (data.length / 4) * 3 - padding;
-}
+export const commentLimits = {
+  content: limit({ minLength: 1, maxLength: 2000, notBlank: true }),
+  contextUrl: limit({
+    maxLength: 2048,
+    format: "uri",
+    pattern: "^[Hh][Tt][Tt][Pp][Ss]?://",
+    patternHint: "an absolute http(s) URL",
+  }),
+  attachments: limit({ maxItems: attachmentLimits.count }),
+  fileName: limit({
+    minLength: 1,
+    maxLength: 255,
+    pattern: safeFileNamePattern,
+    patternHint: "a plain file name: no path separators, quotes or control characters",
+  }),
+  fileType: limit({
+    maxLength: 255,
+    pattern: "^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$",
+    patternHint: "a media type such as application/pdf",
+  }),
+  fileData: limit({ minLength: 1, base64: { maxBytes: attachmentLimits.bytesEach } }),
+  attachmentDescription: limit({ maxLength: 500 }),
+};
 
 const attachmentInput = z.object({
-  fileName: z
-    .string()
-    .refine((s) => codePointLength(s) >= 1 && codePointLength(s) <= 255, "must be 1 to 255 characters")
-    .refine(isSafeFileName, "must be a plain file name: no path separators, quotes or control characters"),
-  fileType: z.string().regex(mediaType, "must be a media type such as application/pdf"),
-  fileData: z
-    .string()
-    .min(1, "must not be empty")
-    .refine(isBase64, "must be standard base64")
-    .refine((s) => decodedSize(s) <= attachmentLimits.bytesEach, "must decode to at most 10 MiB"),
-  description: z
-    .string()
-    .refine((s) => codePointLength(s) <= 500, "must be at most 500 characters")
-    .nullish(),
-  userId: z.string().min(1, "must not be empty").nullish(),
+  fileName: text(commentLimits.fileName),
+  fileType: text(commentLimits.fileType),
+  fileData: text(commentLimits.fileData),
+  description: text(commentLimits.attachmentDescription).nullish(),
+  userId: text(commonLimits.id).nullish(),
 });
 
-const content = z
-  .string()
-  .refine((s) => s.trim().length > 0, "must not be empty or only whitespace")
-  .refine((s) => codePointLength(s) <= 2000, "must be at most 2000 characters");
-
 const createCommentInput = z.object({
-  content,
-  entityId: z.string().min(1, "must not be empty"),
+  content: text(commentLimits.content),
+  entityId: text(commonLimits.id),
   entityType: z.enum(["task", "vendor", "risk", "policy"]),
-  contextUrl: z
-    .string()
-    .max(2048, "must be at most 2048 characters")
-    .refine((s) => URL.canParse(s) && /^https?:$/.test(new URL(s).protocol), "must be an absolute http(s) URL")
-    .nullish(),
-  attachments: z
-    .array(attachmentInput)
-    .max(attachmentLimits.count, `must have at most ${attachmentLimits.count} items`)
+  contextUrl: text(commentLimits.contextUrl).nullish(),
+  attachments: list(attachmentInput, commentLimits.attachments)
     .refine(
       (items) => items.reduce((sum, a) => sum + decodedSize(a.fileData), 0) <= attachmentLimits.bytesTotal,
       "must decode to at most 25 MiB together",
     )
     .nullish(),
-  userId: z.string().min(1, "must not be empty").nullish(),
+  userId: text(commonLimits.id).nullish(),
 });
 
-const actingUser = z.object({ userId: z.string().min(1, "must not be empty").nullish() });
-const updateCommentInput = actingUser.extend({ content });
+const actingUser = z.object({ userId: text(commonLimits.id).nullish() });
+const updateCommentInput = actingUser.extend({ content: text(commentLimits.content) });
 
 export type CreateCommentArgs = z.input<typeof createCommentInput>;
 type CommentQuery = { select?: Prisma.CommentSelect; include?: Prisma.CommentInclude };
 
 const listInput = z.object({
-  entityId: z.string().min(1, "must not be empty"),
+  entityId: text(commonLimits.id),
   entityType: z.enum(["task", "vendor", "risk", "policy"]),
 });
 

@@ -1,16 +1,39 @@
 import { builder } from "../../builder.js";
 import { authorize } from "../../context.js";
 import { Department as DepartmentValues, MemberRole as MemberRoleValues } from "../../generated/prisma/enums.js";
+import { commonLimits, limited } from "../../limits.js";
 import { Node } from "../../node.schema.js";
 import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
 import { graphOnly } from "../../rest/rest-schema.js";
+import { memberLimits } from "./members.service.js";
 
 export const MemberRole = builder.enumType(MemberRoleValues, {
   name: "MemberRole",
   description:
     "What a member may do: owner and admin everything, auditor read and comment, employee and contractor read tasks and comment",
+  values: {
+    owner: { description: "Everything, including making others owners; an organization always keeps one active owner" },
+    admin: { description: "Everything, except making someone an owner or changing an owner" },
+    auditor: { description: "Reads everything and comments; changes nothing else" },
+    employee: { description: "Reads tasks and comments, and writes comments" },
+    contractor: {
+      description: "Like employee (reads tasks and comments, writes comments), for people from outside the organization",
+    },
+  },
 });
-export const Department = builder.enumType(DepartmentValues, { name: "Department", description: "The member's department" });
+export const Department = builder.enumType(DepartmentValues, {
+  name: "Department",
+  description: "The member's department",
+  values: {
+    none: { description: "No department (the default)" },
+    admin: { description: "Administration" },
+    gov: { description: "Governance (governance, risk and compliance)" },
+    hr: { description: "Human resources" },
+    it: { description: "Information technology" },
+    itsm: { description: "IT service management" },
+    qms: { description: "Quality management (quality management system)" },
+  },
+});
 
 builder.prismaObject("User", {
   description: "A person's account; one user can be a member of several organizations.",
@@ -106,12 +129,14 @@ builder.mutationField("createMember", (t) =>
     description:
       "Add a person to the organization. Creates their user account when the e-mail address is new and reuses it (keeping its name) otherwise, answering as for a new account either way; 409 when they are already a member. Granting a role needs every permission of that role, and only an owner (or an API key) can add an owner. Needs `member:create`.",
     args: {
-      email: t.arg.string({ required: true, description: "E-mail address; stored trimmed and lower-cased" }),
-      name: t.arg.string({ required: true, description: "The person's name for a new account, 1 to 255 characters" }),
+      email: t.arg.string({ required: true, ...limited("E-mail address; stored lower-cased", memberLimits.email) }),
+      name: t.arg.string({ required: true, ...limited("The person's name for a new account", commonLimits.name) }),
       role: t.arg({ type: MemberRole, required: true, description: "Role in the organization" }),
       department: t.arg({ type: Department, description: "Department; default none" }),
-      jobTitle: t.arg.string({ description: "Job title, at most 255 characters" }),
-      deviceLabelId: t.arg.int({ description: "Label of the member's devices in the device-management system, 0 or more" }),
+      jobTitle: t.arg.string(limited("Job title", memberLimits.jobTitle)),
+      deviceLabelId: t.arg.int(
+        limited("Label of the member's devices in the device-management system", memberLimits.deviceLabelId),
+      ),
     },
     resolve: (query, _root, args, ctx) => ctx.services.members.create(authorize(ctx, "member:create"), args, query),
   }),
@@ -126,9 +151,9 @@ builder.mutationField("updateMember", (t) =>
       id: t.arg.id({ required: true, description: "The member id" }),
       role: t.arg({ type: MemberRole, description: "New role" }),
       department: t.arg({ type: Department, description: "New department" }),
-      jobTitle: t.arg.string({ description: "New job title, at most 255 characters; null clears it" }),
+      jobTitle: t.arg.string(limited("New job title; null clears it", memberLimits.jobTitle)),
       isActive: t.arg.boolean({ description: "False deactivates the member, true reactivates them" }),
-      deviceLabelId: t.arg.int({ description: "New device label, 0 or more; null clears it" }),
+      deviceLabelId: t.arg.int(limited("New device label; null clears it", memberLimits.deviceLabelId)),
     },
     resolve: (query, _root, { id, ...args }, ctx) =>
       ctx.services.members.update(authorize(ctx, "member:update"), id, args, query),

@@ -6,23 +6,26 @@ import { ConflictError, ForbiddenError, NotFoundError } from "../../errors.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import { Department, MemberRole } from "../../generated/prisma/enums.js";
 import { newId } from "../../ids.js";
+import { commonLimits, integer, limit, text } from "../../limits.js";
 import { type PageArgs, pageQuery, toPage, withKeys } from "../../pagination.js";
-import { codePointLength, nameText, notNull, parseInput, type WithNulls } from "../../validation.js";
+import { notNull, parseInput, type WithNulls } from "../../validation.js";
 import { auditEvent, changesBetween } from "../audit/audit.service.js";
 import type { DeviceManagement } from "./device-management.js";
 
 type MemberQuery = { select?: Prisma.MemberSelect; include?: Prisma.MemberInclude };
 
-const name = nameText();
-const jobTitle = z
-  .string()
-  .trim()
-  .min(1, "must not be empty or only whitespace; send null to clear it")
-  .refine((s) => codePointLength(s) <= 255, "must be at most 255 characters");
-const deviceLabelId = z.number().int("must be an integer").min(0, "must not be negative");
+export const memberLimits = {
+  email: limit({ maxLength: 254, format: "email", trim: true }),
+  jobTitle: limit({ minLength: 1, maxLength: 255, trim: true }),
+  deviceLabelId: limit({ minimum: 0 }),
+};
+
+const name = text(commonLimits.name);
+const jobTitle = text(memberLimits.jobTitle);
+const deviceLabelId = integer(memberLimits.deviceLabelId);
 
 const createInput = z.object({
-  email: z.string().trim().toLowerCase().max(254, "must be at most 254 characters").pipe(z.email("must be an e-mail address")),
+  email: text(memberLimits.email).toLowerCase(),
   name,
   role: z.enum(MemberRole),
   // On create a null means "not given": the default applies.

@@ -5,19 +5,28 @@ import {
   PolicyStatus as PolicyStatusValues,
   PolicyVersionStatus as PolicyVersionStatusValues,
 } from "../../generated/prisma/enums.js";
+import { commonLimits, limited } from "../../limits.js";
 import { Node } from "../../node.schema.js";
 import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 
 export const PolicyStatus = builder.enumType(PolicyStatusValues, {
   name: "PolicyStatus",
-  description:
-    "draft: no version is current yet; needs_review: a version waits for its approver; published: a version is current and none is in review.",
+  description: "Where a policy stands in its review.",
+  values: {
+    draft: { description: "Not yet in force: no version has been published" },
+    needs_review: { description: "A version waits for its approver" },
+    published: { description: "In force: currentVersionId names the published version that applies; none is in review" },
+  },
 });
 export const PolicyVersionStatus = builder.enumType(PolicyVersionStatusValues, {
   name: "PolicyVersionStatus",
-  description:
-    "draft: being written (or sent back by the approver); in_review: submitted, waiting for the approver; published: approved, never changes again.",
+  description: "Where a policy version stands in its review.",
+  values: {
+    draft: { description: "A working copy (new, or sent back by the approver): editable, not in force" },
+    in_review: { description: "Submitted, waiting for its approver" },
+    published: { description: "Approved text; never changes again. The policy's current version is a published one" },
+  },
 });
 
 const Policy = builder.prismaObject("Policy", {
@@ -104,7 +113,7 @@ const PolicyVersionPage = definePage("PolicyVersion", PolicyVersion);
 const PolicyVersionCreated = builder.objectRef<{ versionId: string; version: number }>("PolicyVersionCreated").implement({
   description: "The draft version just created.",
   fields: (t) => ({
-    versionId: t.exposeID("versionId"),
+    versionId: t.exposeID("versionId", { description: "Id of the new version (pv_...)" }),
     version: t.exposeInt("version", { description: "The version number: per policy, from 1, consecutive, never reused" }),
     policyVersion: t.prismaField({
       type: "PolicyVersion",
@@ -126,8 +135,10 @@ builder.mutationField("createPolicyVersion", (t) =>
     description: "Create a new draft version of a policy, copying the source version's content. Needs `policy:update`.",
     args: {
       id: t.arg.id({ required: true, description: "The policy id" }),
-      sourceVersionId: t.arg.id({ description: "Version to base the new one on; default: the policy's current version" }),
-      changelog: t.arg.string({ description: "What changes in this version (at most 10000 characters)" }),
+      sourceVersionId: t.arg.id(
+        limited("Version to base the new one on; default: the policy's current version", commonLimits.id),
+      ),
+      changelog: t.arg.string(limited("What changes in this version", commonLimits.freeText)),
     },
     resolve: (_root, args, ctx) =>
       ctx.services.policies.createVersion(authorize(ctx, "policy:update"), args.id, {
@@ -143,8 +154,8 @@ builder.mutationField("createPolicy", (t) =>
     description:
       "Create a policy. It is published, with version 1 (published) holding `content` as its current version. Needs `policy:create`.",
     args: {
-      name: t.arg.string({ required: true, description: "Name, 1 to 255 characters, not only whitespace" }),
-      description: t.arg.string({ description: "What the policy covers, at most 10000 characters" }),
+      name: t.arg.string({ required: true, ...limited("Name", commonLimits.name) }),
+      description: t.arg.string(limited("What the policy covers", commonLimits.freeText)),
       content: t.arg({ type: "JSON", description: "The text of version 1: a rich-text JSON array or object; default []" }),
     },
     resolve: (query, _root, args, ctx) => ctx.services.policies.create(authorize(ctx, "policy:create"), args, query),

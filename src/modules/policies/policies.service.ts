@@ -5,6 +5,7 @@ import type { Db } from "../../db/database.js";
 import { BadUserInputError, ConflictError, ForbiddenError, NotFoundError } from "../../errors.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import { newId } from "../../ids.js";
+import { commonLimits, text } from "../../limits.js";
 import { type PageArgs, pageQuery, toPage, withKeys } from "../../pagination.js";
 import { codePointLength, freeText, nameText, parseInput, type WithNulls } from "../../validation.js";
 import { auditEvent, changesBetween } from "../audit/audit.service.js";
@@ -23,13 +24,13 @@ function jsonDepth(value: unknown): number {
 }
 
 const createVersionInput = z.object({
-  sourceVersionId: z.string().min(1, "must not be empty").nullish(),
-  changelog: freeText().nullish(),
+  sourceVersionId: text(commonLimits.id).nullish(),
+  changelog: text(commonLimits.freeText).nullish(),
 });
 
 const createPolicyInput = z.object({
-  name: nameText(),
-  description: freeText().nullish(),
+  name: text(commonLimits.name),
+  description: text(commonLimits.freeText).nullish(),
   // A rich-text document (the editor's JSON): an array of blocks or one object. Absent means empty.
   content: z
     .custom<Prisma.InputJsonValue>(

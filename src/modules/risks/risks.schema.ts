@@ -1,5 +1,6 @@
 import { builder } from "../../builder.js";
 import { authorize } from "../../context.js";
+import { commonLimits, limited } from "../../limits.js";
 import { Node } from "../../node.schema.js";
 import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
 
@@ -20,8 +21,8 @@ builder.mutationField("createRisk", (t) =>
     type: "Risk",
     description: "Create a risk. Needs `risk:create`.",
     args: {
-      title: t.arg.string({ required: true, description: "Title, 1 to 255 characters" }),
-      description: t.arg.string({ description: "Longer text, at most 10000 characters" }),
+      title: t.arg.string({ required: true, ...limited("Title", commonLimits.name) }),
+      description: t.arg.string(limited("Longer text", commonLimits.freeText)),
     },
     resolve: (query, _root, args, ctx) => ctx.services.risks.create(authorize(ctx, "risk:create"), args, query),
   }),

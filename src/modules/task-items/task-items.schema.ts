@@ -7,6 +7,7 @@ import {
   TaskItemStatus as TaskItemStatusValues,
 } from "../../generated/prisma/enums.js";
 import { nodeTypeOf } from "../../ids.js";
+import { commonLimits, limited } from "../../limits.js";
 import { Node, objectRefOf } from "../../node.schema.js";
 import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
 import { graphOnly } from "../../rest/rest-schema.js";
@@ -16,14 +17,28 @@ import type { TaskItemStats } from "./task-items.service.js";
 export const TaskItemEntityType = builder.enumType(TaskItemEntityTypeValues, {
   name: "TaskItemEntityType",
   description: "The kind of record a task item belongs to.",
+  values: { vendor: { description: "A vendor (vnd_...)" }, risk: { description: "A risk (rsk_...)" } },
 });
 export const TaskItemStatus = builder.enumType(TaskItemStatusValues, {
   name: "TaskItemStatus",
   description: "Where a task item stands.",
+  values: {
+    todo: { description: "Not started (the default)" },
+    in_progress: { description: "Being worked on" },
+    in_review: { description: "Done by its assignee and waiting for someone to check it" },
+    done: { description: "Finished" },
+    canceled: { description: "Dropped: no longer needed; kept for the record" },
+  },
 });
 export const TaskItemPriority = builder.enumType(TaskItemPriorityValues, {
   name: "TaskItemPriority",
   description: "How urgent a task item is.",
+  values: {
+    urgent: { description: "Needs attention now" },
+    high: { description: "Before the other open items" },
+    medium: { description: "Normal priority (the default)" },
+    low: { description: "When time allows" },
+  },
 });
 
 const entityReadPermission: Record<TaskItemEntityTypeValues, Permission> = { vendor: "vendor:read", risk: "risk:read" };
@@ -84,11 +99,11 @@ const TaskItemPage = definePage("TaskItem", TaskItem);
 const TaskItemStatusCounts = builder.objectRef<TaskItemStats["byStatus"]>("TaskItemStatusCounts").implement({
   description: "Number of task items in each status.",
   fields: (t) => ({
-    todo: t.exposeInt("todo"),
-    in_progress: t.exposeInt("in_progress"),
-    in_review: t.exposeInt("in_review"),
-    done: t.exposeInt("done"),
-    canceled: t.exposeInt("canceled"),
+    todo: t.exposeInt("todo", { description: "Items not started" }),
+    in_progress: t.exposeInt("in_progress", { description: "Items being worked on" }),
+    in_review: t.exposeInt("in_review", { description: "Items waiting for review" }),
+    done: t.exposeInt("done", { description: "Items finished" }),
+    canceled: t.exposeInt("canceled", { description: "Items dropped" }),
   }),
 });
 
@@ -96,7 +111,11 @@ const TaskItemStatsRef = builder.objectRef<TaskItemStats>("TaskItemStats").imple
   description: "Task item statistics of one vendor or risk.",
   fields: (t) => ({
     total: t.exposeInt("total", { description: "Total task items of the entity; the sum of byStatus" }),
-    byStatus: t.field({ type: TaskItemStatusCounts, resolve: (stats) => stats.byStatus }),
+    byStatus: t.field({
+      type: TaskItemStatusCounts,
+      description: "Count per status; every status is present, 0 when none",
+      resolve: (stats) => stats.byStatus,
+    }),
   }),
 });
 
@@ -150,7 +169,7 @@ builder.queryField("taskItemStats", (t) =>
     type: TaskItemStatsRef,
     description: "Task item statistics for a vendor or risk. Needs `task:read`.",
     args: {
-      entityId: t.arg.id({ required: true, description: "Id of the vendor or risk" }),
+      entityId: t.arg.id({ required: true, ...limited("Id of the vendor or risk", commonLimits.id) }),
       entityType: t.arg({ type: TaskItemEntityType, required: true, description: "Whether entityId names a vendor or a risk" }),
     },
     resolve: (_root, args, ctx) => ctx.services.taskItems.stats(authorize(ctx, "task:read"), args.entityId, args.entityType),
@@ -162,12 +181,15 @@ builder.mutationField("createTaskItem", (t) =>
     type: "TaskItem",
     description: "Create a task item on a vendor or risk of the organization. Needs `task:create`.",
     args: {
-      title: t.arg.string({ required: true, description: "Short title, 1 to 255 characters, not only whitespace" }),
-      entityId: t.arg.id({ required: true, description: "Id of the vendor or risk; it must exist in the organization" }),
+      title: t.arg.string({ required: true, ...limited("Short title", commonLimits.name) }),
+      entityId: t.arg.id({
+        required: true,
+        ...limited("Id of the vendor or risk; it must exist in the organization", commonLimits.id),
+      }),
       entityType: t.arg({ type: TaskItemEntityType, required: true, description: "Whether entityId names a vendor or a risk" }),
       status: t.arg({ type: TaskItemStatus, description: "Initial status; default todo" }),
       priority: t.arg({ type: TaskItemPriority, description: "Priority; default medium" }),
-      description: t.arg.string({ description: "Longer text, at most 10000 characters" }),
+      description: t.arg.string(limited("Longer text", commonLimits.freeText)),
       assigneeId: t.arg.id({ description: "Member id of the person responsible: an active member of the organization" }),
     },
     resolve: (query, _root, args, ctx) => ctx.services.taskItems.create(authorize(ctx, "task:create"), args, query),
@@ -179,7 +201,7 @@ builder.queryField("taskItems", (t) =>
     type: TaskItemPage,
     description: "The task items of a vendor or risk, newest first. Needs `task:read`.",
     args: {
-      entityId: t.arg.id({ required: true, description: "Id of the vendor or risk" }),
+      entityId: t.arg.id({ required: true, ...limited("Id of the vendor or risk", commonLimits.id) }),
       entityType: t.arg({ type: TaskItemEntityType, required: true, description: "Whether entityId names a vendor or a risk" }),
       ...pageArgs,
     },
@@ -195,10 +217,10 @@ builder.mutationField("updateTaskItem", (t) =>
       "Change a task item. An argument left out keeps its value; description null clears it, assigneeId null unassigns. At least one argument besides id is needed. Needs `task:update`.",
     args: {
       id: t.arg.id({ required: true, description: "The task item id" }),
-      title: t.arg.string({ description: "New title, 1 to 255 characters, not only whitespace; null is refused" }),
+      title: t.arg.string(limited("New title; null is refused", commonLimits.name)),
       status: t.arg({ type: TaskItemStatus, description: "New status; null is refused" }),
       priority: t.arg({ type: TaskItemPriority, description: "New priority; null is refused" }),
-      description: t.arg.string({ description: "New description, at most 10000 characters; null clears it" }),
+      description: t.arg.string(limited("New description; null clears it", commonLimits.freeText)),
       assigneeId: t.arg.id({
         description: "Member id of the new person responsible (an active member of the organization); null unassigns",
       }),

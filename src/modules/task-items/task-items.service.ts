@@ -11,8 +11,9 @@ import {
   TaskItemStatus as TaskItemStatusValues,
 } from "../../generated/prisma/enums.js";
 import { newId } from "../../ids.js";
+import { commonLimits, text } from "../../limits.js";
 import { type PageArgs, pageQuery, toPage, withKeys } from "../../pagination.js";
-import { freeText, nameText, notNull, parseInput } from "../../validation.js";
+import { notNull, parseInput } from "../../validation.js";
 import { auditEvent, changesBetween } from "../audit/audit.service.js";
 import { assertActiveMember, assertEntityExists } from "../entities.js";
 
@@ -20,12 +21,12 @@ export type TaskItemStats = { total: number; byStatus: Record<TaskItemStatus, nu
 
 type TaskItemQuery = { select?: Prisma.TaskItemSelect; include?: Prisma.TaskItemInclude };
 
-const title = nameText();
-const description = freeText();
+const title = text(commonLimits.name);
+const description = text(commonLimits.freeText);
 const status = z.enum(Object.values(TaskItemStatusValues) as [TaskItemStatus, ...TaskItemStatus[]], notNull);
 const priority = z.enum(Object.values(TaskItemPriorityValues) as [TaskItemPriority, ...TaskItemPriority[]], notNull);
 const entity = {
-  entityId: z.string().min(1, "must not be empty"),
+  entityId: text(commonLimits.id),
   entityType: z.enum(["vendor", "risk"]),
 };
 

@@ -1,12 +1,23 @@
 import { builder } from "../../builder.js";
 import { authorize, can } from "../../context.js";
 import { TaskStatus as TaskStatusValues } from "../../generated/prisma/enums.js";
+import { commonLimits, limited } from "../../limits.js";
 import { Node } from "../../node.schema.js";
 import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 import { Member } from "../members/members.schema.js";
+import { taskLimits } from "./tasks.service.js";
 
-export const TaskStatus = builder.enumType(TaskStatusValues, { name: "TaskStatus", description: "Where a task stands" });
+export const TaskStatus = builder.enumType(TaskStatusValues, {
+  name: "TaskStatus",
+  description: "Where a task stands",
+  values: {
+    todo: { description: "Not started (the default)" },
+    in_progress: { description: "Being worked on" },
+    done: { description: "Finished" },
+    blocked: { description: "Cannot go on until something outside the task changes" },
+  },
+});
 
 const Task = builder.prismaObject("Task", {
   description: "A compliance task of the organization.",
@@ -67,10 +78,10 @@ builder.mutationField("createTask", (t) =>
     type: "Task",
     description: "Create a task. Needs `task:create`.",
     args: {
-      title: t.arg.string({ required: true, description: "Title, 1 to 255 characters" }),
-      description: t.arg.string({ description: "Longer text, at most 10000 characters" }),
+      title: t.arg.string({ required: true, ...limited("Title", commonLimits.name) }),
+      description: t.arg.string(limited("Longer text", commonLimits.freeText)),
       status: t.arg({ type: TaskStatus, description: "Initial status; default todo" }),
-      taskTemplateId: t.arg.string({ description: "Task template the task is made from, at most 255 characters" }),
+      taskTemplateId: t.arg.string(limited("Task template the task is made from", taskLimits.taskTemplateId)),
       assigneeId: t.arg.id({ description: "Member id of the person responsible: an active member of the organization" }),
     },
     resolve: (query, _root, args, ctx) => ctx.services.tasks.create(authorize(ctx, "task:create"), args, query),
@@ -84,10 +95,10 @@ builder.mutationField("updateTask", (t) =>
       "Change a task. An omitted field stays as it is; null clears description or taskTemplateId. Needs `task:update`.",
     args: {
       taskId: t.arg.id({ required: true, description: "The unique task identifier" }),
-      title: t.arg.string({ description: "New title, 1 to 255 characters" }),
-      description: t.arg.string({ description: "New description, at most 10000 characters; null clears it" }),
+      title: t.arg.string(limited("New title", commonLimits.name)),
+      description: t.arg.string(limited("New description; null clears it", commonLimits.freeText)),
       status: t.arg({ type: TaskStatus, description: "New status" }),
-      taskTemplateId: t.arg.string({ description: "New task template id, at most 255 characters; null clears it" }),
+      taskTemplateId: t.arg.string(limited("New task template id; null clears it", taskLimits.taskTemplateId)),
       assigneeId: t.arg.id({
         description: "Member id of the new person responsible (an active member of the organization); null unassigns",
       }),

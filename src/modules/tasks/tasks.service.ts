@@ -5,19 +5,19 @@ import { NotFoundError } from "../../errors.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import { TaskStatus } from "../../generated/prisma/enums.js";
 import { newId } from "../../ids.js";
+import { commonLimits, limit, text } from "../../limits.js";
 import { type PageArgs, pageQuery, toPage, withKeys } from "../../pagination.js";
-import { codePointLength, freeText, nameText, notNull, parseInput, type WithNulls } from "../../validation.js";
+import { notNull, parseInput, type WithNulls } from "../../validation.js";
 import { auditEvent, changesBetween } from "../audit/audit.service.js";
 import { assertActiveMember } from "../entities.js";
 
 type TaskQuery = { select?: Prisma.TaskSelect; include?: Prisma.TaskInclude };
 
-const title = nameText();
-const description = freeText();
-const taskTemplateId = z
-  .string()
-  .min(1, "must not be empty; send null to clear it")
-  .refine((s) => codePointLength(s) <= 255, "must be at most 255 characters");
+export const taskLimits = { taskTemplateId: limit({ minLength: 1, maxLength: 255 }) };
+
+const title = text(commonLimits.name);
+const description = text(commonLimits.freeText);
+const taskTemplateId = text(taskLimits.taskTemplateId);
 
 /** A member id; null (on update) unassigns. */
 const assigneeId = z.string().min(1, "must not be empty; send null to unassign");

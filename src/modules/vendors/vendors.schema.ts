@@ -1,5 +1,6 @@
 import { builder } from "../../builder.js";
 import { authorize } from "../../context.js";
+import { commonLimits, limited } from "../../limits.js";
 import { Node } from "../../node.schema.js";
 import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
 
@@ -20,8 +21,8 @@ builder.mutationField("createVendor", (t) =>
     type: "Vendor",
     description: "Create a vendor. Needs `vendor:create`.",
     args: {
-      name: t.arg.string({ required: true, description: "Name, 1 to 255 characters" }),
-      description: t.arg.string({ description: "Longer text, at most 10000 characters" }),
+      name: t.arg.string({ required: true, ...limited("Name", commonLimits.name) }),
+      description: t.arg.string(limited("Longer text", commonLimits.freeText)),
     },
     resolve: (query, _root, args, ctx) => ctx.services.vendors.create(authorize(ctx, "vendor:create"), args, query),
   }),

@@ -4,6 +4,7 @@ import type { Db } from "../../db/database.js";
 import { NotFoundError } from "../../errors.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import { newId } from "../../ids.js";
+import { commonLimits, text } from "../../limits.js";
 import { type PageArgs, pageQuery, toPage, withKeys } from "../../pagination.js";
 import { freeText, nameText, parseInput, type WithNulls } from "../../validation.js";
 import { auditEvent, changesBetween } from "../audit/audit.service.js";
@@ -11,8 +12,8 @@ import { auditEvent, changesBetween } from "../audit/audit.service.js";
 type VendorQuery = { select?: Prisma.VendorSelect; include?: Prisma.VendorInclude };
 
 const createInput = z.object({
-  name: nameText(),
-  description: freeText().nullish(),
+  name: text(commonLimits.name),
+  description: text(commonLimits.freeText).nullish(),
 });
 
 /** Absent leaves a field as it is; null clears the description and is refused for the name. */
