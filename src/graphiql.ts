@@ -105,6 +105,9 @@ query PolicyPage($policyId: ID!) {
     comments(limit: 5) {
       items { id content author { name } }
     }
+  }
+}
+
 mutation SubmitPolicyVersion($policyId: ID!, $versionId: ID!, $approverId: ID!) {
   submitPolicyVersion(
     id: $policyId

@@ -75,16 +75,13 @@ describe("GraphQL operation limits", () => {
     expect(await expectExplained(`{ ${fields} }`, "directives", 20)).toMatch(/uses 21 directives/);
   });
 
-  it("explains the depth and cost limits too", async () => {
+  it("explains the depth limit too", async () => {
     let selection = "id";
     for (let i = 0; i < 11; i++) selection = `level${i} { ${selection} }`;
     const depth = (await refusals(`{ ${selection} }`)).find((e) => e.extensions.limit?.name === "depth");
     expect(depth?.message).toMatch(/^The operation nests fields 1[12] levels deep; at most 10 levels are allowed/);
     expect(depth?.extensions.code).toBe("GRAPHQL_VALIDATION_FAILED");
-    // Wide, within the depth, alias and token limits: only the cost is over.
-    const cost = await refusals(`{ members { items { user { ${"id ".repeat(1800)} } } } }`);
-    expect(cost.map((e) => e.extensions.limit?.name)).toContain("cost");
-    expect(cost.find((e) => e.extensions.limit?.name === "cost")?.message).toMatch(/estimated cost is \d+; at most 5000/);
+    // The cost rule is the worst case through nested lists: QUERY_TOO_COMPLEX, tested below.
   });
 
   it("suggests field names in development, where introspection shows them anyway", async () => {

@@ -244,7 +244,7 @@ describe("GET /v1/openapi.json", () => {
     expect(schemas.Task?.required?.sort()).toEqual(restFields.map(([name]) => name).sort());
     expect(schemas.Task?.properties).not.toHaveProperty("assignee");
     // GET /v1/tasks/{taskId} keeps the spec's exact shape: no assigneeId there.
-    const getTask = operation("task").op.responses["200"]?.content?.["application/json"]?.schema as Schema;
+    const getTask = operation("getTask").op.responses["200"]?.content?.["application/json"]?.schema as Schema;
     expect(getTask.required?.sort()).toEqual([
       "createdAt",
       "description",

@@ -14,6 +14,7 @@ import { describe, expect, it } from "vitest";
 import { declaredLimits, describeLimit, type Limit, limitKeywords, limitOf, text } from "../../src/limits.js";
 import { buildOpenApiDocument } from "../../src/rest/openapi.js";
 import { compileRoutes } from "../../src/rest/request-validation.js";
+import { restSchemaOf } from "../../src/rest/rest-schema.js";
 import { restRoutes } from "../../src/rest/routes.js";
 import { schema } from "../../src/schema.js";
 
@@ -23,8 +24,10 @@ type Operation = {
   requestBody?: { content: Record<string, { schema: Schema }> };
 };
 
-const routes = compileRoutes(schema, restRoutes);
-const doc = buildOpenApiDocument(schema, routes) as unknown as {
+// REST and its OpenAPI document are generated from the schema without its graph-only fields.
+const restSchema = restSchemaOf(schema);
+const routes = compileRoutes(restSchema, restRoutes);
+const doc = buildOpenApiDocument(restSchema, routes) as unknown as {
   paths: Record<string, Record<string, Operation>>;
   components: { schemas: Record<string, Schema> };
 };

@@ -153,7 +153,7 @@ builder.mutationField("updateComment", (t) =>
       "Replace the text of a comment. Only its author: a user credential that is the author, or an API key naming the author in userId. Needs `comment:create`.",
     args: {
       id: t.arg.id({ required: true, description: "The comment id" }),
-      content: t.arg.string({ required: true, description: "New text, 1 to 2000 characters, not only whitespace" }),
+      content: t.arg.string({ required: true, ...limited("New text", commentLimits.content) }),
       userId: t.arg.id({ description: "The author's user id: required with an API key, ignored with a user credential" }),
     },
     resolve: (query, _root, args, ctx) => ctx.services.comments.update(authorize(ctx, "comment:create"), args, query),

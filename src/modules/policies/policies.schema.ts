@@ -9,6 +9,7 @@ import { commonLimits, limited } from "../../limits.js";
 import { Node } from "../../node.schema.js";
 import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
 import { graphOnly } from "../../rest/rest-schema.js";
+import { policyLimits } from "./policies.service.js";
 
 export const PolicyStatus = builder.enumType(PolicyStatusValues, {
   name: "PolicyStatus",
@@ -202,8 +203,8 @@ builder.mutationField("updatePolicy", (t) =>
       "Change a policy's name or description; its text changes through new versions and their review. An omitted argument keeps its value; null clears the description. Needs `policy:update`.",
     args: {
       id: t.arg.id({ required: true, description: "The policy id" }),
-      name: t.arg.string({ description: "New name, 1 to 255 characters, not only whitespace; null is refused" }),
-      description: t.arg.string({ description: "New description, at most 10000 characters; null clears it" }),
+      name: t.arg.string(limited("New name; null is refused", commonLimits.name)),
+      description: t.arg.string(limited("New description; null clears it", commonLimits.freeText)),
     },
     resolve: (query, _root, { id, ...args }, ctx) =>
       ctx.services.policies.update(authorize(ctx, "policy:update"), id, args, query),
@@ -248,7 +249,7 @@ builder.mutationField("rejectPolicyVersion", (t) =>
     args: {
       id: t.arg.id({ required: true, description: "The policy id" }),
       versionId: t.arg.id({ required: true, description: "The version in review" }),
-      reason: t.arg.string({ required: true, description: "Why, 1 to 2000 characters, not only whitespace" }),
+      reason: t.arg.string({ required: true, ...limited("Why the version goes back to draft", policyLimits.rejectionReason) }),
     },
     resolve: (query, _root, args, ctx) => ctx.services.policies.rejectVersion(authorize(ctx, "policy:update"), args, query),
   }),

@@ -5,9 +5,9 @@ import type { Db } from "../../db/database.js";
 import { BadUserInputError, ConflictError, ForbiddenError, NotFoundError } from "../../errors.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import { newId } from "../../ids.js";
-import { commonLimits, text } from "../../limits.js";
+import { commonLimits, limit, text } from "../../limits.js";
 import { type PageArgs, pageQuery, toPage, withKeys } from "../../pagination.js";
-import { codePointLength, freeText, nameText, parseInput, type WithNulls } from "../../validation.js";
+import { parseInput, type WithNulls } from "../../validation.js";
 import { auditEvent, changesBetween } from "../audit/audit.service.js";
 
 const MAX_CONTENT_DEPTH = 64;
@@ -43,19 +43,19 @@ const createPolicyInput = z.object({
 /** Absent leaves a field as it is; null clears the description and is refused for the name. */
 const updatePolicyInput = z
   .object({
-    name: nameText().optional(),
-    description: freeText().nullish(),
+    name: text(commonLimits.name).optional(),
+    description: text(commonLimits.freeText).nullish(),
   })
   .refine((input) => Object.values(input).some((v) => v !== undefined), "give at least one field to change");
 
-const submitInput = z.object({ approverId: z.string().min(1, "must not be empty") });
+const submitInput = z.object({ approverId: text(commonLimits.id) });
 
-const rejectInput = z.object({
-  reason: z
-    .string()
-    .refine((s) => s.trim().length > 0, "must not be empty or only whitespace")
-    .refine((s) => codePointLength(s) <= 2000, "must be at most 2000 characters"),
-});
+export const policyLimits = {
+  /** Why the approver sent a version back. */
+  rejectionReason: limit({ minLength: 1, maxLength: 2000, notBlank: true }),
+};
+
+const rejectInput = z.object({ reason: text(policyLimits.rejectionReason) });
 
 export type UpdatePolicyArgs = WithNulls<z.input<typeof updatePolicyInput>>;
 type Tx = Parameters<Parameters<Db["$transaction"]>[0]>[0];

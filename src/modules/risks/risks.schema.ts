@@ -58,8 +58,8 @@ builder.mutationField("updateRisk", (t) =>
       "Change a risk. An omitted argument keeps its value; null clears the description. At least one argument besides id is needed. Needs `risk:update`.",
     args: {
       id: t.arg.id({ required: true, description: "The risk id" }),
-      title: t.arg.string({ description: "New title, 1 to 255 characters, not only whitespace; null is refused" }),
-      description: t.arg.string({ description: "New description, at most 10000 characters; null clears it" }),
+      title: t.arg.string(limited("New title; null is refused", commonLimits.name)),
+      description: t.arg.string(limited("New description; null clears it", commonLimits.freeText)),
     },
     resolve: (query, _root, { id, ...args }, ctx) => ctx.services.risks.update(authorize(ctx, "risk:update"), id, args, query),
   }),

@@ -6,7 +6,7 @@ import type { Prisma } from "../../generated/prisma/client.js";
 import { newId } from "../../ids.js";
 import { commonLimits, text } from "../../limits.js";
 import { type PageArgs, pageQuery, toPage, withKeys } from "../../pagination.js";
-import { freeText, nameText, parseInput, type WithNulls } from "../../validation.js";
+import { parseInput, type WithNulls } from "../../validation.js";
 import { auditEvent, changesBetween } from "../audit/audit.service.js";
 
 type RiskQuery = { select?: Prisma.RiskSelect; include?: Prisma.RiskInclude };
@@ -19,8 +19,8 @@ const createInput = z.object({
 /** Absent leaves a field as it is; null clears the description and is refused for the title. */
 const updateInput = z
   .object({
-    title: nameText().optional(),
-    description: freeText().nullish(),
+    title: text(commonLimits.name).optional(),
+    description: text(commonLimits.freeText).nullish(),
   })
   .refine((input) => Object.values(input).some((v) => v !== undefined), "give at least one field to change");
 

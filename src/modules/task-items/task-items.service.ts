@@ -31,7 +31,7 @@ const entity = {
 };
 
 /** A member id; null (on update) unassigns. */
-const assigneeId = z.string().min(1, "must not be empty; send null to unassign");
+const assigneeId = text(commonLimits.id);
 
 const createInput = z.object({
   title,

@@ -20,7 +20,7 @@ const description = text(commonLimits.freeText);
 const taskTemplateId = text(taskLimits.taskTemplateId);
 
 /** A member id; null (on update) unassigns. */
-const assigneeId = z.string().min(1, "must not be empty; send null to unassign");
+const assigneeId = text(commonLimits.id);
 
 const createInput = z.object({
   title,

@@ -58,8 +58,8 @@ builder.mutationField("updateVendor", (t) =>
       "Change a vendor. An omitted argument keeps its value; null clears the description. At least one argument besides id is needed. Needs `vendor:update`.",
     args: {
       id: t.arg.id({ required: true, description: "The vendor id" }),
-      name: t.arg.string({ description: "New name, 1 to 255 characters, not only whitespace; null is refused" }),
-      description: t.arg.string({ description: "New description, at most 10000 characters; null clears it" }),
+      name: t.arg.string(limited("New name; null is refused", commonLimits.name)),
+      description: t.arg.string(limited("New description; null clears it", commonLimits.freeText)),
     },
     resolve: (query, _root, { id, ...args }, ctx) =>
       ctx.services.vendors.update(authorize(ctx, "vendor:update"), id, args, query),
