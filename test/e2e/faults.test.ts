@@ -4,17 +4,8 @@ import { createApiKey } from "../../src/admin/admin.service.js";
 import { type SeedResult, seedDemo } from "../../src/admin/seed.js";
 import { permissions } from "../../src/auth/permissions.js";
 import { openDatabase } from "../../src/db/database.js";
-import {
-  buildService,
-  type PostgresServer,
-  type RedisServer,
-  type ServiceProcess,
-  serversMissing,
-  sleep,
-  startPostgres,
-  startRedis,
-  startService,
-} from "../helpers/servers.js";
+import { type ServerProcess, startServer } from "../helpers/server-process.js";
+import { type PostgresServer, type RedisServer, serversMissing, sleep, startPostgres, startRedis } from "../helpers/servers.js";
 
 /**
  * The service under the failures an operator sees: PostgreSQL and Redis servers of the test's own
@@ -30,6 +21,7 @@ const STATEMENT_TIMEOUT_MS = 1_500;
 const CONNECT_TIMEOUT_MS = 800;
 const serviceEnv = (postgres: PostgresServer, redis: RedisServer) => ({
   NODE_ENV: "production",
+  LOG_LEVEL: "warn",
   DATABASE_URL: postgres.url(),
   DATABASE_POOL_SIZE: "5",
   DATABASE_CONNECT_TIMEOUT_MS: String(CONNECT_TIMEOUT_MS),
@@ -72,21 +64,19 @@ function problemWith(answer: Answer): string | null {
 describe.skipIf(missing)("when PostgreSQL or Redis fails", () => {
   let postgres: PostgresServer;
   let redis: RedisServer;
-  let service: ServiceProcess;
+  let service: ServerProcess;
   let org: SeedResult;
   let key: string;
   const answers: Answer[] = [];
   const acknowledged: string[] = [];
 
   beforeAll(async () => {
-    buildService();
     [postgres, redis] = await Promise.all([startPostgres(), startRedis()]);
     const database = await openDatabase({ kind: "postgres", url: postgres.url() });
     org = await seedDemo(database.db);
     key = (await createApiKey(database.db, { organizationId: org.organizationId, name: "faults", scopes: [...permissions] })).key;
     await database.close();
-    service = await startService(serviceEnv(postgres, redis));
-    await service.ready();
+    service = await startServer(serviceEnv(postgres, redis), { until: "ready" });
   }, 90_000);
 
   afterAll(async () => {
@@ -346,11 +336,10 @@ describe.skipIf(missing)("when PostgreSQL or Redis fails", () => {
       postgres.stop();
       try {
         const started = Date.now();
-        const early = await startService({
-          ...serviceEnv(postgres, redis),
-          LOG_LEVEL: "info",
-          DATABASE_STARTUP_TIMEOUT_MS: "2000",
-        });
+        const early = await startServer(
+          { ...serviceEnv(postgres, redis), LOG_LEVEL: "info", DATABASE_STARTUP_TIMEOUT_MS: "2000" },
+          { until: "spawned" },
+        );
         const listened = fetch(`${early.url}/health`).then(
           () => true,
           () => false,
@@ -370,7 +359,10 @@ describe.skipIf(missing)("when PostgreSQL or Redis fails", () => {
     it("gives up on a frozen database at its deadline", async () => {
       postgres.freeze();
       try {
-        const early = await startService({ ...serviceEnv(postgres, redis), DATABASE_STARTUP_TIMEOUT_MS: "2000" });
+        const early = await startServer(
+          { ...serviceEnv(postgres, redis), DATABASE_STARTUP_TIMEOUT_MS: "2000" },
+          { until: "spawned" },
+        );
         expect(await early.exited).toBe(1);
         expect(early.output()).toMatch(/^Cannot start: .* did not answer within 2 s/m);
       } finally {
@@ -380,7 +372,7 @@ describe.skipIf(missing)("when PostgreSQL or Redis fails", () => {
 
     it("starts once a database that was down comes up within the start-up time", async () => {
       postgres.stop();
-      const late = await startService(serviceEnv(postgres, redis));
+      const late = await startServer(serviceEnv(postgres, redis), { until: "spawned" });
       try {
         const deadline = Date.now() + 15_000;
         while (!late.output().includes("the database does not answer yet; retrying") && Date.now() < deadline) await sleep(50);

@@ -4,65 +4,16 @@
  * its idle level within 30 s. Runs on the local PostgreSQL (the embedded database lives in the
  * process and would count its own pages).
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
-import { connect } from "node:net";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SeedResult, seedDemo } from "../../src/admin/seed.js";
 import { type Database, openDatabase } from "../../src/db/database.js";
+import { reachable, type ServerProcess, startServer } from "../helpers/server-process.js";
 import { createPostgresDatabase } from "../helpers/test-app.js";
 
-const root = path.resolve(import.meta.dirname, "../..");
 const MiB = 1024 * 1024;
-
-function reachable(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, "127.0.0.1");
-    socket.on("connect", () => {
-      socket.end();
-      resolve(true);
-    });
-    socket.on("error", () => resolve(false));
-  });
-}
 const postgresUp = await reachable(5432);
-
-/** The built server on `databaseUrl`, once /ready answers. */
-async function startServer(databaseUrl: string, port: number) {
-  let output = "";
-  const child = spawn(process.execPath, ["dist/server.js"], {
-    cwd: root,
-    env: {
-      ...process.env,
-      NODE_ENV: "production",
-      DATABASE_URL: databaseUrl,
-      REDIS_URL: "",
-      PORT: String(port),
-      LOG_LEVEL: "warn",
-    },
-  });
-  child.stdout?.on("data", (chunk) => {
-    output += chunk;
-  });
-  child.stderr?.on("data", (chunk) => {
-    output += chunk;
-  });
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const ok = await fetch(`http://127.0.0.1:${port}/ready`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) return { child, output: () => output };
-    if (Date.now() > deadline) {
-      child.kill("SIGKILL");
-      throw new Error(`server did not get ready:\n${output}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 const rssOf = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) * 1024;
 
@@ -83,17 +34,18 @@ function post(port: number, pathname: string, headers: Record<string, string>, b
 }
 
 describe.runIf(postgresUp)("memory under concurrent large bodies", () => {
-  let server: { child: ChildProcess; output: () => string } | undefined;
+  let server: ServerProcess | undefined;
   let database: Database;
   let drop: () => Promise<void>;
   let org: SeedResult;
-  const port = 21_000 + Math.floor(Math.random() * 20_000);
 
   beforeAll(async () => {
-    execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: root });
     const created = await createPostgresDatabase();
     drop = created.drop;
-    server = await startServer(created.url, port);
+    server = await startServer(
+      { NODE_ENV: "production", DATABASE_URL: created.url, REDIS_URL: "", LOG_LEVEL: "warn" },
+      { until: "ready" },
+    );
     database = await openDatabase({ kind: "postgres", url: created.url, poolSize: 2 });
     org = await seedDemo(database.db, "Memory");
   }, 120_000);
@@ -106,6 +58,7 @@ describe.runIf(postgresUp)("memory under concurrent large bodies", () => {
 
   it("40 concurrent 25 MiB comments: under 1 GB RSS, each 201 or 503, back near idle within 30 s", async () => {
     const pid = server?.child.pid as number;
+    const port = server?.port as number;
     const file = (size: number) => Buffer.concat([Buffer.from("%PDF-1.7\n"), Buffer.alloc(size - 9, 0x41)]).toString("base64");
     const body = Buffer.from(
       JSON.stringify({

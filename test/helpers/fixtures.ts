@@ -14,7 +14,14 @@ export type Fixture = {
   orgs: SeedResult[];
   /** A key of `organization` (default `org`) holding exactly `scopes`. */
   keyWith(scopes: Permission[], organization?: SeedResult, extra?: { expiresInMs?: number }): Promise<string>;
+  /**
+   * Another app on this file's database, with state of its own (metrics, caches, a
+   * device-management client): for a test that counts what the app did or configures it.
+   */
+  appWith(options?: Omit<AppOptions, "database">): Promise<TestApp>;
 };
+
+type AppOptions = NonNullable<Parameters<typeof createTestApp>[0]>;
 
 /**
  * Everything a test file starts from: its app and database, and `organizations` seeded
@@ -23,9 +30,7 @@ export type Fixture = {
  * Tests stay independent of each other by working in their organization, or in a new one from
  * `t.seedOrg()`, and never counting rows outside it.
  */
-export async function openFixture(
-  options: Parameters<typeof createTestApp>[0] & { organizations?: number } = {},
-): Promise<Fixture> {
+export async function openFixture(options: AppOptions & { organizations?: number } = {}): Promise<Fixture> {
   const { organizations = 2, ...appOptions } = options;
   const t = await createTestApp(appOptions);
   afterAll(() => t.close());
@@ -38,5 +43,6 @@ export async function openFixture(
     other: orgs[1] as SeedResult,
     orgs,
     keyWith: async (scopes, organization = org, extra = {}) => (await t.keyWith(organization.organizationId, scopes, extra)).key,
+    appWith: (appOptions = {}) => createTestApp({ ...appOptions, database: t.database }),
   };
 }

@@ -1,6 +1,6 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, renameSync, rmSync } from "node:fs";
-import { connect } from "node:net";
+import { connect, createServer } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -40,6 +40,18 @@ export function reachable(port: number): Promise<boolean> {
 /** A free-looking port in 20000-59999 (random; the servers bind 127.0.0.1). */
 export const randomPort = () => 20_000 + Math.floor(Math.random() * 40_000);
 
+/** A port on 127.0.0.1 that the OS says is free now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
 export type ServerProcess = {
   child: ChildProcess;
   port: number;
@@ -51,15 +63,15 @@ export type ServerProcess = {
   exited: Promise<number | null>;
   /** Polls until `check` holds, failing with the output after `ms` (default 60 s: a loaded 2-core machine starts slowly). */
   waitFor: (check: () => boolean | Promise<boolean>, what: string, ms?: number) => Promise<void>;
-  /** Waits until GET /ready answers 200. */
-  ready: () => Promise<void>;
+  /** Waits until GET /ready answers 200, failing at once if the server exits, or after `ms` (default 60 s). */
+  ready: (ms?: number) => Promise<void>;
   /** Waits for its "listening" log line. */
   listening: () => Promise<void>;
 };
 
 /**
- * The built server (`dist/server.js`, see buildServer) as a child process on `port`, with `env`
- * over the inherited environment. `until`: "ready" waits for GET /ready to answer 200,
+ * The built server (`dist/server.js`, see buildServer) as a child process on `port` (default: a
+ * free one from the OS), with `env` over the inherited environment. `until`: "ready" waits for GET /ready to answer 200,
  * "listening" for its "listening" log line, "spawned" returns at once.
  */
 export async function startServer(
@@ -67,7 +79,7 @@ export async function startServer(
   options: { port?: number; until?: "ready" | "listening" | "spawned" } = {},
 ): Promise<ServerProcess> {
   buildServer();
-  const port = options.port ?? randomPort();
+  const port = options.port ?? (await freePort());
   let output = "";
   const child = spawn(process.execPath, ["dist/server.js"], {
     cwd: root,
@@ -88,14 +100,18 @@ export async function startServer(
       await new Promise((r) => setTimeout(r, 50));
     }
   };
-  const ready = () =>
+  const ready = (ms?: number) =>
     waitFor(
-      () =>
-        fetch(`${url}/ready`).then(
+      () => {
+        if (child.exitCode !== null || child.signalCode !== null)
+          throw new Error(`the server exited (${child.exitCode ?? child.signalCode}) before it was ready:\n${output}`);
+        return fetch(`${url}/ready`).then(
           (r) => r.ok,
           () => false,
-        ),
+        );
+      },
       "the server to be ready",
+      ms,
     );
   const listening = () => waitFor(() => output.includes('"msg":"listening"'), "the server to listen");
   const server = { child, port, url, output: () => output, exited, waitFor, ready, listening };

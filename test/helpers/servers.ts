@@ -1,89 +1,16 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, rmSync } from "node:fs";
-import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { freePort, reachable } from "./server-process.js";
 
 /**
- * Real servers of a test's own, on free ports in a temporary directory: the built service, a
- * PostgreSQL cluster (initdb/pg_ctl) and a redis-server, each of which a test can stop, freeze
- * (SIGSTOP), resume and start again.
+ * Real servers of a test's own, on free ports in a temporary directory: a PostgreSQL cluster
+ * (initdb/pg_ctl) and a redis-server, each of which a test can stop, freeze (SIGSTOP), resume and
+ * start again. The built service itself starts through server-process.ts.
  */
 
-const root = path.resolve(import.meta.dirname, "../..");
-
-export function buildService() {
-  execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: root });
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, "127.0.0.1");
-    socket.on("connect", () => {
-      socket.end();
-      resolve(true);
-    });
-    socket.on("error", () => resolve(false));
-  });
-}
-
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-export type ServiceProcess = {
-  child: ChildProcess;
-  url: string;
-  output: () => string;
-  exited: Promise<number | null>;
-  /** Resolves once /ready answers 200. */
-  ready: (timeoutMs?: number) => Promise<void>;
-};
-
-/** The built service (dist/server.js) with `env` on a free port. */
-export async function startService(env: Record<string, string>): Promise<ServiceProcess> {
-  const port = await freePort();
-  let output = "";
-  const child = spawn(process.execPath, ["dist/server.js"], {
-    cwd: root,
-    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", REDIS_URL: "", LOG_LEVEL: "warn", ...env },
-  });
-  child.stdout?.on("data", (chunk) => {
-    output += chunk;
-  });
-  child.stderr?.on("data", (chunk) => {
-    output += chunk;
-  });
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-  const url = `http://127.0.0.1:${port}`;
-  return {
-    child,
-    url,
-    output: () => output,
-    exited,
-    async ready(timeoutMs = 30_000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const ok = await fetch(`${url}/ready`).then(
-          (r) => r.ok,
-          () => false,
-        );
-        if (ok) return;
-        if (child.exitCode !== null || Date.now() > deadline) throw new Error(`the service did not get ready:\n${output}`);
-        await sleep(100);
-      }
-    },
-  };
-}
 
 const pgBin = "/usr/lib/postgresql/15/bin";
 const asRoot = process.getuid?.() === 0;
@@ -231,7 +158,7 @@ export async function startRedis(): Promise<RedisServer> {
         dir,
       ]);
       const deadline = Date.now() + 10_000;
-      while (!(await accepts(port))) {
+      while (!(await reachable(port))) {
         if (Date.now() > deadline) throw new Error("redis-server did not start");
         await sleep(50);
       }

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { openFixture } from "../helpers/fixtures.js";
 import { createTestApp, type TestApp, usePostgres } from "../helpers/test-app.js";
 
-const { t, org } = await openFixture({ organizations: 1 });
+const { t, org, appWith } = await openFixture({ organizations: 1 });
 
 async function scrape(app: Pick<TestApp["app"], "fetch"> = t.app): Promise<string> {
   const res = await app.fetch(new Request("http://test/metrics"));
@@ -34,18 +34,21 @@ describe("GET /metrics", () => {
     expect(text).toContain("process_cpu_seconds_total");
   });
 
+  // The counting tests count on an app of their own: other tests' requests (and the operation
+  // names they use up) must not reach their counters.
   it("counts REST requests by route pattern and status, never by raw path", async () => {
+    const own = await appWith();
     const taskId = org.taskIds[0] as string;
-    const before = await scrape();
+    const before = await scrape(own.app);
     const labels = { method: "GET", route: "/v1/tasks/:taskId", status: "200", transport: "rest" };
     const start = sample(before, "http_requests_total", labels) ?? 0;
-    expect((await t.rest("GET", `/v1/tasks/${taskId}`, { key: org.apiKey })).status).toBe(200);
-    expect((await t.rest("GET", `/v1/tasks/${taskId}`, { key: org.apiKey })).status).toBe(200);
-    expect((await t.rest("GET", "/v1/tasks/tsk_missing", { key: org.apiKey })).status).toBe(404);
-    expect((await t.rest("GET", `/v1/tasks/${taskId}`)).status).toBe(401);
-    expect((await t.rest("GET", `/v1/no/such/${taskId}`, { key: org.apiKey })).status).toBe(404);
+    expect((await own.rest("GET", `/v1/tasks/${taskId}`, { key: org.apiKey })).status).toBe(200);
+    expect((await own.rest("GET", `/v1/tasks/${taskId}`, { key: org.apiKey })).status).toBe(200);
+    expect((await own.rest("GET", "/v1/tasks/tsk_missing", { key: org.apiKey })).status).toBe(404);
+    expect((await own.rest("GET", `/v1/tasks/${taskId}`)).status).toBe(401);
+    expect((await own.rest("GET", `/v1/no/such/${taskId}`, { key: org.apiKey })).status).toBe(404);
 
-    const text = await scrape();
+    const text = await scrape(own.app);
     expect(sample(text, "http_requests_total", labels)).toBe(start + 2);
     expect(sample(text, "http_requests_total", { ...labels, status: "404" })).toBeGreaterThanOrEqual(1);
     expect(sample(text, "http_requests_total", { ...labels, status: "401" })).toBeGreaterThanOrEqual(1);
@@ -69,22 +72,23 @@ describe("GET /metrics", () => {
   });
 
   it("counts GraphQL operations on both transports, by type, name and result", async () => {
-    const gql = await t.gql(
+    const own = await appWith();
+    const gql = await own.gql(
       "query TaskTitle($id: ID!) { task(taskId: $id) { title } }",
       { id: org.taskIds[0] },
       { key: org.apiKey },
     );
     expect(gql.status).toBe(200);
-    const failed = await t.gql(
+    const failed = await own.gql(
       "query TaskTitle($id: ID!) { task(taskId: $id) { title } }",
       { id: "tsk_missing" },
       { key: org.apiKey },
     );
     expect(failed.body.errors[0].extensions.code).toBe("NOT_FOUND");
-    const rest = await t.rest("POST", "/v1/tasks", { key: org.apiKey, body: { title: "Metrics" } });
+    const rest = await own.rest("POST", "/v1/tasks", { key: org.apiKey, body: { title: "Metrics" } });
     expect(rest.status).toBe(201);
 
-    const text = await scrape();
+    const text = await scrape(own.app);
     const graphql = { operation_type: "query", operation_name: "TaskTitle", transport: "graphql" };
     expect(sample(text, "graphql_operations_total", { ...graphql, result: "success" })).toBe(1);
     expect(sample(text, "graphql_operations_total", { ...graphql, result: "error" })).toBe(1);

@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { SeedResult } from "../../src/admin/seed.js";
 import { permissions } from "../../src/auth/permissions.js";
 import { createSession } from "../../src/auth/sessions.js";
-import { createTestApp, type TestApp } from "../helpers/test-app.js";
+import type { Prisma } from "../../src/generated/prisma/client.js";
+import { openFixture } from "../helpers/fixtures.js";
 
 const memberFields = `id organizationId userId role createdAt department jobTitle isActive deviceLabelId
   user { id name email emailVerified image createdAt updatedAt lastLogin }`;
@@ -32,11 +33,8 @@ const listMembers = `query($limit: Int, $cursor: String) { members(limit: $limit
 
 const uniqueEmail = (label = "person") => `${label}.${randomBytes(4).toString("hex")}@example.com`;
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await createTestApp();
-});
-afterAll(() => t.close());
+// Each describe seeds organizations of its own.
+const { t } = await openFixture({ organizations: 0 });
 
 /** Headers of a session for the user, acting in the organization. */
 async function sessionOf(userId: string, organizationId: string) {
@@ -366,8 +364,16 @@ describe("update member", () => {
       orderBy: [{ createdAt: "asc" }, { id: "asc" }],
     });
 
+  /** The demo employee of a new organization, with `state` over its seeded fields (for a test that changes it). */
+  async function ownEmployee(state: Prisma.MemberUpdateInput = {}) {
+    const own = await t.seedOrg();
+    const id = own.memberIds[3] as string;
+    await t.db.member.update({ where: { id }, data: state });
+    return { org: own, id };
+  }
+
   it("changes the given fields, answers 200 with the member and records what changed", async () => {
-    const id = org.memberIds[3] as string;
+    const { org, id } = await ownEmployee();
     const res = await t.rest("PATCH", `/v1/people/${id}`, {
       key: org.apiKey,
       body: { role: "auditor", department: "it", jobTitle: "Engineer", deviceLabelId: 104 },
@@ -397,7 +403,7 @@ describe("update member", () => {
   });
 
   it("leaves absent fields unchanged and clears jobTitle and deviceLabelId with null", async () => {
-    const id = org.memberIds[3] as string;
+    const { org, id } = await ownEmployee({ role: "auditor", department: "it", jobTitle: "Engineer" });
     const res = await t.rest("PATCH", `/v1/people/${id}`, { key: org.apiKey, body: { jobTitle: null, deviceLabelId: null } });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ role: "auditor", department: "it", jobTitle: null, deviceLabelId: null, isActive: true });
@@ -420,7 +426,7 @@ describe("update member", () => {
   });
 
   it("answers 200 without writing anything when nothing actually changes", async () => {
-    const id = org.memberIds[3] as string;
+    const { org, id } = await ownEmployee({ role: "auditor", department: "it" });
     const before = await t.db.member.findUniqueOrThrow({ where: { id } });
     const count = (await auditsOf(id)).length;
     const res = await t.rest("PATCH", `/v1/people/${id}`, { key: org.apiKey, body: { role: "auditor", department: "it" } });
@@ -485,10 +491,11 @@ describe("update member", () => {
 });
 
 describe("owner role", () => {
+  // Each test changes roles, so each has an organization of its own.
   let org: SeedResult;
   let admin: Record<string, string>;
   let owner: Record<string, string>;
-  beforeAll(async () => {
+  beforeEach(async () => {
     org = await t.seedOrg();
     owner = await sessionOf(org.userIds[0] as string, org.organizationId);
     admin = await sessionOf(org.userIds[1] as string, org.organizationId);

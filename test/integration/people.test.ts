@@ -1,9 +1,12 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SeedResult } from "../../src/admin/seed.js";
 import { createDeviceManagement } from "../../src/modules/members/device-management.js";
-import { createTestApp, type TestApp } from "../helpers/test-app.js";
+import { openFixture } from "../helpers/fixtures.js";
+import type { TestApp } from "../helpers/test-app.js";
+
+// Unlinking changes a member for good: each test unlinks members of an organization of its own.
+const { t, appWith } = await openFixture({ organizations: 0 });
 
 const unlink = `mutation($id: ID!) { unlinkDevice(id: $id) {
   id organizationId userId role createdAt department jobTitle isActive deviceLabelId
@@ -11,15 +14,8 @@ const unlink = `mutation($id: ID!) { unlinkDevice(id: $id) {
 } }`;
 
 describe("unlink device", () => {
-  let t: TestApp;
-  let org: SeedResult;
-  beforeAll(async () => {
-    t = await createTestApp();
-    org = await t.seedOrg();
-  });
-  afterAll(() => t.close());
-
   it("clears the label and removes the member's devices, answering 200 with the member", async () => {
+    const org = await t.seedOrg();
     const memberId = org.memberIds[0] as string;
     expect(await t.db.device.count({ where: { memberId } })).toBe(1);
     const res = await t.rest("PATCH", `/v1/people/${memberId}/unlink-device`, { key: org.apiKey });
@@ -64,7 +60,9 @@ describe("unlink device", () => {
   });
 
   it("is idempotent: a second call answers 200 with the same member", async () => {
+    const org = await t.seedOrg();
     const memberId = org.memberIds[0] as string;
+    expect((await t.rest("PATCH", `/v1/people/${memberId}/unlink-device`, { key: org.apiKey })).status).toBe(200);
     const again = await t.rest("PATCH", `/v1/people/${memberId}/unlink-device`, { key: org.apiKey });
     expect(again.status).toBe(200);
     expect(again.body.deviceLabelId).toBeNull();
@@ -72,6 +70,7 @@ describe("unlink device", () => {
   });
 
   it("works over GraphQL", async () => {
+    const org = await t.seedOrg();
     const res = await t.gql(unlink, { id: org.memberIds[1] }, { key: org.apiKey });
     expect(res.body.errors).toBeUndefined();
     expect(res.body.data.unlinkDevice).toMatchObject({
@@ -83,6 +82,7 @@ describe("unlink device", () => {
   });
 
   it("answers 404 for an unknown member and refuses a body", async () => {
+    const org = await t.seedOrg();
     const res = await t.rest("PATCH", "/v1/people/mem_missing/unlink-device", { key: org.apiKey });
     expect(res.status).toBe(404);
     expect(res.body.code).toBe("NOT_FOUND");
@@ -95,8 +95,7 @@ describe("unlink device", () => {
 });
 
 describe("unlink device with a device-management system", () => {
-  let t: TestApp;
-  let org: SeedResult;
+  let withMdm: TestApp;
   let server: Server;
   let failNext = false;
   const calls: string[] = [];
@@ -116,18 +115,17 @@ describe("unlink device with a device-management system", () => {
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const { port } = server.address() as AddressInfo;
-    t = await createTestApp({ deviceManagement: createDeviceManagement(`http://127.0.0.1:${port}`, "mdm-token") });
-    org = await t.seedOrg();
+    withMdm = await appWith({ deviceManagement: createDeviceManagement(`http://127.0.0.1:${port}`, "mdm-token") });
   });
   afterAll(async () => {
-    await t.close();
     await new Promise((resolve) => server.close(resolve));
   });
 
   it("reports a failure of the device-management system as 502 and changes nothing", async () => {
+    const org = await t.seedOrg();
     failNext = true;
     const memberId = org.memberIds[3] as string;
-    const res = await t.rest("PATCH", `/v1/people/${memberId}/unlink-device`, { key: org.apiKey });
+    const res = await withMdm.rest("PATCH", `/v1/people/${memberId}/unlink-device`, { key: org.apiKey });
     expect(res.status).toBe(502);
     expect(res.body.code).toBe("BAD_GATEWAY");
     expect((await t.db.member.findUniqueOrThrow({ where: { id: memberId } })).deviceLabelId).toBe(104);
@@ -135,9 +133,10 @@ describe("unlink device with a device-management system", () => {
   });
 
   it("removes the hosts under the old label, then unlinks", async () => {
+    const org = await t.seedOrg();
     calls.length = 0;
     const memberId = org.memberIds[3] as string;
-    const res = await t.rest("PATCH", `/v1/people/${memberId}/unlink-device`, { key: org.apiKey });
+    const res = await withMdm.rest("PATCH", `/v1/people/${memberId}/unlink-device`, { key: org.apiKey });
     expect(res.status).toBe(200);
     expect(calls).toEqual([
       "GET /api/v1/fleet/labels/104/hosts Bearer mdm-token",

@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { SeedResult } from "../../src/admin/seed.js";
-import { createTestApp, type TestApp } from "../helpers/test-app.js";
+import type { Prisma } from "../../src/generated/prisma/client.js";
+import { openFixture } from "../helpers/fixtures.js";
 
 const taskFields = "id title status createdAt updatedAt description taskTemplateId";
 const taskKeys = ["createdAt", "description", "id", "status", "taskTemplateId", "title", "updatedAt"];
@@ -15,11 +16,8 @@ const updateTask = `mutation($taskId: ID!, $title: String, $description: String,
 }`;
 const listTasks = `query($limit: Int, $cursor: String) { tasks(limit: $limit, cursor: $cursor) { items { ${taskFields} assigneeId } nextCursor } }`;
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await createTestApp();
-});
-afterAll(() => t.close());
+// Each describe seeds organizations of its own.
+const { t } = await openFixture({ organizations: 0 });
 
 describe("create task", () => {
   let org: SeedResult;
@@ -203,6 +201,7 @@ describe("list tasks", () => {
 });
 
 describe("update task", () => {
+  // Tests that change a task each change one of their own; the rest change nothing of `taskId`.
   let org: SeedResult;
   let taskId: string;
   beforeAll(async () => {
@@ -210,13 +209,22 @@ describe("update task", () => {
     taskId = org.taskIds[0] as string;
   });
 
+  /** The first demo task of a new organization, with `state` over its seeded fields. */
+  async function ownTask(state: Prisma.TaskUpdateInput = {}) {
+    const own = await t.seedOrg();
+    const id = own.taskIds[0] as string;
+    await t.db.task.update({ where: { id }, data: state });
+    return { key: own.apiKey, taskId: id };
+  }
+
   const auditsOf = (id: string) =>
     t.db.auditEvent.findMany({ where: { entityId: id, action: "task.updated" }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] });
 
   it("changes the given fields, answers 200 with the task and records what changed", async () => {
+    const { key, taskId } = await ownTask();
     const before = await t.db.task.findUniqueOrThrow({ where: { id: taskId } });
     const res = await t.rest("PATCH", `/v1/tasks/${taskId}`, {
-      key: org.apiKey,
+      key,
       body: { title: "Review access controls (Q3)", status: "done", taskTemplateId: "tmpl_access_review" },
     });
     expect(res.status).toBe(200);
@@ -240,8 +248,9 @@ describe("update task", () => {
   });
 
   it("leaves absent fields unchanged and clears description and taskTemplateId with null", async () => {
+    const { key, taskId } = await ownTask({ title: "Review access controls (Q3)", status: "done" });
     const res = await t.rest("PATCH", `/v1/tasks/${taskId}`, {
-      key: org.apiKey,
+      key,
       body: { description: null, taskTemplateId: null },
     });
     expect(res.status).toBe(200);
@@ -260,24 +269,26 @@ describe("update task", () => {
   });
 
   it("works over GraphQL with the same null semantics", async () => {
-    const set = await t.gql(updateTask, { taskId, description: "Back again", status: "blocked" }, { key: org.apiKey });
+    const { key, taskId } = await ownTask({ title: "Review access controls (Q3)", status: "done" });
+    const set = await t.gql(updateTask, { taskId, description: "Back again", status: "blocked" }, { key });
     expect(set.body.errors).toBeUndefined();
     expect(set.body.data.updateTask).toMatchObject({
       description: "Back again",
       status: "blocked",
       title: "Review access controls (Q3)",
     });
-    const cleared = await t.gql(updateTask, { taskId, description: null }, { key: org.apiKey });
+    const cleared = await t.gql(updateTask, { taskId, description: null }, { key });
     expect(cleared.body.errors).toBeUndefined();
     expect(cleared.body.data.updateTask).toMatchObject({ description: null, status: "blocked" });
-    const rest = await t.rest("GET", `/v1/tasks/${taskId}`, { key: org.apiKey });
+    const rest = await t.rest("GET", `/v1/tasks/${taskId}`, { key });
     expect(rest.body).toEqual(cleared.body.data.updateTask);
   });
 
   it("answers 200 without writing anything when nothing actually changes", async () => {
+    const { key, taskId } = await ownTask({ status: "blocked", description: null });
     const count = (await auditsOf(taskId)).length;
     const before = await t.db.task.findUniqueOrThrow({ where: { id: taskId } });
-    const res = await t.rest("PATCH", `/v1/tasks/${taskId}`, { key: org.apiKey, body: { status: "blocked", description: null } });
+    const res = await t.rest("PATCH", `/v1/tasks/${taskId}`, { key, body: { status: "blocked", description: null } });
     expect(res.status).toBe(200);
     expect(await auditsOf(taskId)).toHaveLength(count);
     expect((await t.db.task.findUniqueOrThrow({ where: { id: taskId } })).updatedAt).toEqual(before.updatedAt);
