@@ -55,6 +55,9 @@ export function createBodyBudget(maxBytes: number): BodyBudget {
         collection = setTimeout(() => {
           sinceCollection = 0;
           collectGarbage();
+          // A second pass frees what the first one only finalized (buffers behind weak references).
+          collection = setTimeout(() => collectGarbage(), COLLECT_DELAY_MS * 4);
+          collection.unref();
         }, COLLECT_DELAY_MS);
         collection.unref();
       }
