@@ -137,7 +137,10 @@ export function createApp(deps: AppDeps) {
   const yoga = createYoga<Record<string, unknown>, Context>({
     schema,
     graphqlEndpoint: "/graphql",
-    maxRequestBodySize: config.bodyLimitBytes,
+    // Body size is enforced by our own admission (body-admission.ts) on both transports, before a
+    // byte is read and within the memory budget. Yoga's limit would pipe every admitted body through
+    // a second web stream (a stream pipeline and an AbortController per request: bench/README.md).
+    maxRequestBodySize: false,
     landingPage: false,
     logging: {
       debug: (...args) => logger.debug(args.map(String).join(" ")),
