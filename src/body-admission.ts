@@ -186,15 +186,13 @@ export function useGraphqlBodyAdmission(options: {
       const auth = await options.authenticate(request);
       const refused = "error" in auth ? auth.error : "anonymous" in auth ? new UnauthenticatedError() : null;
       if (refused) {
-        endResponse(transportErrorResponse(url.pathname, refused.code, refused.message, { connection: "close" }));
+        endResponse(transportErrorResponse(url.pathname, refused.code, refused.message));
         return;
       }
       if (request.method !== "POST") return;
       const body = await options.reader.read(request, serverContext);
       if ("refused" in body) {
-        endResponse(
-          transportErrorResponse(url.pathname, body.refused.code, body.refused.message, { connection: "close", ...body.headers }),
-        );
+        endResponse(transportErrorResponse(url.pathname, body.refused.code, body.refused.message, body.headers));
         return;
       }
       const checked = new fetchAPI.Request(request.url, { method: "POST", headers: request.headers, body: body.text });

@@ -122,9 +122,22 @@ const app = createApp({
     : undefined,
 });
 
+/**
+ * A refusal (401, 413, 503 busy) is answered before the body is read. Closing the connection then
+ * would make the kernel reset it while the caller is still sending, and the caller could lose the
+ * answer (EPIPE instead of the 503). Node reads and discards the rest of the body instead, and the
+ * connection stays usable; a caller still sending this long after its answer is cut off.
+ */
+const DISCARD_REFUSED_BODY_MS = 2_000;
+
 const server = createServer((req, res) => {
   // While draining, tell keep-alive clients to reconnect (to another replica).
   if (shuttingDown) res.setHeader("connection", "close");
+  res.once("finish", () => {
+    if (req.complete) return;
+    const cutOff = setTimeout(() => req.socket.destroy(), DISCARD_REFUSED_BODY_MS).unref();
+    req.once("close", () => clearTimeout(cutOff));
+  });
   app.yoga(req, res);
 });
 

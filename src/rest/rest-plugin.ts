@@ -176,7 +176,7 @@ export function useRestGuard({ routes, authenticate, rememberAuth, openApiDocume
         }
         const read = await bodyReader.read(request, serverContext);
         if ("refused" in read) {
-          endResponse(appErrorResponse(read.refused, { connection: "close", ...read.headers }));
+          endResponse(appErrorResponse(read.refused, read.headers));
           return;
         }
         const body = read.text;

@@ -5,7 +5,7 @@
  * process and would count its own pages).
  */
 import { readFileSync } from "node:fs";
-import { request as httpRequest } from "node:http";
+import { Agent, type ClientRequest, request as httpRequest, type IncomingMessage } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SeedResult, seedDemo } from "../../src/admin/seed.js";
 import { type Database, openDatabase } from "../../src/db/database.js";
@@ -105,4 +105,48 @@ describe.runIf(postgresUp)("memory under concurrent large bodies", () => {
     console.log(`RSS ${Math.round(now / MiB)} MiB after the burst`);
     expect(now).toBeLessThan(nearIdle);
   }, 180_000);
+  it("a caller refused while still sending its body gets the answer, can finish sending, and keeps the connection", async () => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const port = server?.port as number;
+    const body = Buffer.alloc(8 * MiB, 0x41);
+    try {
+      let failed: Error | undefined;
+      const request = httpRequest({
+        agent,
+        host: "127.0.0.1",
+        port,
+        path: "/graphql",
+        method: "POST",
+        headers: { "content-type": "application/json", "content-length": body.length },
+      });
+      request.on("error", (error) => {
+        failed = error;
+      });
+      const answered = new Promise<IncomingMessage>((resolve) => request.once("response", resolve));
+      const write = (req: ClientRequest, chunk: Buffer) =>
+        new Promise<void>((resolve, reject) => req.write(chunk, (error) => (error ? reject(error) : resolve())));
+      // No credential: refused before a byte of the body is read, while most of it is still to come.
+      await write(request, body.subarray(0, 64 * 1024));
+      const refused = await answered;
+      expect(refused.statusCode).toBe(401);
+      let text = "";
+      for await (const chunk of refused) text += chunk;
+      expect(JSON.parse(text).errors[0].extensions.code).toBe("UNAUTHENTICATED");
+      // The rest of the body is read and discarded, not met with a reset.
+      for (let offset = 64 * 1024; offset < body.length; offset += MiB) await write(request, body.subarray(offset, offset + MiB));
+      await new Promise<void>((resolve) => request.end(resolve));
+      expect(failed).toBeUndefined();
+      // And the same connection serves the next request.
+      const next = httpRequest({ agent, host: "127.0.0.1", port, path: "/health" });
+      next.end();
+      const health = await new Promise<IncomingMessage>((resolve, reject) =>
+        next.once("response", resolve).once("error", reject),
+      );
+      expect(health.statusCode).toBe(200);
+      expect(next.reusedSocket).toBe(true);
+      health.resume();
+    } finally {
+      agent.destroy();
+    }
+  }, 30_000);
 });
