@@ -10,6 +10,7 @@ import { createApp } from "../../src/app.js";
 import { permissions } from "../../src/auth/permissions.js";
 import { type Database, openDatabase } from "../../src/db/database.js";
 import { freshDataDir } from "../helpers/data-dir.js";
+import { testNodeFlags } from "../helpers/server-process.js";
 import { createPostgresDatabase, usePostgres } from "../helpers/test-app.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -43,7 +44,11 @@ type Run = { code: number | null; stdout: string; stderr: string };
 /** The CLI as a real process; the embedded database in `dataDir` unless `env` says otherwise. */
 function cli(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [main, ...args], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [...testNodeFlags, main, ...args], {
+      cwd: root,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
