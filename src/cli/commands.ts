@@ -1,17 +1,10 @@
-import {
-  createApiKey,
-  createOrganization,
-  createUser,
-  parseDuration,
-  parseScopes,
-  revokeApiKey,
-} from "../admin/admin.service.js";
-import { seedDemo } from "../admin/seed.js";
 import { permissions } from "../auth/permissions.js";
-import { createSession } from "../auth/sessions.js";
 import type { Db } from "../db/database.js";
-import { AppError } from "../errors.js";
 import { MemberRole } from "../generated/prisma/enums.js";
+import type * as services from "./services.js";
+
+/** The service functions the commands call (./services.js, imported once a command is to run). */
+export type Services = typeof services;
 
 /** A mistake in how the CLI was called: printed with a usage hint, exit code 2. */
 export class UsageError extends Error {
@@ -50,7 +43,7 @@ export type Command = {
   options: Record<string, OptionSpec>;
   examples: string[];
   /** Checks the option values (throwing UsageError) and returns the work to do. */
-  prepare(values: Record<string, string | boolean | undefined>): Prepared;
+  prepare(values: Record<string, string | boolean | undefined>, services: Services): Prepared;
 };
 
 const roles = Object.values(MemberRole);
@@ -61,7 +54,7 @@ function str(values: Record<string, string | boolean | undefined>, name: string)
 }
 
 /** Argument checks done with service helpers still count as usage errors. */
-function asUsage<T>(command: Command, fn: () => T): T {
+function asUsage<T>(command: Command, { AppError }: Services, fn: () => T): T {
   try {
     return fn();
   } catch (error) {
@@ -81,7 +74,7 @@ const orgCreate: Command = {
     name: { type: "string", valueName: "NAME", description: "name of the organization", required: true },
   },
   examples: ["org create --name Acme --json"],
-  prepare(values) {
+  prepare(values, { createOrganization }) {
     const name = str(values, "name") as string;
     return async (db) => {
       const org = await createOrganization(db, name);
@@ -103,7 +96,7 @@ const userCreate: Command = {
     "user create --email ada@example.com --name 'Ada Lovelace' --json",
     "user create --email ada@example.com --name 'Ada Lovelace' --org org_... --role admin --json",
   ],
-  prepare(values) {
+  prepare(values, { createUser }) {
     const email = str(values, "email") as string;
     const name = str(values, "name") as string;
     const organizationId = str(values, "org");
@@ -144,12 +137,13 @@ const apikeyCreate: Command = {
     "apikey create --org org_... --name ci --json",
     "apikey create --org org_... --name reader --scopes task:read --expires-in 30d",
   ],
-  prepare(values) {
+  prepare(values, services) {
+    const { createApiKey, parseDuration, parseScopes } = services;
     const organizationId = str(values, "org") as string;
     const name = str(values, "name") as string;
-    const scopes = asUsage(this, () => parseScopes(str(values, "scopes") ?? "all"));
+    const scopes = asUsage(this, services, () => parseScopes(str(values, "scopes") ?? "all"));
     const expiresIn = str(values, "expires-in");
-    const expiresInMs = expiresIn === undefined ? undefined : asUsage(this, () => parseDuration(expiresIn));
+    const expiresInMs = expiresIn === undefined ? undefined : asUsage(this, services, () => parseDuration(expiresIn));
     if (expiresInMs === 0) throw new UsageError("--expires-in must be longer than zero", this);
     return async (db) => {
       const key = await createApiKey(db, { organizationId, name, scopes, expiresInMs });
@@ -174,7 +168,7 @@ const apikeyRevoke: Command = {
     id: { type: "string", valueName: "ID", description: "API key id (apk_...)", required: true },
   },
   examples: ["apikey revoke --id apk_... --json"],
-  prepare(values) {
+  prepare(values, { revokeApiKey }) {
     const id = str(values, "id") as string;
     return async (db) => {
       const result = await revokeApiKey(db, id);
@@ -194,9 +188,10 @@ const sessionCreate: Command = {
     ttl: { type: "string", valueName: "DURATION", description: "lifetime such as 15m, 12h or 30d (default 1h)" },
   },
   examples: ["session create --user usr_... --json", "session create --user usr_... --ttl 12h"],
-  prepare(values) {
+  prepare(values, services) {
+    const { createSession, parseDuration } = services;
     const userId = str(values, "user") as string;
-    const ttlMs = asUsage(this, () => parseDuration(str(values, "ttl") ?? "1h"));
+    const ttlMs = asUsage(this, services, () => parseDuration(str(values, "ttl") ?? "1h"));
     if (ttlMs === 0) throw new UsageError("--ttl must be longer than zero", this);
     return async (db) => {
       const session = await createSession(db, userId, ttlMs);
@@ -217,7 +212,7 @@ const seed: Command = {
   summary: "Create a new demo organization with members, tasks, vendors, risks, policies, task items and an API key",
   options: {},
   examples: ["seed --json"],
-  prepare() {
+  prepare(_values, { seedDemo }) {
     return async (db) => {
       const demo = await seedDemo(db);
       const text = [

@@ -1,11 +1,12 @@
 import path from "node:path";
 import { type ParseArgsConfig, parseArgs } from "node:util";
-import { type Config, loadConfig } from "../config.js";
+import type { Config } from "../config.js";
 import { DataDirLockedError } from "../db/data-dir-lock.js";
-import { type Database, type DatabaseOptions, openDatabase } from "../db/database.js";
-import { AppError } from "../errors.js";
-import { Prisma } from "../generated/prisma/client.js";
+import type { Database, DatabaseOptions } from "../db/database.js";
 import { type Command, type CommandResult, commands, type Prepared, UsageError } from "./commands.js";
+
+// The service modules, the configuration and the database (PGlite, Prisma, pg) are imported only
+// once the command line names a command to run: help and usage errors answer without them.
 
 export type CliIo = {
   stdout(text: string): void;
@@ -31,7 +32,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       return EXIT_OK;
     }
     json = parsed.json;
-    prepared = parsed.command.prepare(parsed.values);
+    prepared = parsed.command.prepare(parsed.values, await import("./services.js"));
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     const about = error.command;
@@ -44,6 +45,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
 
   let config: Config;
   try {
+    const { loadConfig } = await import("../config.js");
     config = loadConfig(io.env);
   } catch (error) {
     io.stderr(`error: ${messageOf(error)}\n`);
@@ -53,6 +55,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const options: DatabaseOptions = config.databaseUrl
     ? { kind: "postgres", url: config.databaseUrl, poolSize: 2 }
     : { kind: "embedded", dataDir: config.dataDir };
+  const { openDatabase } = await import("../db/database.js");
   let database: Database;
   try {
     database = await openDatabase(options);
@@ -71,7 +74,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     io.stdout(json ? `${JSON.stringify(result.json)}\n` : `${result.text}\n`);
   } catch (error) {
     code = EXIT_FAILED;
-    io.stderr(describeFailure(error));
+    io.stderr(await describeFailure(error));
   } finally {
     try {
       await database.close();
@@ -263,7 +266,8 @@ function describeDatabase(options: DatabaseOptions): string {
   }
 }
 
-function describeFailure(error: unknown): string {
+async function describeFailure(error: unknown): Promise<string> {
+  const [{ AppError }, { Prisma }] = await Promise.all([import("../errors.js"), import("../generated/prisma/client.js")]);
   if (error instanceof AppError) return `error: ${error.message}\n`;
   // A concurrent writer created the same record between the service's check and its insert.
   if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === "P2002") {

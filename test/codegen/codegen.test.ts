@@ -8,6 +8,7 @@ import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.js";
 import { type Database, openDatabase } from "../../src/db/database.js";
+import { emptyCluster } from "../helpers/data-dir.js";
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -96,7 +97,8 @@ describe("GraphQL codegen (client preset)", () => {
 describe("REST codegen (openapi-typescript and openapi-fetch)", () => {
   let database: Database;
   beforeAll(async () => {
-    database = await openDatabase({ kind: "embedded" });
+    // From the run's empty cluster: the same database as a new one, without running initdb again.
+    database = await openDatabase({ kind: "embedded", loadDataDir: emptyCluster() });
   });
   afterAll(() => database.close());
 

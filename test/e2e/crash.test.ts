@@ -1,11 +1,10 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
+import { rmSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../src/admin/admin.service.js";
 import { seedDemo } from "../../src/admin/seed.js";
 import { permissions } from "../../src/auth/permissions.js";
 import { openDatabase } from "../../src/db/database.js";
+import { freshDataDir } from "../helpers/data-dir.js";
 import { randomPort, reachable, startServer } from "../helpers/server-process.js";
 import { createPostgresDatabase } from "../helpers/test-app.js";
 
@@ -68,7 +67,7 @@ describe("crash safety", () => {
     afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
     it("keeps every acknowledged write through a SIGKILL and reopens cleanly", async () => {
-      dataDir = mkdtempSync(path.join(tmpdir(), "gateway-crash-"));
+      dataDir = freshDataDir("gateway-crash-");
       const database = await openDatabase({ kind: "embedded", dataDir });
       const demo = await seedDemo(database.db);
       await database.close();

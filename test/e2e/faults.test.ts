@@ -207,6 +207,8 @@ describe.skipIf(missing)("when PostgreSQL or Redis fails", () => {
     const before = await subscribe();
     let during503 = 0;
     let duringOutage: Awaited<ReturnType<typeof subscribe>> | undefined;
+    // 503s of this outage only: the PostgreSQL tests before it (in a shuffled order) answer some.
+    const from = answers.length;
     const window = await during(async () => {
       await redis.stop();
       await sleep(300);
@@ -214,7 +216,7 @@ describe.skipIf(missing)("when PostgreSQL or Redis fails", () => {
       // A new subscription during the outage used to end the process.
       duringOutage = await subscribe();
       await sleep(1_200);
-      during503 = answers.filter((a) => a.status === 503).length;
+      during503 = answers.slice(from).filter((a) => a.status === 503).length;
     });
     const writes = window.filter((a) => a.label === "rest write");
     expect(writes.length).toBeGreaterThan(5);

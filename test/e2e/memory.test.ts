@@ -44,7 +44,8 @@ describe.runIf(postgresUp)("memory under concurrent large bodies", () => {
     drop = created.drop;
     server = await startServer(
       { NODE_ENV: "production", DATABASE_URL: created.url, REDIS_URL: "", LOG_LEVEL: "warn" },
-      { until: "ready" },
+      // No flags, as before: memory is what this measures, with V8's usual WebAssembly tiers.
+      { until: "ready", nodeFlags: [] },
     );
     database = await openDatabase({ kind: "postgres", url: created.url, poolSize: 2 });
     org = await seedDemo(database.db, "Memory");

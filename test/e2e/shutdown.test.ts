@@ -1,9 +1,8 @@
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { request as httpRequest } from "node:http";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freshDataDir } from "../helpers/data-dir.js";
 import { type ServerProcess, startServer } from "../helpers/server-process.js";
 
 type Answer = { status: number; body: { id?: string } | string };
@@ -37,7 +36,10 @@ function slowPost(port: number, pathname: string, headers: Record<string, string
 
 type DemoServer = ServerProcess & { key: string };
 
-/** The built server on an embedded database in `dataDir`, once it listens; its demo API key from the first start. */
+/**
+ * The built server on an embedded database in `dataDir` (a copy of the migrated one: no
+ * organization yet, so it seeds the demo data), once it listens; its demo API key from that first start.
+ */
 async function startDemoServer(dataDir: string, env: Record<string, string> = {}): Promise<DemoServer> {
   const server = await startServer(
     { DATA_DIR: dataDir, DATABASE_URL: "", REDIS_URL: "", LOG_LEVEL: "info", ...env },
@@ -59,7 +61,7 @@ describe("graceful shutdown", () => {
   let child: ChildProcess | undefined;
 
   beforeAll(async () => {
-    dataDir = mkdtempSync(path.join(tmpdir(), "gateway-shutdown-"));
+    dataDir = freshDataDir("gateway-shutdown-");
   });
   afterAll(() => {
     child?.kill("SIGKILL");
@@ -134,7 +136,7 @@ describe("graceful shutdown", () => {
   });
 
   it("keeps serving for SHUTDOWN_DELAY_MS with /ready at 503, then closes and exits 0", async () => {
-    const delayDir = mkdtempSync(path.join(tmpdir(), "gateway-shutdown-delay-"));
+    const delayDir = freshDataDir("gateway-shutdown-delay-");
     let server: DemoServer | undefined;
     try {
       server = await startDemoServer(delayDir, { SHUTDOWN_DELAY_MS: "1500" });

@@ -57,8 +57,15 @@ export class RequestTally {
 
   summary(): string {
     const seconds = ((Date.now() - this.started) / 1000).toFixed(1);
-    const [fewestName, fewest] = [...this.byProperty].sort(([, a], [, b]) => a - b)[0] ?? ["-", 0];
-    return `${this.total} requests in ${seconds} s over ${this.byProperty.size} properties (fewest: ${fewest}, ${fewestName.replace(/^.*> /, "")})`;
+    const sorted = [...this.byProperty].sort(([, a], [, b]) => a - b);
+    const [fewestName, fewest] = sorted[0] ?? ["-", 0];
+    const median = sorted[Math.floor(sorted.length / 2)]?.[1] ?? 0;
+    const most = sorted.at(-1)?.[1] ?? 0;
+    if (process.env.FUZZ_TALLY) for (const [name, n] of sorted) console.info(`[fuzz] ${n}\t${name.replace(/^.*> /, "")}`);
+    return (
+      `${this.total} requests in ${seconds} s over ${this.byProperty.size} properties ` +
+      `(per property: median ${median}, most ${most}, fewest ${fewest}, ${fewestName.replace(/^.*> /, "")})`
+    );
   }
 }
 

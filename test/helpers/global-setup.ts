@@ -9,16 +9,26 @@ import { openDatabase } from "../../src/db/database.js";
 import { applyMigrations, readMigrations } from "../../src/db/migrate.js";
 
 /**
- * Migrates one database before any test file starts, so that each file gets a copy instead of
- * running initdb and every migration itself (that set-up was most of the suite's time).
- * Embedded: a `dumpDataDir()` archive of a migrated PGlite, cached on disk under a key of the
- * migrations and the PGlite version. PostgreSQL: a migrated database that `createTestApp()` copies
- * with `CREATE DATABASE ... TEMPLATE`, dropped when the run ends.
+ * Makes once, before any test file starts, the databases that test files would otherwise each
+ * create from nothing (initdb and every migration were most of the suite's time). Cached on disk
+ * under node_modules/.cache/gateway-tests/, keyed by the PGlite version (and the migrations, for
+ * the migrated ones), so a run after an unchanged one makes none of them:
+ * - an empty cluster (`dumpDataDir()` archive of a PGlite straight after initdb), for tests of the
+ *   migrations themselves (test/helpers/data-dir.ts `emptyCluster()`);
+ * - a migrated cluster, an archive that `createTestApp()` starts each file's database from;
+ * - a migrated data directory as the service leaves it in DATA_DIR (without its lock), that
+ *   `freshDataDir()` copies for the CLI and the server processes of the e2e tests.
+ * PostgreSQL: also a migrated database that `createTestApp()` copies with
+ * `CREATE DATABASE ... TEMPLATE`, dropped when the run ends.
  */
 declare module "vitest" {
   export interface ProvidedContext {
-    /** Path of a migrated PGlite data directory archive, or "" when there is none. */
+    /** Path of a migrated PGlite data directory archive, or "" when the suite runs on PostgreSQL. */
     pgliteSnapshot: string;
+    /** Path of an archive of an empty PGlite cluster (initdb done, nothing migrated). */
+    pgliteEmptySnapshot: string;
+    /** A migrated embedded data directory to copy (never to open in place). */
+    migratedDataDir: string;
     /** Name of a migrated database on the test PostgreSQL server, or "" when there is none. */
     postgresTemplate: string;
   }
@@ -29,6 +39,9 @@ const cacheDir = path.join(root, "node_modules/.cache/gateway-tests");
 export const postgresAdminUrl = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 
 export default async function setup(project: TestProject) {
+  const { empty, migrated, dataDir } = await pgliteCaches();
+  project.provide("pgliteEmptySnapshot", empty);
+  project.provide("migratedDataDir", dataDir);
   project.provide("pgliteSnapshot", "");
   project.provide("postgresTemplate", "");
   if (process.env.TEST_DATABASE === "postgres") {
@@ -36,53 +49,100 @@ export default async function setup(project: TestProject) {
     project.provide("postgresTemplate", name);
     return drop;
   }
-  project.provide("pgliteSnapshot", await pgliteSnapshot());
+  project.provide("pgliteSnapshot", migrated);
 }
 
-/** The archive's file, made when the migrations or PGlite changed since it was last made. */
-async function pgliteSnapshot(): Promise<string> {
-  const pgliteVersion = JSON.parse(
-    readFileSync(path.join(root, "node_modules/@electric-sql/pglite/package.json"), "utf8"),
-  ).version;
-  const key = createHash("sha256")
-    .update(pgliteVersion)
-    .update(
-      readMigrations()
-        .map((m) => `${m.name}:${m.checksum}`)
-        .join("\n"),
-    )
-    .digest("hex")
-    .slice(0, 16);
-  const file = path.join(cacheDir, `pglite-${key}.tar`);
-  if (existsSync(file)) return file;
+function hash(...parts: string[]): string {
+  const h = createHash("sha256");
+  for (const part of parts) h.update(part).update("\0");
+  return h.digest("hex").slice(0, 16);
+}
 
-  // The service's own migrator; each test's openDatabase() then finds nothing pending to apply.
-  const pglite = new PGlite();
-  await applyMigrations(
-    {
-      query: async (sql, params) => (await pglite.query<Record<string, unknown>>(sql, params)).rows,
-      transaction: async (script, after) => {
-        await pglite.transaction(async (tx) => {
-          await tx.exec(script);
-          await tx.query(after.sql, after.params);
-        });
-      },
-    },
-    readMigrations(),
-  );
-  const archive = await pglite.dumpDataDir("none");
-  await pglite.close();
-  mkdirSync(cacheDir, { recursive: true });
-  // Written under a unique name and renamed, so a concurrent run never reads half a file.
-  const partial = `${file}.${process.pid}.${randomBytes(4).toString("hex")}`;
-  writeFileSync(partial, Buffer.from(await archive.arrayBuffer()));
+/** A unique name beside `file`, to write under and rename, so a concurrent run never reads half of it. */
+const partialOf = (file: string) => `${file}.${process.pid}.${randomBytes(4).toString("hex")}.partial`;
+
+function writeAtomically(file: string, data: Uint8Array) {
+  const partial = partialOf(file);
+  writeFileSync(partial, data);
   renameSync(partial, file);
+}
+
+/** Removes the cache entries of `prefix` other than `keep` (older keys; partial ones of other runs are left alone). */
+function removeStale(prefix: string, keep: string) {
   for (const old of readdirSync(cacheDir)) {
-    if (old.startsWith("pglite-") && old !== path.basename(file) && !old.includes(".tar.")) {
-      rmSync(path.join(cacheDir, old), { force: true });
+    if (old.startsWith(prefix) && old !== keep && !old.endsWith(".partial")) {
+      rmSync(path.join(cacheDir, old), { recursive: true, force: true });
     }
   }
-  return file;
+}
+
+/** The three PGlite caches, each made when missing (from one initdb between them). */
+async function pgliteCaches(): Promise<{ empty: string; migrated: string; dataDir: string }> {
+  const pgliteVersion = JSON.parse(readFileSync(path.join(root, "node_modules/@electric-sql/pglite/package.json"), "utf8"))
+    .version as string;
+  const migrations = readMigrations()
+    .map((m) => `${m.name}:${m.checksum}`)
+    .join("\n");
+  // The migrated archive's key is the one it always had: the PGlite version and the migrations.
+  const migratedKey = createHash("sha256").update(pgliteVersion).update(migrations).digest("hex").slice(0, 16);
+  const empty = path.join(cacheDir, `pglite-empty-${hash(pgliteVersion)}.tar`);
+  const migrated = path.join(cacheDir, `pglite-${migratedKey}.tar`);
+  const dataDir = path.join(cacheDir, `datadir-${migratedKey}`);
+  mkdirSync(cacheDir, { recursive: true });
+
+  if (!existsSync(empty)) {
+    const pglite = new PGlite();
+    writeAtomically(empty, await dump(pglite));
+    await pglite.close();
+    removeStale("pglite-empty-", path.basename(empty));
+  }
+
+  if (!existsSync(migrated)) {
+    // The service's own migrator; each test's openDatabase() then finds nothing pending to apply.
+    const pglite = new PGlite({ loadDataDir: new Blob([readFileSync(empty)]) });
+    await applyMigrations(
+      {
+        query: async (sql, params) => (await pglite.query<Record<string, unknown>>(sql, params)).rows,
+        transaction: async (script, after) => {
+          await pglite.transaction(async (tx) => {
+            await tx.exec(script);
+            await tx.query(after.sql, after.params);
+          });
+        },
+      },
+      readMigrations(),
+    );
+    writeAtomically(migrated, await dump(pglite));
+    await pglite.close();
+    for (const old of readdirSync(cacheDir)) {
+      if (/^pglite-[0-9a-f]{16}\.tar$/.test(old) && old !== path.basename(migrated))
+        rmSync(path.join(cacheDir, old), { force: true });
+    }
+  }
+
+  if (!existsSync(dataDir)) {
+    // What the service leaves in DATA_DIR: openDatabase() on the directory, closed again (which
+    // removes its lock). It starts from the migrated archive instead of a second initdb.
+    const partial = partialOf(dataDir);
+    const database = await openDatabase({ kind: "embedded", dataDir: partial, loadDataDir: new Blob([readFileSync(migrated)]) });
+    await database.close();
+    rmSync(path.join(partial, "gateway.lock"), { force: true });
+    try {
+      renameSync(partial, dataDir);
+    } catch (error) {
+      // A concurrent run renamed its own copy into place first.
+      rmSync(partial, { recursive: true, force: true });
+      if (!existsSync(dataDir)) throw error;
+    }
+    removeStale("datadir-", path.basename(dataDir));
+  }
+  return { empty, migrated, dataDir };
+}
+
+async function dump(pglite: PGlite): Promise<Uint8Array> {
+  // dumpDataDir() does not wait for the start (initdb) to finish.
+  await pglite.waitReady;
+  return new Uint8Array(await (await pglite.dumpDataDir("none")).arrayBuffer());
 }
 
 async function createPostgresTemplate(): Promise<{ name: string; drop: () => Promise<void> }> {

@@ -1,16 +1,17 @@
 import { describe, expect, it } from "vitest";
 import { openDatabase } from "../../src/db/database.js";
+import { emptyCluster } from "../helpers/data-dir.js";
 
 describe("openDatabase", () => {
   it("observes statements only when opened to count them", async () => {
-    const plain = await openDatabase({ kind: "embedded" });
+    const plain = await openDatabase({ kind: "embedded", loadDataDir: emptyCluster() });
     try {
       expect(() => plain.onQuery(() => {})).toThrow(/countQueries/);
     } finally {
       await plain.close();
     }
 
-    const counted = await openDatabase({ kind: "embedded", countQueries: true });
+    const counted = await openDatabase({ kind: "embedded", countQueries: true, loadDataDir: emptyCluster() });
     try {
       const statements: string[] = [];
       counted.onQuery((sql) => statements.push(sql));

@@ -1,0 +1,13 @@
+// What the commands run, imported by run.ts only once a command line is valid: it pulls in graphql
+// (through the errors), which help and usage errors have no use for.
+export {
+  createApiKey,
+  createOrganization,
+  createUser,
+  parseDuration,
+  parseScopes,
+  revokeApiKey,
+} from "../admin/admin.service.js";
+export { seedDemo } from "../admin/seed.js";
+export { createSession } from "../auth/sessions.js";
+export { AppError } from "../errors.js";
