@@ -11,6 +11,8 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     // Migrates once for the run; createTestApp() gives each file a copy.
     globalSetup: ["test/helpers/global-setup.ts"],
+    // TEST_CPU_REPORT=<file>: each file's CPU, its child processes' and its wall time (test/TIMINGS.md).
+    setupFiles: process.env.TEST_CPU_REPORT ? ["test/helpers/cpu-report.ts"] : [],
     pool: "forks",
     // Vitest's default is one worker fewer than there are cores: one worker on a 2-core machine.
     // The tests wait on PGlite, PostgreSQL and child processes often enough to keep two busy.

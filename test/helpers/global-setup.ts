@@ -19,7 +19,7 @@ import { applyMigrations, readMigrations } from "../../src/db/migrate.js";
  * - a migrated data directory as the service leaves it in DATA_DIR (without its lock), that
  *   `freshDataDir()` copies for the CLI and the server processes of the e2e tests.
  * PostgreSQL: also a migrated database that `createTestApp()` copies with
- * `CREATE DATABASE ... TEMPLATE`, dropped when the run ends.
+ * `CREATE DATABASE ... TEMPLATE` (once per worker), dropped with its copies when the run ends.
  */
 declare module "vitest" {
   export interface ProvidedContext {
@@ -162,6 +162,11 @@ async function createPostgresTemplate(): Promise<{ name: string; drop: () => Pro
     drop: async () => {
       const client = new pg.Client({ connectionString: postgresAdminUrl });
       await client.connect();
+      // The workers' databases (copies named after the template, test-app.ts), then the template.
+      const copies = await client.query<{ datname: string }>("SELECT datname FROM pg_database WHERE starts_with(datname, $1)", [
+        `${name}_`,
+      ]);
+      for (const { datname } of copies.rows) await client.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
       await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await client.end();
     },

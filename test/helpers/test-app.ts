@@ -18,10 +18,13 @@ const adminUrl = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0
 
 /**
  * A new empty database on the local PostgreSQL server, and how to drop it; with `template`, a copy
- * of that database instead.
+ * of that database instead. Its name is `prefix` and a random suffix.
  */
-export async function createPostgresDatabase(template?: string): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `gateway_test_${randomBytes(6).toString("hex")}`;
+export async function createPostgresDatabase(
+  template?: string,
+  prefix = "gateway_test_",
+): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `${prefix}${randomBytes(6).toString("hex")}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   await admin.query(template ? `CREATE DATABASE ${name} TEMPLATE ${template}` : `CREATE DATABASE ${name}`);
@@ -51,8 +54,23 @@ async function openTestDatabase(): Promise<{ database: Database; drop: () => Pro
       drop: async () => {},
     };
   }
-  const { url, drop } = await createPostgresDatabase(inject("postgresTemplate") || undefined);
+  // Named after the template, so that the global teardown drops what a worker leaves behind.
+  const template = inject("postgresTemplate");
+  const { url, drop } = await createPostgresDatabase(template || undefined, template ? `${template}_` : undefined);
   return { database: await openDatabase({ kind: "postgres", url, poolSize: 20, countQueries: true }), drop };
+}
+
+/**
+ * One database per worker, shared by the files it runs one after the other (vitest's `isolate:
+ * false` keeps this module, and so this database, between files): opening one costs about a second
+ * of CPU, more than most files' tests. Files stay apart by working in organizations of their own;
+ * the worker's database goes with its process (PGlite in memory) or with the run (PostgreSQL: the
+ * global teardown drops it).
+ */
+let workerDatabase: Promise<Database> | undefined;
+function sharedTestDatabase(): Promise<Database> {
+  workerDatabase ??= openTestDatabase().then(({ database }) => database);
+  return workerDatabase;
 }
 
 export type RestOptions = { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> };
@@ -71,11 +89,18 @@ export async function createTestApp(
     trustProxy?: boolean;
     redis?: Redis;
     rateLimitKeyPrefix?: string;
+    /** This app's database; the worker's shared one when absent (see `ownDatabase`). */
     database?: Database;
+    /** A database of the app's own, for a test that closes or breaks it; closed by `close()`. */
+    ownDatabase?: boolean;
     logger?: Logger;
   } = {},
 ) {
-  const { database, drop } = options.database ? { database: options.database, drop: async () => {} } : await openTestDatabase();
+  const { database, drop } = options.database
+    ? { database: options.database, drop: undefined }
+    : options.ownDatabase
+      ? await openTestDatabase()
+      : { database: await sharedTestDatabase(), drop: undefined };
   const app = createApp({
     database,
     config: {
@@ -160,9 +185,9 @@ export async function createTestApp(
     seedOrg,
     keyWith,
     countQueries,
-    /** Closes the database unless the caller passed its own in. */
+    /** Closes the database if it is the app's own (`ownDatabase`). */
     async close() {
-      if (options.database) return;
+      if (!drop) return;
       await database.close();
       await drop();
     },

@@ -13,7 +13,7 @@ function capture() {
 describe("errors outside any GraphQL execution", () => {
   it("answers a failing credential lookup in our envelope with X-Request-Id, a log line and a metric, never a stack", async () => {
     const { logger, lines } = capture();
-    const t = await createTestApp({ logger });
+    const t = await createTestApp({ logger, ownDatabase: true });
     const org = await t.seedOrg();
     // The REST guard looks the key up before Sofa runs; a closed database makes that lookup throw.
     await t.database.close();

@@ -75,7 +75,7 @@ describe("REST surface", () => {
 
 describe("health and readiness", () => {
   it("answers /health while the process runs and /ready while the database answers", async () => {
-    const app = await createTestApp();
+    const app = await createTestApp({ ownDatabase: true });
     expect((await app.app.fetch(new Request("http://test/health"))).status).toBe(200);
     const ready = await app.app.fetch(new Request("http://test/ready"));
     expect(ready.status).toBe(200);
