@@ -1,4 +1,4 @@
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 
 /**
@@ -85,8 +85,10 @@ export function watchRedis(client: Redis, { timeoutMs, logger }: RedisHealthOpti
  * The Redis clients of one replica: one for commands (rate-limit counters, publishing), one for
  * subscriptions. Neither queues commands while disconnected, and a command that does not answer
  * within `timeoutMs` fails: a Redis that is down or frozen costs a request at most that long.
+ * ioredis is loaded here, only when Redis is configured (it is a twentieth of a start's time).
  */
-export function connectRedis(url: string, { timeoutMs, logger }: RedisHealthOptions) {
+export async function connectRedis(url: string, { timeoutMs, logger }: RedisHealthOptions) {
+  const { Redis } = await import("ioredis");
   const options = {
     enableOfflineQueue: false,
     // Requests stop waiting after `timeoutMs` (RedisHealth.within); this only ends commands a
@@ -127,4 +129,4 @@ export function connectRedis(url: string, { timeoutMs, logger }: RedisHealthOpti
   };
 }
 
-export type RedisConnection = ReturnType<typeof connectRedis>;
+export type RedisConnection = Awaited<ReturnType<typeof connectRedis>>;

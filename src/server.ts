@@ -90,7 +90,7 @@ async function openPostgresAtStart(url: string): Promise<Database> {
 }
 
 // Redis, when configured, is what replicas share: rate-limit counters and live events.
-const redis = config.redisUrl ? connectRedis(config.redisUrl, { timeoutMs: config.redisTimeoutMs, logger }) : undefined;
+const redis = config.redisUrl ? await connectRedis(config.redisUrl, { timeoutMs: config.redisTimeoutMs, logger }) : undefined;
 const events = redis
   ? createEvents(
       createRedisEventTarget({
@@ -104,7 +104,7 @@ const events = redis
     )
   : undefined;
 
-const tracing = config.otlpEndpoint ? startTracing(config.otlpEndpoint) : undefined;
+const tracing = config.otlpEndpoint ? await startTracing(config.otlpEndpoint) : undefined;
 
 let shuttingDown = false;
 const app = createApp({

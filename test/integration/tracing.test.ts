@@ -35,7 +35,7 @@ afterAll(async () => {
 describe("OpenTelemetry tracing", () => {
   it("exports a span per request and per GraphQL execution, on both transports, to the OTLP endpoint", async () => {
     const { port } = collector.address() as AddressInfo;
-    const tracing = startTracing(`http://127.0.0.1:${port}`);
+    const tracing = await startTracing(`http://127.0.0.1:${port}`);
     const app = createApp({
       database: t.database,
       config: { production: false, bodyLimitBytes: 1 << 20 },
