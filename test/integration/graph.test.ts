@@ -286,7 +286,8 @@ describe("the graph", () => {
           org.policyIds[0],
           org.memberIds[0],
           (await t.db.policyVersion.findFirstOrThrow({ where: { policyId: org.policyIds[0] } })).id,
-          (await t.db.comment.findFirstOrThrow({ where: { organizationId: org.organizationId } })).id,
+          // A comment of this test's own: the organization has none until a test writes one.
+          (await comment(org.apiKey, "vendor", org.vendorIds[0] as string, org.userIds[0] as string)).body.id,
         ],
       },
       { key: org.apiKey },
