@@ -267,16 +267,18 @@ describe.skipIf(missing)("when PostgreSQL or Redis fails", () => {
 
   it("answers 503 within a second while PostgreSQL refuses connections, and recovers without a restart", async () => {
     let stoppedAt = 0;
-    let restartedAt = 0;
+    let restartingAt = 0;
     const window = await during(async () => {
       postgres.stop();
       stoppedAt = Date.now();
       await sleep(1_500);
+      restartingAt = Date.now();
       postgres.start();
-      restartedAt = Date.now();
       await until(async () => (await writeComment("after the restart")).status === 201, "writes to succeed again");
     });
-    const outage = window.filter((a) => a.startedAt > stoppedAt + 200 && a.startedAt < restartedAt);
+    // Answered while PostgreSQL was down: an answer still on its way when the restart began may
+    // rightly be a 200 (and pg_ctl blocks this process while PostgreSQL starts).
+    const outage = window.filter((a) => a.startedAt > stoppedAt + 200 && a.startedAt + a.ms < restartingAt);
     console.info(`PostgreSQL stopped: ${outage.length} answers, slowest ${Math.max(...outage.map((a) => a.ms))} ms`);
     expect(outage.filter((a) => a.status === 503).length).toBeGreaterThan(3);
     expect(outage.some((a) => a.label === "graphql read" && a.text.includes('"SERVICE_UNAVAILABLE"'))).toBe(true);
