@@ -6,7 +6,17 @@ import { type Page, type PageArgs, pageQuery, toPage } from "./pagination.js";
 /** plugin-prisma's selection for a field, or none when the caller has none to give. */
 export type RecordQuery = { select?: object; include?: object } | undefined;
 
-const queryKey = (query: RecordQuery) => (query ? JSON.stringify(query) : "");
+/** The selection as text, once per selection object (every key of a batch names it again). */
+const queryKeys = new WeakMap<object, string>();
+function queryKey(query: RecordQuery): string {
+  if (!query) return "";
+  let key = queryKeys.get(query);
+  if (key === undefined) {
+    key = JSON.stringify(query);
+    queryKeys.set(query, key);
+  }
+  return key;
+}
 
 /** The query with `columns` selected too, where it selects. */
 function selecting(query: RecordQuery, columns: readonly string[]): RecordQuery {
@@ -27,9 +37,10 @@ export function recordLoader<T extends Record<string, unknown>>(
     async (keys) => {
       const groups = new Map<string, { query: RecordQuery; ids: Set<string> }>();
       for (const key of keys) {
-        const group = groups.get(queryKey(key.query)) ?? { query: key.query, ids: new Set() };
+        const name = queryKey(key.query);
+        const group = groups.get(name) ?? { query: key.query, ids: new Set() };
         group.ids.add(key.id);
-        groups.set(queryKey(key.query), group);
+        groups.set(name, group);
       }
       const found = new Map<string, T>();
       await Promise.all(

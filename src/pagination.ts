@@ -10,6 +10,9 @@ export type Page<T> = {
 };
 
 export const pageLimits = { default: 20, max: commonLimits.pageSize.maximum };
+// Built once: a zod schema costs far more to build than to check (a page of 50 vendors with their
+// comments checks it 50 times).
+const pageSize = integer(commonLimits.pageSize);
 
 type KeyValue = string | number | Date;
 
@@ -24,7 +27,7 @@ type PageKey = keyof typeof keyKinds;
  */
 export function pageQuery<K extends PageKey>(args: PageArgs, keys: readonly K[]) {
   const limit = args.limit ?? pageLimits.default;
-  const checked = integer(commonLimits.pageSize).safeParse(limit);
+  const checked = pageSize.safeParse(limit);
   if (!checked.success) {
     const message = checked.error.issues[0]?.message ?? "is not a valid page size";
     throw new BadUserInputError(`limit: ${message}`, [{ path: "limit", message }]);

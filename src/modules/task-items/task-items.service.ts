@@ -29,6 +29,7 @@ const entity = {
   entityId: text(commonLimits.id),
   entityType: z.enum(["vendor", "risk"]),
 };
+const entityInput = z.object(entity);
 
 /** A member id; null (on update) unassigns. */
 const assigneeId = text(commonLimits.id);
@@ -103,7 +104,7 @@ export function createTaskItemService(db: Db) {
 
     /** The entity's task items, newest first. */
     async list(actor: Actor, args: { entityId: string; entityType: TaskItemEntityType } & PageArgs, query: TaskItemQuery) {
-      const input = parseInput(z.object(entity), { entityId: args.entityId, entityType: args.entityType });
+      const input = parseInput(entityInput, { entityId: args.entityId, entityType: args.entityType });
       const page = pageQuery(args, ["createdAt", "id"]);
       await assertEntityExists(db, actor.organizationId, input.entityType, input.entityId);
       const rows = await db.taskItem.findMany({
