@@ -1,15 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SeedResult } from "../../src/admin/seed.js";
-import { createTestApp, type TestApp } from "../helpers/test-app.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { openFixture } from "../helpers/fixtures.js";
 
-let t: TestApp;
-let org: SeedResult;
-let other: SeedResult;
+const { t, org, other } = await openFixture();
 let deactivatedMemberId: string;
 beforeAll(async () => {
-  t = await createTestApp();
-  org = await t.seedOrg();
-  other = await t.seedOrg();
   const created = await t.rest("POST", "/v1/people", {
     key: org.apiKey,
     body: { email: `left-${Date.now()}@example.com`, name: "Left", role: "employee" },
@@ -20,7 +14,6 @@ beforeAll(async () => {
     (await t.rest("PATCH", `/v1/people/${deactivatedMemberId}`, { key: org.apiKey, body: { isActive: false } })).status,
   ).toBe(200);
 });
-afterAll(() => t.close());
 
 const vendorId = () => org.vendorIds[0] as string;
 

@@ -1,17 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { SeedResult } from "../../src/admin/seed.js";
 import { createSession } from "../../src/auth/sessions.js";
-import { createTestApp, type TestApp } from "../helpers/test-app.js";
+import { openFixture } from "../helpers/fixtures.js";
 
-let t: TestApp;
-let org: SeedResult;
-let other: SeedResult;
-beforeAll(async () => {
-  t = await createTestApp();
-  org = await t.seedOrg();
-  other = await t.seedOrg();
-});
-afterAll(() => t.close());
+const { t, org, other } = await openFixture();
 
 /** Headers of a session of the seed's i-th user in its organization. */
 async function sessionOf(seed: SeedResult, i: number) {

@@ -1,18 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SeedResult } from "../../src/admin/seed.js";
+import { describe, expect, it } from "vitest";
 import { newId } from "../../src/ids.js";
-import { createTestApp, type TestApp } from "../helpers/test-app.js";
+import { openFixture } from "../helpers/fixtures.js";
 
-let t: TestApp;
-let org: SeedResult;
-let other: SeedResult;
-
-beforeAll(async () => {
-  t = await createTestApp();
-  org = await t.seedOrg();
-  other = await t.seedOrg();
-});
-afterAll(() => t.close());
+const { t, org, other } = await openFixture();
 
 const comment = (key: string, entityType: string, entityId: string, userId: string, content = "c") =>
   t.rest("POST", "/v1/comments", {

@@ -1,18 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SeedResult } from "../../src/admin/seed.js";
+import { beforeAll, describe, expect, it } from "vitest";
 import { createSession } from "../../src/auth/sessions.js";
-import { createTestApp, type TestApp } from "../helpers/test-app.js";
+import { openFixture } from "../helpers/fixtures.js";
 
-let t: TestApp;
-let org: SeedResult;
-let other: SeedResult;
+const { t, org, other } = await openFixture();
 /** Session headers: the owner (0), the admin (1), the auditor (2). */
 const as: Record<"owner" | "admin" | "auditor", Record<string, string>> = { owner: {}, admin: {}, auditor: {} };
 
 beforeAll(async () => {
-  t = await createTestApp();
-  org = await t.seedOrg();
-  other = await t.seedOrg();
   for (const [role, i] of [
     ["owner", 0],
     ["admin", 1],
@@ -22,7 +16,6 @@ beforeAll(async () => {
     as[role] = { authorization: `Bearer ${session.token}`, "x-organization-id": org.organizationId };
   }
 });
-afterAll(() => t.close());
 
 const ownerMember = () => org.memberIds[0] as string;
 const adminMember = () => org.memberIds[1] as string;
