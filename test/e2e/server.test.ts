@@ -44,10 +44,10 @@ describe("the server process (npm start)", () => {
 
   it("exits 0 on SIGTERM and reopens the same data without seeding again", async () => {
     server.child.kill("SIGTERM");
-    expect(await server.exited).toBe(0);
+    expect(await server.exited, server.output()).toBe(0);
     const again = await startServer(port + 2, "listening");
     expect(again.output()).not.toContain("Demo data created");
     again.child.kill("SIGTERM");
-    expect(await again.exited).toBe(0);
+    expect(await again.exited, again.output()).toBe(0);
   });
 });

@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, renameSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { connect, createServer } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -37,8 +37,25 @@ export function reachable(port: number): Promise<boolean> {
   });
 }
 
-/** A free-looking port in 20000-59999 (random; the servers bind 127.0.0.1). */
-export const randomPort = () => 20_000 + Math.floor(Math.random() * 40_000);
+/**
+ * The first port the OS hands out for outgoing connections and `listen(0)` (Linux; 32768 elsewhere).
+ * A port of a test's choosing must lie below it: above, any connection of any process (a pool's,
+ * a load generator's) may hold it, and the server then fails to listen on it.
+ */
+const ephemeralPortsFrom = (() => {
+  try {
+    return Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]) || 32_768;
+  } catch {
+    return 32_768;
+  }
+})();
+
+/**
+ * A free-looking port from 20000 up to the OS's own range (random; the servers bind 127.0.0.1), for
+ * a test that needs to know a port before the server starts or to start on the same port again.
+ * Tests add small offsets to it, so it stays 10 short of that range.
+ */
+export const randomPort = () => 20_000 + Math.floor(Math.random() * Math.max(1_000, ephemeralPortsFrom - 20_010));
 
 /** A port on 127.0.0.1 that the OS says is free now. */
 export function freePort(): Promise<number> {
@@ -124,7 +141,13 @@ export async function startServer(
       "the server to be ready",
       ms,
     );
-  const listening = () => waitFor(() => output.includes('"msg":"listening"'), "the server to listen");
+  const listening = () =>
+    waitFor(() => {
+      if (output.includes('"msg":"listening"')) return true;
+      if (child.exitCode !== null || child.signalCode !== null)
+        throw new Error(`the server exited (${child.exitCode ?? child.signalCode}) before it listened:\n${output}`);
+      return false;
+    }, "the server to listen");
   const server = { child, port, url, output: () => output, exited, waitFor, ready, listening };
   try {
     if (options.until === "ready") await ready();
