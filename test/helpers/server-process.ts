@@ -128,11 +128,15 @@ export async function startServer(
       await new Promise((r) => setTimeout(r, 50));
     }
   };
+  /** Throws, with the output, once the process has ended: waiting for it to do `what` is over. */
+  const stillRunning = (what: string) => {
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`the server exited (${child.exitCode ?? child.signalCode}) before it ${what}:\n${output}`);
+  };
   const ready = (ms?: number) =>
     waitFor(
       () => {
-        if (child.exitCode !== null || child.signalCode !== null)
-          throw new Error(`the server exited (${child.exitCode ?? child.signalCode}) before it was ready:\n${output}`);
+        stillRunning("was ready");
         return fetch(`${url}/ready`).then(
           (r) => r.ok,
           () => false,
@@ -144,8 +148,7 @@ export async function startServer(
   const listening = () =>
     waitFor(() => {
       if (output.includes('"msg":"listening"')) return true;
-      if (child.exitCode !== null || child.signalCode !== null)
-        throw new Error(`the server exited (${child.exitCode ?? child.signalCode}) before it listened:\n${output}`);
+      stillRunning("listened");
       return false;
     }, "the server to listen");
   const server = { child, port, url, output: () => output, exited, waitFor, ready, listening };
