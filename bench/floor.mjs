@@ -71,7 +71,7 @@ async function openDriver() {
   };
 }
 
-/** The service's data directory lock (src/db/data-dir-lock.ts): one process at a time. */
+/** The service's data directory lock (src/platform/db/data-dir-lock.ts): one process at a time. */
 function lockDataDir(dataDir) {
   const lockPath = path.join(dataDir, "gateway.lock");
   try {
@@ -134,7 +134,7 @@ async function authenticate(req, permission) {
 /** A timestamp parameter for a `timestamp(3)` column, in UTC. */
 const utc = (date) => date.toISOString().slice(0, -1);
 
-// Ids like src/ids.ts: 48-bit millisecond clock, then 80 random bits.
+// Ids like src/platform/ids.ts: 48-bit millisecond clock, then 80 random bits.
 const newId = (prefix) => `${prefix}_${Date.now().toString(16).padStart(12, "0")}${randomBytes(10).toString("hex")}`;
 
 // ---------------------------------------------------------------------------------------------

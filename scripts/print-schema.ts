@@ -1,7 +1,7 @@
 // Writes schema.graphql, the sorted SDL that frontends generate their types from.
 // `--check` exits 1 instead of writing when the file is out of date.
 import { readFileSync, writeFileSync } from "node:fs";
-import { printSchemaFile, schemaFilePath } from "../src/schema-file.js";
+import { printSchemaFile, schemaFilePath } from "../src/graphql/schema-file.js";
 
 const printed = printSchemaFile();
 if (process.argv.includes("--check")) {

@@ -1,5 +1,5 @@
 import { lexicographicSortSchema } from "graphql";
-import { builder } from "./builder.js";
+import { builder } from "./graphql/builder.js";
 import "./modules/audit/audit.schema.js";
 import "./modules/comments/comments.schema.js";
 import "./modules/members/members.schema.js";
@@ -9,6 +9,6 @@ import "./modules/task-items/task-items.schema.js";
 import "./modules/tasks/tasks.schema.js";
 import "./modules/vendors/vendors.schema.js";
 import "./modules/viewer/viewer.schema.js";
-import "./node.schema.js";
+import "./graphql/node.schema.js";
 
 export const schema = lexicographicSortSchema(builder.toSchema());

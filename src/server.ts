@@ -1,15 +1,15 @@
-import "./engine-flags.js";
+import "./platform/engine-flags.js";
 import { createServer } from "node:http";
 import pino from "pino";
 import { seedDemo } from "./admin/seed.js";
 import { createApp } from "./app.js";
-import { type Config, loadConfig } from "./config.js";
-import { type Database, openDatabase } from "./db/database.js";
-import { isDatabaseUnavailable } from "./db/unavailable.js";
-import { createEvents, createRedisEventTarget } from "./events.js";
+import { startTracing } from "./http/tracing.js";
 import { createDeviceManagement } from "./modules/members/device-management.js";
-import { connectRedis } from "./redis.js";
-import { startTracing } from "./tracing.js";
+import { type Config, loadConfig } from "./platform/config.js";
+import { type Database, openDatabase } from "./platform/db/database.js";
+import { isDatabaseUnavailable } from "./platform/db/unavailable.js";
+import { createEvents, createRedisEventTarget } from "./platform/events.js";
+import { connectRedis } from "./platform/redis.js";
 
 function fail(message: string): never {
   process.stderr.write(`${message}\n`);

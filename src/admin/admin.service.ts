@@ -1,9 +1,9 @@
 import { generateApiKey } from "../auth/api-keys.js";
 import { isPermission, type Permission, permissions } from "../auth/permissions.js";
-import type { Db } from "../db/database.js";
-import { BadUserInputError, ConflictError, NotFoundError } from "../errors.js";
 import type { MemberRole } from "../generated/prisma/enums.js";
-import { newId } from "../ids.js";
+import type { Db } from "../platform/db/database.js";
+import { BadUserInputError, ConflictError, NotFoundError } from "../platform/errors.js";
+import { newId } from "../platform/ids.js";
 
 /** Operator actions (CLI, first start, tests): they act outside any request and any tenant. */
 

@@ -1,6 +1,6 @@
 import { permissions } from "../auth/permissions.js";
-import type { Db } from "../db/database.js";
-import { newId } from "../ids.js";
+import type { Db } from "../platform/db/database.js";
+import { newId } from "../platform/ids.js";
 import { createApiKey, createOrganization, createUser } from "./admin.service.js";
 
 export type SeedResult = {

@@ -1,12 +1,12 @@
 import { createRemoteJWKSet, type JWTVerifyGetKey, jwtVerify } from "jose";
 import { LRUCache } from "lru-cache";
-import type { Config } from "../config.js";
-import type { Db } from "../db/database.js";
-import { BadUserInputError, ForbiddenError, UnauthenticatedError } from "../errors.js";
-import { eventStreamOrganization } from "../event-streams.js";
 import type { MemberRole } from "../generated/prisma/enums.js";
+import type { Config } from "../platform/config.js";
+import type { Db } from "../platform/db/database.js";
+import { BadUserInputError, ForbiddenError, UnauthenticatedError } from "../platform/errors.js";
 import { apiKeyMatches, parseApiKey } from "./api-keys.js";
 import type { AuthState, Caller } from "./caller.js";
+import { eventStreamOrganization } from "./event-stream-requests.js";
 import { isPermission, rolePermissions } from "./permissions.js";
 import { hashSessionToken, isSessionToken } from "./sessions.js";
 

@@ -1,4 +1,4 @@
-import type { AppError } from "../errors.js";
+import type { AppError } from "../platform/errors.js";
 import type { Permission } from "./permissions.js";
 
 /** Who is calling, established once per request. */

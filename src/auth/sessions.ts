@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
-import type { Db } from "../db/database.js";
-import { NotFoundError } from "../errors.js";
-import { newId } from "../ids.js";
+import type { Db } from "../platform/db/database.js";
+import { NotFoundError } from "../platform/errors.js";
+import { newId } from "../platform/ids.js";
 
 const TOKEN_PATTERN = /^cws_[A-Za-z0-9_-]{43}$/;
 

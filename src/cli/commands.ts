@@ -1,6 +1,6 @@
 import { permissions } from "../auth/permissions.js";
-import type { Db } from "../db/database.js";
 import { MemberRole } from "../generated/prisma/enums.js";
+import type { Db } from "../platform/db/database.js";
 import type * as services from "./services.js";
 
 /** The service functions the commands call (./services.js, imported once a command is to run). */

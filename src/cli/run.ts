@@ -1,8 +1,8 @@
 import path from "node:path";
 import { type ParseArgsConfig, parseArgs } from "node:util";
-import type { Config } from "../config.js";
-import { DataDirLockedError } from "../db/data-dir-lock.js";
-import type { Database, DatabaseOptions } from "../db/database.js";
+import type { Config } from "../platform/config.js";
+import { DataDirLockedError } from "../platform/db/data-dir-lock.js";
+import type { Database, DatabaseOptions } from "../platform/db/database.js";
 import { type Command, type CommandResult, commands, type Prepared, UsageError } from "./commands.js";
 
 // The service modules, the configuration and the database (PGlite, Prisma, pg) are imported only
@@ -45,7 +45,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
 
   let config: Config;
   try {
-    const { loadConfig } = await import("../config.js");
+    const { loadConfig } = await import("../platform/config.js");
     config = loadConfig(io.env);
   } catch (error) {
     io.stderr(`error: ${messageOf(error)}\n`);
@@ -55,7 +55,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const options: DatabaseOptions = config.databaseUrl
     ? { kind: "postgres", url: config.databaseUrl, poolSize: 2 }
     : { kind: "embedded", dataDir: config.dataDir };
-  const { openDatabase } = await import("../db/database.js");
+  const { openDatabase } = await import("../platform/db/database.js");
   let database: Database;
   try {
     database = await openDatabase(options);
@@ -267,7 +267,10 @@ function describeDatabase(options: DatabaseOptions): string {
 }
 
 async function describeFailure(error: unknown): Promise<string> {
-  const [{ AppError }, { Prisma }] = await Promise.all([import("../errors.js"), import("../generated/prisma/client.js")]);
+  const [{ AppError }, { Prisma }] = await Promise.all([
+    import("../platform/errors.js"),
+    import("../generated/prisma/client.js"),
+  ]);
   if (error instanceof AppError) return `error: ${error.message}\n`;
   // A concurrent writer created the same record between the service's check and its insert.
   if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === "P2002") {

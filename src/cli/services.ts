@@ -10,4 +10,4 @@ export {
 } from "../admin/admin.service.js";
 export { seedDemo } from "../admin/seed.js";
 export { createSession } from "../auth/sessions.js";
-export { AppError } from "../errors.js";
+export { AppError } from "../platform/errors.js";

@@ -1,9 +1,9 @@
 import SchemaBuilder from "@pothos/core";
 import PrismaPlugin from "@pothos/plugin-prisma";
 import { GraphQLError, Kind } from "graphql";
+import type PrismaTypes from "../generated/pothos-types.js";
+import { getDatamodel } from "../generated/pothos-types.js";
 import type { Context } from "./context.js";
-import type PrismaTypes from "./generated/pothos-types.js";
-import { getDatamodel } from "./generated/pothos-types.js";
 
 export const builder = new SchemaBuilder<{
   PrismaTypes: PrismaTypes;

@@ -1,6 +1,6 @@
 import DataLoader from "dataloader";
-import type { Db } from "./db/database.js";
-import { Prisma } from "./generated/prisma/client.js";
+import { Prisma } from "../generated/prisma/client.js";
+import type { Db } from "../platform/db/database.js";
 import { type Page, type PageArgs, pageQuery, toPage } from "./pagination.js";
 
 /** plugin-prisma's selection for a field, or none when the caller has none to give. */

@@ -1,10 +1,11 @@
 import type { ObjectRef } from "@pothos/core";
 import { getRefFromModel } from "@pothos/plugin-prisma";
-import type { Permission } from "./auth/permissions.js";
+import { authenticated, authorize } from "../auth/actor.js";
+import type { Permission } from "../auth/permissions.js";
+import { BadUserInputError } from "../platform/errors.js";
+import { type NodeTypeName, nodeTypeOf } from "../platform/ids.js";
 import { builder } from "./builder.js";
-import { authenticated, authorize, type Context } from "./context.js";
-import { BadUserInputError } from "./errors.js";
-import { type NodeTypeName, nodeTypeOf } from "./ids.js";
+import type { Context } from "./context.js";
 
 /** Whoever may read a type reads it through node and nodes too. */
 const readPermission: Record<NodeTypeName, Permission> = {

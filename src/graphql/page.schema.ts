@@ -1,11 +1,11 @@
 import type { ObjectRef } from "@pothos/core";
 import { queryFromInfo } from "@pothos/plugin-prisma";
 import type { GraphQLResolveInfo } from "graphql";
+import { commonLimits, limited } from "../platform/limits.js";
+import { graphOnly } from "../rest/rest-schema.js";
 import { builder } from "./builder.js";
 import type { Context } from "./context.js";
-import { commonLimits, limited } from "./limits.js";
 import type { Page } from "./pagination.js";
-import { graphOnly } from "./rest/rest-schema.js";
 
 /** `limit` and `cursor`, the arguments of every list. */
 export const pageArgs = builder.args((t) => ({

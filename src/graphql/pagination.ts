@@ -1,5 +1,5 @@
-import { BadUserInputError } from "./errors.js";
-import { commonLimits, integer } from "./limits.js";
+import { BadUserInputError } from "../platform/errors.js";
+import { commonLimits, integer } from "../platform/limits.js";
 
 export type PageArgs = { limit?: number | null; cursor?: string | null };
 export type Page<T> = {

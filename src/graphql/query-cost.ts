@@ -16,7 +16,7 @@ import {
   type ValueNode,
 } from "graphql";
 import type { Plugin } from "graphql-yoga";
-import { AppError } from "./errors.js";
+import { AppError } from "../platform/errors.js";
 import { pageLimits } from "./pagination.js";
 
 /**

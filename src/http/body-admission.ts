@@ -1,9 +1,9 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import type { Plugin } from "graphql-yoga";
-import type { AuthState } from "./auth/caller.js";
-import { AppError, UnauthenticatedError } from "./errors.js";
-import { transportErrorResponse } from "./rest/error-response.js";
+import type { AuthState } from "../auth/caller.js";
+import { AppError, UnauthenticatedError } from "../platform/errors.js";
+import { transportErrorResponse } from "./error-response.js";
 
 /** Seconds a caller refused for lack of memory is asked to wait. */
 const BUSY_RETRY_AFTER_SECONDS = 2;

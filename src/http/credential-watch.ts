@@ -1,8 +1,8 @@
 import type { ExecutionResult } from "graphql";
 import type { Plugin } from "graphql-yoga";
-import { CREDENTIAL_CACHE_MS } from "./auth/authenticate.js";
-import type { AuthState } from "./auth/caller.js";
-import { type AppError, ForbiddenError } from "./errors.js";
+import { CREDENTIAL_CACHE_MS } from "../auth/authenticate.js";
+import type { AuthState } from "../auth/caller.js";
+import { type AppError, ForbiddenError } from "../platform/errors.js";
 
 /** How often an open stream checks its credential again (the cache answers most checks). */
 const CHECK_EVERY_MS = Math.max(100, Math.floor(CREDENTIAL_CACHE_MS / 4));

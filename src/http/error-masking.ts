@@ -1,11 +1,11 @@
 import { GraphQLError } from "graphql";
 import { isAsyncIterable, mapAsyncIterator, type Plugin } from "graphql-yoga";
 import type { Logger } from "pino";
-import { isDatabaseUnavailable } from "./db/unavailable.js";
-import { AppError, BadUserInputError, ConflictError, type ErrorCode, isErrorCode, NotFoundError } from "./errors.js";
-import { Prisma } from "./generated/prisma/client.js";
-import { requestIdOf } from "./request-context.js";
-import { graphqlErrorsResponse, transportErrorResponse } from "./rest/error-response.js";
+import { Prisma } from "../generated/prisma/client.js";
+import { isDatabaseUnavailable } from "../platform/db/unavailable.js";
+import { AppError, BadUserInputError, ConflictError, type ErrorCode, isErrorCode, NotFoundError } from "../platform/errors.js";
+import { graphqlErrorsResponse, transportErrorResponse } from "./error-response.js";
+import { requestIdOf } from "./request-id.js";
 
 /** Yoga's own request error codes, renamed to ours so both transports agree. */
 const yogaCodes: Record<string, ErrorCode> = { REQUEST_ENTITY_TOO_LARGE: "PAYLOAD_TOO_LARGE" };

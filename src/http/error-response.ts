@@ -1,6 +1,6 @@
 import { STATUS_CODES } from "node:http";
 import { GraphQLError } from "graphql";
-import { type AppError, type ErrorCode, type ErrorDetail, errorStatus, isErrorCode } from "../errors.js";
+import { type AppError, type ErrorCode, type ErrorDetail, errorStatus, isErrorCode } from "../platform/errors.js";
 
 export type ErrorBody = { statusCode: number; error: string; message: string; code: ErrorCode; details?: ErrorDetail[] };
 

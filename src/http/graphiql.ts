@@ -1,6 +1,6 @@
 import { parse, print } from "graphql";
 import type { GraphiQLOptions, Plugin } from "graphql-yoga";
-import { errorResponse } from "./rest/error-response.js";
+import { errorResponse } from "./error-response.js";
 
 const exampleOperations = `query GetTask($taskId: ID!) {
   task(taskId: $taskId) { id title status description taskTemplateId createdAt updatedAt }

@@ -2,12 +2,12 @@ import { createHash } from "node:crypto";
 import { Kind, parse } from "graphql";
 import type { Plugin } from "graphql-yoga";
 import type { Logger } from "pino";
-import type { AuthState, Caller } from "./auth/caller.js";
-import type { Db } from "./db/database.js";
-import type { ErrorCode } from "./errors.js";
-import { Prisma } from "./generated/prisma/client.js";
-import { newId } from "./ids.js";
-import { transportErrorResponse } from "./rest/error-response.js";
+import type { AuthState, Caller } from "../auth/caller.js";
+import { Prisma } from "../generated/prisma/client.js";
+import type { Db } from "../platform/db/database.js";
+import type { ErrorCode } from "../platform/errors.js";
+import { newId } from "../platform/ids.js";
+import { transportErrorResponse } from "./error-response.js";
 
 const RETENTION_MS = 24 * 60 * 60 * 1000;
 const WAIT_FOR_FIRST_MS = 15_000;

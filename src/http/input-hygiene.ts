@@ -1,6 +1,6 @@
 import { createGraphQLError, type Plugin } from "graphql-yoga";
 import { jsonDepth, MAX_JSON_DEPTH } from "./body-admission.js";
-import { transportErrorResponse } from "./rest/error-response.js";
+import { transportErrorResponse } from "./error-response.js";
 
 /** A lone UTF-16 surrogate: not a character, and neither PostgreSQL's JSON nor its text can keep it. */
 const loneSurrogate = /\p{Surrogate}/u;

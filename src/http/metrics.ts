@@ -1,10 +1,10 @@
 import { type DocumentNode, getOperationAST } from "graphql";
 import type { Plugin } from "graphql-yoga";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import type { PoolStats } from "./db/database.js";
-import type { RedisHealth } from "./redis.js";
-import type { CompiledRoute } from "./rest/request-validation.js";
-import { REST_BASE } from "./rest/routes.js";
+import type { PoolStats } from "../platform/db/database.js";
+import type { RedisHealth } from "../platform/redis.js";
+import type { CompiledRoute } from "../rest/request-validation.js";
+import { REST_BASE } from "../rest/routes.js";
 
 type Transport = "graphql" | "rest" | "other";
 

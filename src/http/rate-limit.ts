@@ -2,10 +2,10 @@ import type { Plugin } from "graphql-yoga";
 import type { Redis } from "ioredis";
 import pino from "pino";
 import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
-import type { AuthState } from "./auth/caller.js";
-import { AppError } from "./errors.js";
-import { type RedisHealth, watchRedis } from "./redis.js";
-import { transportErrorResponse } from "./rest/error-response.js";
+import type { AuthState } from "../auth/caller.js";
+import { AppError } from "../platform/errors.js";
+import { type RedisHealth, watchRedis } from "../platform/redis.js";
+import { transportErrorResponse } from "./error-response.js";
 
 const WINDOW_SECONDS = 60;
 

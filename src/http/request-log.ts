@@ -1,6 +1,6 @@
 import type { Plugin } from "graphql-yoga";
 import type { Logger } from "pino";
-import { requestIdOf } from "./request-context.js";
+import { requestIdOf } from "./request-id.js";
 
 /** One JSON line per request: id, method, path, status, duration. Never headers or bodies (secrets). */
 export function useRequestLog(logger: Logger): Plugin {

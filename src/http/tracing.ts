@@ -1,6 +1,6 @@
 import { context, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from "@opentelemetry/api";
 import type { Plugin } from "graphql-yoga";
-import { requestIdOf } from "./request-context.js";
+import { requestIdOf } from "./request-id.js";
 
 /**
  * OpenTelemetry traces sent over OTLP/HTTP to `endpoint` (e.g. http://collector:4318). The SDK is

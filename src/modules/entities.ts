@@ -1,5 +1,5 @@
-import type { Db } from "../db/database.js";
-import { NotFoundError } from "../errors.js";
+import type { Db } from "../platform/db/database.js";
+import { NotFoundError } from "../platform/errors.js";
 
 export type EntityType = "task" | "vendor" | "risk" | "policy";
 

@@ -1,12 +1,12 @@
-import type { Db } from "./db/database.js";
-import { lazily } from "./loaders.js";
-import { createCommentLoaders } from "./modules/comments/comments.loaders.js";
-import { createMemberLoaders } from "./modules/members/members.loaders.js";
-import { createPolicyLoaders } from "./modules/policies/policies.loaders.js";
-import { createRiskLoaders } from "./modules/risks/risks.loaders.js";
-import { createTaskItemLoaders } from "./modules/task-items/task-items.loaders.js";
-import { createTaskLoaders } from "./modules/tasks/tasks.loaders.js";
-import { createVendorLoaders } from "./modules/vendors/vendors.loaders.js";
+import { lazily } from "../graphql/loaders.js";
+import type { Db } from "../platform/db/database.js";
+import { createCommentLoaders } from "./comments/comments.loaders.js";
+import { createMemberLoaders } from "./members/members.loaders.js";
+import { createPolicyLoaders } from "./policies/policies.loaders.js";
+import { createRiskLoaders } from "./risks/risks.loaders.js";
+import { createTaskItemLoaders } from "./task-items/task-items.loaders.js";
+import { createTaskLoaders } from "./tasks/tasks.loaders.js";
+import { createVendorLoaders } from "./vendors/vendors.loaders.js";
 
 /**
  * The DataLoaders of one request, each batch restricted to the caller's organization. Never

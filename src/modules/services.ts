@@ -1,15 +1,15 @@
-import type { Db } from "./db/database.js";
-import { createEvents, type Events } from "./events.js";
-import { createAuditService } from "./modules/audit/audit.service.js";
-import { createCommentService } from "./modules/comments/comments.service.js";
-import type { DeviceManagement } from "./modules/members/device-management.js";
-import { createMemberService } from "./modules/members/members.service.js";
-import { createPolicyService } from "./modules/policies/policies.service.js";
-import { createRiskService } from "./modules/risks/risks.service.js";
-import { createTaskItemService } from "./modules/task-items/task-items.service.js";
-import { createTaskService } from "./modules/tasks/tasks.service.js";
-import { createVendorService } from "./modules/vendors/vendors.service.js";
-import { createViewerService } from "./modules/viewer/viewer.service.js";
+import type { Db } from "../platform/db/database.js";
+import { createEvents, type Events } from "../platform/events.js";
+import { createAuditService } from "./audit/audit.service.js";
+import { createCommentService } from "./comments/comments.service.js";
+import type { DeviceManagement } from "./members/device-management.js";
+import { createMemberService } from "./members/members.service.js";
+import { createPolicyService } from "./policies/policies.service.js";
+import { createRiskService } from "./risks/risks.service.js";
+import { createTaskItemService } from "./task-items/task-items.service.js";
+import { createTaskService } from "./tasks/tasks.service.js";
+import { createVendorService } from "./vendors/vendors.service.js";
+import { createViewerService } from "./viewer/viewer.service.js";
 
 export type ServiceOptions = { deviceManagement?: DeviceManagement; events?: Events };
 

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import { errorResponse } from "./error-response.js";
+import { errorResponse } from "../http/error-response.js";
 import { REST_BASE } from "./routes.js";
 
 const DOCS = `${REST_BASE}/docs`;

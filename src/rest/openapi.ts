@@ -15,8 +15,8 @@ import {
   isObjectType,
   isScalarType,
 } from "graphql";
-import { errorStatus } from "../errors.js";
-import { type Limit, limitKeywords, limitOf } from "../limits.js";
+import { errorStatus } from "../platform/errors.js";
+import { type Limit, limitKeywords, limitOf } from "../platform/limits.js";
 import type { CompiledRoute } from "./request-validation.js";
 import { REST_BASE } from "./routes.js";
 
@@ -205,7 +205,7 @@ class SchemaCollector {
     let schema: Schema = isListType(inner)
       ? { type: "array", items: this.type(inner.ofType, !isNonNullType(inner.ofType)) }
       : this.named(inner);
-    // The same declaration the service validates with (src/limits.ts).
+    // The same declaration the service validates with (src/platform/limits.ts).
     if (limit) schema = { ...schema, ...limitKeywords(limit) };
     if (nullable) {
       if (schema.$ref) schema = { anyOf: [schema, { type: "null" }] };

@@ -8,8 +8,8 @@ import {
   isNonNullType,
   isScalarType,
 } from "graphql";
-import { AppError, BadUserInputError, type ErrorDetail } from "../errors.js";
-import { longListPath, MAX_LIST_ITEMS, malformedTextPath } from "../input-hygiene.js";
+import { longListPath, MAX_LIST_ITEMS, malformedTextPath } from "../http/input-hygiene.js";
+import { AppError, BadUserInputError, type ErrorDetail } from "../platform/errors.js";
 import type { RestRoute } from "./routes.js";
 
 export type CompiledRoute = RestRoute & {

@@ -2,10 +2,10 @@ import { createHash } from "node:crypto";
 import { type DocumentNode, type GraphQLSchema, TypeInfo, visit, visitWithTypeInfo } from "graphql";
 import type { FetchAPI, Plugin } from "graphql-yoga";
 import type { AuthState } from "../auth/caller.js";
-import { announcesBody, type BodyReader } from "../body-admission.js";
-import { AppError, UnauthenticatedError } from "../errors.js";
+import { announcesBody, type BodyReader } from "../http/body-admission.js";
+import { appErrorResponse, errorResponse } from "../http/error-response.js";
+import { AppError, UnauthenticatedError } from "../platform/errors.js";
 import { docsResponse } from "./docs.js";
-import { appErrorResponse, errorResponse } from "./error-response.js";
 import { type CompiledRoute, matchRoute, validateRestRequest } from "./request-validation.js";
 import { REST_BASE } from "./routes.js";
 

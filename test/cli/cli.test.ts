@@ -8,7 +8,7 @@ import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.js";
 import { permissions } from "../../src/auth/permissions.js";
-import { type Database, openDatabase } from "../../src/db/database.js";
+import { type Database, openDatabase } from "../../src/platform/db/database.js";
 import { freshDataDir } from "../helpers/data-dir.js";
 import { testNodeFlags } from "../helpers/server-process.js";
 import { createPostgresDatabase, usePostgres } from "../helpers/test-app.js";

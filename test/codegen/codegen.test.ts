@@ -7,7 +7,7 @@ import { promisify } from "node:util";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.js";
-import { type Database, openDatabase } from "../../src/db/database.js";
+import { type Database, openDatabase } from "../../src/platform/db/database.js";
 import { emptyCluster } from "../helpers/data-dir.js";
 
 const run = promisify(execFile);

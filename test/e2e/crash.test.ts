@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../src/admin/admin.service.js";
 import { seedDemo } from "../../src/admin/seed.js";
 import { permissions } from "../../src/auth/permissions.js";
-import { openDatabase } from "../../src/db/database.js";
+import { openDatabase } from "../../src/platform/db/database.js";
 import { freshDataDir } from "../helpers/data-dir.js";
 import { randomPort, reachable, startServer } from "../helpers/server-process.js";
 import { createPostgresDatabase } from "../helpers/test-app.js";

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../src/admin/admin.service.js";
 import { type SeedResult, seedDemo } from "../../src/admin/seed.js";
 import { permissions } from "../../src/auth/permissions.js";
-import { openDatabase } from "../../src/db/database.js";
+import { openDatabase } from "../../src/platform/db/database.js";
 import { type ServerProcess, startServer } from "../helpers/server-process.js";
 import { type PostgresServer, type RedisServer, serversMissing, sleep, startPostgres, startRedis } from "../helpers/servers.js";
 

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { Agent, type ClientRequest, request as httpRequest, type IncomingMessage } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SeedResult, seedDemo } from "../../src/admin/seed.js";
-import { type Database, openDatabase } from "../../src/db/database.js";
+import { type Database, openDatabase } from "../../src/platform/db/database.js";
 import { reachable, type ServerProcess, startServer } from "../helpers/server-process.js";
 import { createPostgresDatabase } from "../helpers/test-app.js";
 

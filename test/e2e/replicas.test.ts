@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../src/admin/admin.service.js";
 import { type SeedResult, seedDemo } from "../../src/admin/seed.js";
 import { permissions } from "../../src/auth/permissions.js";
-import { type Database, openDatabase } from "../../src/db/database.js";
+import { type Database, openDatabase } from "../../src/platform/db/database.js";
 import { randomPort, reachable, type ServerProcess, startServer } from "../helpers/server-process.js";
 import { createPostgresDatabase } from "../helpers/test-app.js";
 

@@ -5,8 +5,8 @@ import { fileURLToPath } from "node:url";
 import { PGlite } from "@electric-sql/pglite";
 import pg from "pg";
 import type { TestProject } from "vitest/node";
-import { openDatabase } from "../../src/db/database.js";
-import { applyMigrations, readMigrations } from "../../src/db/migrate.js";
+import { openDatabase } from "../../src/platform/db/database.js";
+import { applyMigrations, readMigrations } from "../../src/platform/db/migrate.js";
 
 /**
  * Makes once, before any test file starts, the databases that test files would otherwise each

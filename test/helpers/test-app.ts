@@ -8,9 +8,9 @@ import { createApiKey } from "../../src/admin/admin.service.js";
 import { type SeedResult, seedDemo } from "../../src/admin/seed.js";
 import { createApp } from "../../src/app.js";
 import type { Permission } from "../../src/auth/permissions.js";
-import type { Config } from "../../src/config.js";
-import { type Database, openDatabase } from "../../src/db/database.js";
 import type { DeviceManagement } from "../../src/modules/members/device-management.js";
+import type { Config } from "../../src/platform/config.js";
+import { type Database, openDatabase } from "../../src/platform/db/database.js";
 
 /** `TEST_DATABASE=postgres` runs the suite against a throwaway database on the local server. */
 export const usePostgres = process.env.TEST_DATABASE === "postgres";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { openDatabase } from "../../src/db/database.js";
+import { openDatabase } from "../../src/platform/db/database.js";
 import { emptyCluster } from "../helpers/data-dir.js";
 
 describe("openDatabase", () => {

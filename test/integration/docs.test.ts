@@ -1,7 +1,7 @@
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.js";
-import { graphiqlExamples } from "../../src/graphiql.js";
+import { graphiqlExamples } from "../../src/http/graphiql.js";
 import { createTestApp, type TestApp } from "../helpers/test-app.js";
 
 let t: TestApp;

@@ -1,6 +1,6 @@
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import { isDatabaseUnavailable } from "../../src/db/unavailable.js";
+import { isDatabaseUnavailable } from "../../src/platform/db/unavailable.js";
 import { createTestApp } from "../helpers/test-app.js";
 
 /** Lines a logger wrote, parsed. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { newId } from "../../src/ids.js";
+import { newId } from "../../src/platform/ids.js";
 import { openFixture } from "../helpers/fixtures.js";
 
 const { t, org, other } = await openFixture();

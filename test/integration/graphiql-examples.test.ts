@@ -1,6 +1,6 @@
 import { parse, print, validate } from "graphql";
 import { describe, expect, it } from "vitest";
-import { graphiqlExamples, graphiqlLineWidth } from "../../src/graphiql.js";
+import { graphiqlExamples, graphiqlLineWidth } from "../../src/http/graphiql.js";
 import { schema } from "../../src/schema.js";
 
 describe("GraphiQL examples", () => {

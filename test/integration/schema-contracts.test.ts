@@ -6,8 +6,8 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { PGlite } from "@electric-sql/pglite";
 import { describe, expect, it } from "vitest";
-import { applyMigrations, readMigrations } from "../../src/db/migrate.js";
-import { printSchemaFile, schemaFilePath } from "../../src/schema-file.js";
+import { printSchemaFile, schemaFilePath } from "../../src/graphql/schema-file.js";
+import { applyMigrations, readMigrations } from "../../src/platform/db/migrate.js";
 import { emptyCluster } from "../helpers/data-dir.js";
 
 const run = promisify(execFile);

@@ -4,7 +4,7 @@ import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SeedResult } from "../../src/admin/seed.js";
 import { createApp } from "../../src/app.js";
-import { startTracing } from "../../src/tracing.js";
+import { startTracing } from "../../src/http/tracing.js";
 import { createTestApp, type TestApp } from "../helpers/test-app.js";
 
 let t: TestApp;

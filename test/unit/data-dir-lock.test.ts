@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { DataDirLockedError, lockDataDir } from "../../src/db/data-dir-lock.js";
+import { DataDirLockedError, lockDataDir } from "../../src/platform/db/data-dir-lock.js";
 
 const dirs: string[] = [];
 function tempDir() {

@@ -11,7 +11,7 @@ import {
   isObjectType,
 } from "graphql";
 import { describe, expect, it } from "vitest";
-import { declaredLimits, describeLimit, type Limit, limitKeywords, limitOf, text } from "../../src/limits.js";
+import { declaredLimits, describeLimit, type Limit, limitKeywords, limitOf, text } from "../../src/platform/limits.js";
 import { buildOpenApiDocument } from "../../src/rest/openapi.js";
 import { compileRoutes } from "../../src/rest/request-validation.js";
 import { restSchemaOf } from "../../src/rest/rest-schema.js";
@@ -138,7 +138,7 @@ describe("limits: declared once, read by validation, OpenAPI and GraphQL", () =>
   it("leaves no limit outside the declarations: services validate with text(), integer() and list()", () => {
     const root = fileURLToPath(new URL("../../src", import.meta.url));
     const files = [
-      join(root, "pagination.ts"),
+      join(root, "graphql", "pagination.ts"),
       ...readdirSync(join(root, "modules"), { recursive: true, encoding: "utf8" })
         .filter((f) => f.endsWith(".ts"))
         .map((f) => join(root, "modules", f)),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { pageQuery, toPage } from "../../src/pagination.js";
+import { pageQuery, toPage } from "../../src/graphql/pagination.js";
 
 const cursorOf = (values: unknown) => Buffer.from(JSON.stringify(values)).toString("base64url");
 

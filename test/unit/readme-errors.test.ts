@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { errorStatus } from "../../src/errors.js";
+import { errorStatus } from "../../src/platform/errors.js";
 
 describe("README", () => {
   it("lists every error code in its Errors table, with the REST status", () => {

@@ -1,6 +1,6 @@
-import { builder } from "../../builder.js";
-import { authorize } from "../../context.js";
-import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
+import { authorize } from "../../auth/actor.js";
+import { builder } from "../../graphql/builder.js";
+import { definePage, itemsQuery, pageArgs } from "../../graphql/page.schema.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 
 const AuditEvent = builder.prismaObject("AuditEvent", {

@@ -1,8 +1,8 @@
-import type { Actor } from "../../context.js";
-import type { Db } from "../../db/database.js";
+import type { Actor } from "../../auth/actor.js";
 import type { Prisma } from "../../generated/prisma/client.js";
-import { newId } from "../../ids.js";
-import { type PageArgs, pageQuery, toPage, withKeys } from "../../pagination.js";
+import { type PageArgs, pageQuery, toPage, withKeys } from "../../graphql/pagination.js";
+import type { Db } from "../../platform/db/database.js";
+import { newId } from "../../platform/ids.js";
 
 /** The audit row for a change; callers write it in the same transaction as the change. */
 export function auditEvent(

@@ -1,4 +1,4 @@
-import { AppError } from "../../errors.js";
+import { AppError } from "../../platform/errors.js";
 
 export type DeviceManagement = {
   /** Removes every host carrying the label from the device-management system. */

@@ -1,5 +1,5 @@
-import type { Db } from "../../db/database.js";
-import { type RecordQuery, recordLoader } from "../../loaders.js";
+import { type RecordQuery, recordLoader } from "../../graphql/loaders.js";
+import type { Db } from "../../platform/db/database.js";
 
 /** Members by id and by user id, for one request of one organization. */
 export function createMemberLoaders(db: Db, organizationId: string) {

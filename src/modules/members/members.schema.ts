@@ -1,9 +1,9 @@
-import { builder } from "../../builder.js";
-import { authorize } from "../../context.js";
+import { authorize } from "../../auth/actor.js";
 import { Department as DepartmentValues, MemberRole as MemberRoleValues } from "../../generated/prisma/enums.js";
-import { commonLimits, limited } from "../../limits.js";
-import { Node } from "../../node.schema.js";
-import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
+import { builder } from "../../graphql/builder.js";
+import { Node } from "../../graphql/node.schema.js";
+import { definePage, itemsQuery, pageArgs } from "../../graphql/page.schema.js";
+import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 import { memberLimits } from "./members.service.js";
 

@@ -1,14 +1,14 @@
 import { z } from "zod";
+import type { Actor } from "../../auth/actor.js";
 import { rolePermissions } from "../../auth/permissions.js";
-import type { Actor } from "../../context.js";
-import type { Db } from "../../db/database.js";
-import { ConflictError, ForbiddenError, NotFoundError } from "../../errors.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import { Department, MemberRole } from "../../generated/prisma/enums.js";
-import { newId } from "../../ids.js";
-import { commonLimits, integer, limit, text } from "../../limits.js";
-import { type PageArgs, pageQuery, toPage, withKeys } from "../../pagination.js";
-import { notNull, parseInput, type WithNulls } from "../../validation.js";
+import { type PageArgs, pageQuery, toPage, withKeys } from "../../graphql/pagination.js";
+import type { Db } from "../../platform/db/database.js";
+import { ConflictError, ForbiddenError, NotFoundError } from "../../platform/errors.js";
+import { newId } from "../../platform/ids.js";
+import { commonLimits, integer, limit, text } from "../../platform/limits.js";
+import { notNull, parseInput, type WithNulls } from "../../platform/validation.js";
 import { auditEvent, changesBetween } from "../audit/audit.service.js";
 import type { DeviceManagement } from "./device-management.js";
 

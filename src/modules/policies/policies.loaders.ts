@@ -1,6 +1,6 @@
 import DataLoader from "dataloader";
-import type { Db } from "../../db/database.js";
-import { pageLoader, type RecordQuery, recordLoader } from "../../loaders.js";
+import { pageLoader, type RecordQuery, recordLoader } from "../../graphql/loaders.js";
+import type { Db } from "../../platform/db/database.js";
 
 /** Policies and their versions, for one request of one organization. */
 export function createPolicyLoaders(db: Db, organizationId: string) {

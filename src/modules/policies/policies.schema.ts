@@ -1,13 +1,13 @@
-import { builder } from "../../builder.js";
-import { authorize } from "../../context.js";
-import { NotFoundError } from "../../errors.js";
+import { authorize } from "../../auth/actor.js";
 import {
   PolicyStatus as PolicyStatusValues,
   PolicyVersionStatus as PolicyVersionStatusValues,
 } from "../../generated/prisma/enums.js";
-import { commonLimits, limited } from "../../limits.js";
-import { Node } from "../../node.schema.js";
-import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
+import { builder } from "../../graphql/builder.js";
+import { Node } from "../../graphql/node.schema.js";
+import { definePage, itemsQuery, pageArgs } from "../../graphql/page.schema.js";
+import { NotFoundError } from "../../platform/errors.js";
+import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 import { policyLimits } from "./policies.service.js";
 

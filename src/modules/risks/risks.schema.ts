@@ -1,8 +1,8 @@
-import { builder } from "../../builder.js";
-import { authorize } from "../../context.js";
-import { commonLimits, limited } from "../../limits.js";
-import { Node } from "../../node.schema.js";
-import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
+import { authorize } from "../../auth/actor.js";
+import { builder } from "../../graphql/builder.js";
+import { Node } from "../../graphql/node.schema.js";
+import { definePage, itemsQuery, pageArgs } from "../../graphql/page.schema.js";
+import { commonLimits, limited } from "../../platform/limits.js";
 
 const Risk = builder.prismaObject("Risk", {
   description: "A risk the organization tracks.",

@@ -1,7 +1,7 @@
 import DataLoader from "dataloader";
-import type { Db } from "../../db/database.js";
 import type { TaskItemEntityType, TaskItemStatus } from "../../generated/prisma/enums.js";
-import { pageLoader, type RecordQuery, recordLoader } from "../../loaders.js";
+import { pageLoader, type RecordQuery, recordLoader } from "../../graphql/loaders.js";
+import type { Db } from "../../platform/db/database.js";
 import { byType } from "../comments/comments.loaders.js";
 import type { TaskItemStats } from "./task-items.service.js";
 

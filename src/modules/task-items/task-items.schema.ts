@@ -1,15 +1,15 @@
+import { authorize, can } from "../../auth/actor.js";
 import type { Permission } from "../../auth/permissions.js";
-import { builder } from "../../builder.js";
-import { authorize, can } from "../../context.js";
 import {
   TaskItemEntityType as TaskItemEntityTypeValues,
   TaskItemPriority as TaskItemPriorityValues,
   TaskItemStatus as TaskItemStatusValues,
 } from "../../generated/prisma/enums.js";
-import { nodeTypeOf } from "../../ids.js";
-import { commonLimits, limited } from "../../limits.js";
-import { Node, objectRefOf } from "../../node.schema.js";
-import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
+import { builder } from "../../graphql/builder.js";
+import { Node, objectRefOf } from "../../graphql/node.schema.js";
+import { definePage, itemsQuery, pageArgs } from "../../graphql/page.schema.js";
+import { nodeTypeOf } from "../../platform/ids.js";
+import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 import { Member } from "../members/members.schema.js";
 import type { TaskItemStats } from "./task-items.service.js";

@@ -1,7 +1,5 @@
 import { z } from "zod";
-import type { Actor } from "../../context.js";
-import type { Db } from "../../db/database.js";
-import { BadUserInputError, NotFoundError } from "../../errors.js";
+import type { Actor } from "../../auth/actor.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import {
   type TaskItemEntityType,
@@ -10,10 +8,12 @@ import {
   type TaskItemStatus,
   TaskItemStatus as TaskItemStatusValues,
 } from "../../generated/prisma/enums.js";
-import { newId } from "../../ids.js";
-import { commonLimits, text } from "../../limits.js";
-import { type PageArgs, pageQuery, toPage, withKeys } from "../../pagination.js";
-import { notNull, parseInput } from "../../validation.js";
+import { type PageArgs, pageQuery, toPage, withKeys } from "../../graphql/pagination.js";
+import type { Db } from "../../platform/db/database.js";
+import { BadUserInputError, NotFoundError } from "../../platform/errors.js";
+import { newId } from "../../platform/ids.js";
+import { commonLimits, text } from "../../platform/limits.js";
+import { notNull, parseInput } from "../../platform/validation.js";
 import { auditEvent, changesBetween } from "../audit/audit.service.js";
 import { assertActiveMember, assertEntityExists } from "../entities.js";
 

@@ -1,5 +1,5 @@
-import type { Db } from "../../db/database.js";
-import { type RecordQuery, recordLoader } from "../../loaders.js";
+import { type RecordQuery, recordLoader } from "../../graphql/loaders.js";
+import type { Db } from "../../platform/db/database.js";
 
 /** Tasks by id, for one request of one organization. */
 export function createTaskLoaders(db: Db, organizationId: string) {

@@ -1,9 +1,9 @@
-import { builder } from "../../builder.js";
-import { authorize, can } from "../../context.js";
+import { authorize, can } from "../../auth/actor.js";
 import { TaskStatus as TaskStatusValues } from "../../generated/prisma/enums.js";
-import { commonLimits, limited } from "../../limits.js";
-import { Node } from "../../node.schema.js";
-import { definePage, itemsQuery, pageArgs } from "../../page.schema.js";
+import { builder } from "../../graphql/builder.js";
+import { Node } from "../../graphql/node.schema.js";
+import { definePage, itemsQuery, pageArgs } from "../../graphql/page.schema.js";
+import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 import { Member } from "../members/members.schema.js";
 import { taskLimits } from "./tasks.service.js";

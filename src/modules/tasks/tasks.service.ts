@@ -1,13 +1,13 @@
 import { z } from "zod";
-import type { Actor } from "../../context.js";
-import type { Db } from "../../db/database.js";
-import { NotFoundError } from "../../errors.js";
+import type { Actor } from "../../auth/actor.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import { TaskStatus } from "../../generated/prisma/enums.js";
-import { newId } from "../../ids.js";
-import { commonLimits, limit, text } from "../../limits.js";
-import { type PageArgs, pageQuery, toPage, withKeys } from "../../pagination.js";
-import { notNull, parseInput, type WithNulls } from "../../validation.js";
+import { type PageArgs, pageQuery, toPage, withKeys } from "../../graphql/pagination.js";
+import type { Db } from "../../platform/db/database.js";
+import { NotFoundError } from "../../platform/errors.js";
+import { newId } from "../../platform/ids.js";
+import { commonLimits, limit, text } from "../../platform/limits.js";
+import { notNull, parseInput, type WithNulls } from "../../platform/validation.js";
 import { auditEvent, changesBetween } from "../audit/audit.service.js";
 import { assertActiveMember } from "../entities.js";
 

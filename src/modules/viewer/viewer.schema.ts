@@ -1,5 +1,5 @@
-import { builder } from "../../builder.js";
-import { type Actor, authenticated } from "../../context.js";
+import { type Actor, authenticated } from "../../auth/actor.js";
+import { builder } from "../../graphql/builder.js";
 
 builder.prismaObject("Organization", {
   description: "An organization: the tenant every record belongs to.",

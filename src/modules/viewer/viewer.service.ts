@@ -1,6 +1,6 @@
-import type { Actor } from "../../context.js";
-import type { Db } from "../../db/database.js";
+import type { Actor } from "../../auth/actor.js";
 import type { Prisma } from "../../generated/prisma/client.js";
+import type { Db } from "../../platform/db/database.js";
 
 type Query<S, I> = { select?: S; include?: I };
 

@@ -2,7 +2,7 @@ import { PGlite } from "@electric-sql/pglite";
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
 import { PrismaPGlite } from "pglite-prisma-adapter";
-import { PrismaClient } from "../generated/prisma/client.js";
+import { PrismaClient } from "../../generated/prisma/client.js";
 import { lockDataDir } from "./data-dir-lock.js";
 import { applyMigrations, type MigrationSession, readMigrations } from "./migrate.js";
 

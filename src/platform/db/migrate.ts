@@ -15,8 +15,9 @@ export type Migration = { name: string; sql: string; checksum: string };
 // Prisma's own advisory lock key, so `prisma migrate` and this service exclude each other too.
 const ADVISORY_LOCK_KEY = 72707369;
 
-// From src/db/ when run from source, from dist/ when run from the bundle.
-export const defaultMigrationsDir = ["../../prisma/migrations", "../prisma/migrations"]
+// From src/platform/db/ when run from source, from dist/ when run from the bundle, from a folder
+// of dist/ for the bundles the tests build.
+export const defaultMigrationsDir = ["../../../prisma/migrations", "../prisma/migrations", "../../prisma/migrations"]
   .map((relative) => fileURLToPath(new URL(relative, import.meta.url)))
   .find((dir) => existsSync(dir)) as string;
 
