@@ -19,6 +19,7 @@ import { useIdempotency } from "./http/idempotency.js";
 import { useGraphqlInputHygiene } from "./http/input-hygiene.js";
 import { useMetrics } from "./http/metrics.js";
 import { limitAuthenticationFailures, useRateLimit } from "./http/rate-limit.js";
+import { useReadRouting } from "./http/read-routing.js";
 import { requestIdOf, useRequestId } from "./http/request-id.js";
 import { useRequestLog } from "./http/request-log.js";
 import { useTracing } from "./http/tracing.js";
@@ -28,6 +29,7 @@ import { createServices } from "./modules/services.js";
 import { type Config, DEFAULT_BODY_BUDGET_BYTES } from "./platform/config.js";
 import type { Database } from "./platform/db/database.js";
 import type { Events } from "./platform/events.js";
+import { recentWriters } from "./platform/recent-writers.js";
 import { type RedisHealth, watchRedis } from "./platform/redis.js";
 import { buildOpenApiDocument } from "./rest/openapi.js";
 import { compileRoutes } from "./rest/request-validation.js";
@@ -51,6 +53,8 @@ export type AppDeps = {
   redisHealth?: RedisHealth;
   /** Redis key prefix of the rate-limit counters. */
   rateLimitKeyPrefix?: string;
+  /** Redis key prefix of the callers who wrote recently (reads on replicas); "cwg:wrote:" when absent. */
+  recentWritersKeyPrefix?: string;
   /** OpenTelemetry tracer: a span per request and per GraphQL execution. */
   tracer?: Tracer;
   /** True once the process is shutting down: /ready answers 503 so load balancers stop sending. */
@@ -175,7 +179,7 @@ export function createApp(deps: AppDeps) {
       useRequestId(),
       useUnexpectedErrorLog(logger),
       // Next, so that it times every request, including those other plugins answer early.
-      useMetrics({ routes, poolStats: database.poolStats, redisHealth }),
+      useMetrics({ routes, poolStats: database.poolStats, redisHealth, replicas: database.replicas?.statuses }),
       ...((config.graphiql ?? !config.production) ? [useGraphiQLAssets()] : []),
       useRequestLog(logger),
       ...(deps.tracer ? [useTracing(deps.tracer)] : []),
@@ -190,9 +194,13 @@ export function createApp(deps: AppDeps) {
                 rateLimits: redisHealth.available ? "shared" : "per replica",
               }
             : {};
+          // Still ready without replicas: the primary serves their reads. Which ones are skipped, and why.
+          const replicas = database.replicas
+            ? { readReplicas: Object.fromEntries(database.replicas.statuses().map((r) => [r.name, r.state])) }
+            : {};
           try {
             await withinReadyTimeout(database.ping());
-            return Response.json({ status: "ready", ...shared });
+            return Response.json({ status: "ready", ...shared, ...replicas });
           } catch (error) {
             logger.warn({ err: error }, "readiness check: the database does not answer");
             return notReady("database unavailable", "The database does not answer");
@@ -222,6 +230,19 @@ export function createApp(deps: AppDeps) {
         },
       }),
       useIdempotency({ db: database.db, authenticate: authenticateOnce, logger }),
+      ...(database.replicas
+        ? [
+            useReadRouting(
+              recentWriters({
+                // A replica serves reads only while at most maxLagMs behind; the margin covers clock skew.
+                windowMs: database.replicas.maxLagMs + 250,
+                redis: deps.redis,
+                redisHealth,
+                keyPrefix: deps.recentWritersKeyPrefix ?? "cwg:wrote:",
+              }),
+            ),
+          ]
+        : []),
       useCredentialWatch(verify),
       // Limits on the shape of GraphQL documents. REST operations are fixed documents and skip
       // validation, so these only ever concern /graphql.

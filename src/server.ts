@@ -60,10 +60,20 @@ async function openPostgresAtStart(url: string): Promise<Database> {
       const opening = openDatabase({
         kind: "postgres",
         url,
+        directUrl: config.databaseDirectUrl,
+        readUrls: config.databaseReadUrls,
+        readMaxLagMs: config.databaseReadMaxLagMs,
         poolSize: config.databasePoolSize,
         connectTimeoutMs: config.databaseConnectTimeoutMs,
         statementTimeoutMs: config.databaseStatementTimeoutMs,
+        lockTimeoutMs: config.databaseLockTimeoutMs,
+        idleInTransactionTimeoutMs: config.databaseIdleInTransactionTimeoutMs,
         onIdleError: (error) => logger.warn({ err: error }, "an idle database connection failed"),
+        onTimeoutMismatch: (mismatches) =>
+          logger.warn(
+            { mismatches },
+            "the database connections do not have the configured timeouts: does PgBouncer log in as another role than DATABASE_DIRECT_URL's? See docs/production.md",
+          ),
       });
       // A database that freezes in the middle of an attempt must not hold start-up past its deadline.
       const late = new Promise<never>((_, reject) => {
@@ -115,6 +125,7 @@ const app = createApp({
   redis: redis?.client,
   redisHealth: redis?.health,
   rateLimitKeyPrefix: `${config.redisKeyPrefix}rate`,
+  recentWritersKeyPrefix: `${config.redisKeyPrefix}wrote:`,
   isShuttingDown: () => shuttingDown,
   tracer: tracing?.tracer,
   deviceManagement: config.deviceManagement

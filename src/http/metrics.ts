@@ -2,6 +2,7 @@ import { type DocumentNode, getOperationAST } from "graphql";
 import type { Plugin } from "graphql-yoga";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { PoolStats } from "../platform/db/database.js";
+import type { ReplicaStatus } from "../platform/db/read-replicas.js";
 import type { RedisHealth } from "../platform/redis.js";
 import type { CompiledRoute } from "../rest/request-validation.js";
 import { REST_BASE } from "../rest/routes.js";
@@ -20,6 +21,8 @@ export type MetricsOptions = {
   poolStats?: () => PoolStats;
   /** Whether Redis answers, and what the replica did without it; absent without Redis. */
   redisHealth?: RedisHealth;
+  /** Streaming replicas for reads; absent when none is configured. */
+  replicas?: () => ReplicaStatus[];
 };
 
 /**
@@ -27,7 +30,7 @@ export type MetricsOptions = {
  * would make a series per record), GraphQL operations on both transports, the database pool and
  * the process. `GET /metrics` serves them and needs no credential.
  */
-export function useMetrics({ routes, poolStats, redisHealth }: MetricsOptions): Plugin {
+export function useMetrics({ routes, poolStats, redisHealth, replicas }: MetricsOptions): Plugin {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
@@ -76,6 +79,8 @@ export function useMetrics({ routes, poolStats, redisHealth }: MetricsOptions): 
       });
     }
   }
+
+  if (replicas) replicaMetrics(registry, replicas);
 
   if (redisHealth) {
     new Gauge({
@@ -205,4 +210,51 @@ export function useMetrics({ routes, poolStats, redisHealth }: MetricsOptions): 
       };
     },
   };
+}
+
+function replicaMetrics(registry: Registry, replicas: () => ReplicaStatus[]) {
+  const gauges = [
+    [
+      "db_read_replica_available",
+      "1 while the read replica serves reads; 0 while it is skipped (down, or further behind than DATABASE_READ_MAX_LAG_MS)",
+      (r: ReplicaStatus) => (r.state === "available" ? 1 : 0),
+    ],
+    [
+      "db_read_replica_lag_seconds",
+      "How far behind the primary the read replica may be (last check plus time since); -1 when unknown",
+      (r: ReplicaStatus) => (r.lagMs === null ? -1 : r.lagMs / 1000),
+    ],
+  ] as const;
+  for (const [name, help, value] of gauges) {
+    new Gauge({
+      name,
+      help,
+      labelNames: ["replica"] as const,
+      registers: [registry],
+      collect() {
+        for (const r of replicas()) this.set({ replica: r.name }, value(r));
+      },
+    });
+  }
+  const counters = [
+    ["db_read_replica_reads_total", "Reads the replica served", "reads"],
+    [
+      "db_read_replica_fallbacks_total",
+      "Reads the replica failed (down, stopped, too slow) that the primary then served",
+      "fallbacks",
+    ],
+  ] as const;
+  for (const [name, help, key] of counters) {
+    new Counter({
+      name,
+      help,
+      labelNames: ["replica"] as const,
+      registers: [registry],
+      collect() {
+        // Counted by the replica set; copied here when scraped.
+        this.reset();
+        for (const r of replicas()) this.inc({ replica: r.name }, r[key]);
+      },
+    });
+  }
 }

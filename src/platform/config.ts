@@ -24,6 +24,23 @@ const schema = z.object({
     .string()
     .regex(/^postgres(ql)?:\/\//, "must be a postgres:// or postgresql:// URL")
     .optional(),
+  DATABASE_DIRECT_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, "must be a postgres:// or postgresql:// URL")
+    .optional(),
+  DATABASE_READ_URLS: z
+    .string()
+    .default("")
+    .transform((list) =>
+      list
+        .split(",")
+        .map((url) => url.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.string().regex(/^postgres(ql)?:\/\//, "each entry must be a postgres:// or postgresql:// URL"))),
+  DATABASE_READ_MAX_LAG_MS: z.coerce.number().int().min(100).max(600_000).default(1_000),
+  DATABASE_LOCK_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).optional(),
+  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(10_000),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
   DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(3_000),
   DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000),
@@ -76,6 +93,16 @@ export type Config = {
   host: string;
   dataDir: string;
   databaseUrl: string | undefined;
+  /** A direct connection (not through PgBouncer's transaction pooling) for migrations; databaseUrl when absent. */
+  databaseDirectUrl: string | undefined;
+  /** Streaming replicas that serve reads which may be slightly stale. */
+  databaseReadUrls: string[];
+  /** Replicas further behind the primary than this are skipped, and a caller's reads stay on the primary this long after it writes. */
+  databaseReadMaxLagMs: number;
+  /** Longest a statement waits for a lock (server-side lock_timeout); the statement timeout when unset. */
+  databaseLockTimeoutMs: number;
+  /** A transaction left idle this long is ended by the server, releasing its locks. */
+  databaseIdleInTransactionTimeoutMs: number;
   databasePoolSize: number;
   /** Longest wait for a PostgreSQL connection, new or from the pool. */
   databaseConnectTimeoutMs: number;
@@ -120,11 +147,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new Error(`Invalid configuration:\n${problems}`);
   }
   const e = parsed.data;
+  if (!e.DATABASE_URL && (e.DATABASE_DIRECT_URL || e.DATABASE_READ_URLS.length > 0)) {
+    throw new Error(
+      "Invalid configuration:\n  DATABASE_DIRECT_URL and DATABASE_READ_URLS apply to PostgreSQL: set DATABASE_URL too (the pooled connection)",
+    );
+  }
   return {
     port: e.PORT,
     host: e.HOST,
     dataDir: e.DATA_DIR,
     databaseUrl: e.DATABASE_URL,
+    databaseDirectUrl: e.DATABASE_DIRECT_URL,
+    databaseReadUrls: e.DATABASE_READ_URLS,
+    databaseReadMaxLagMs: e.DATABASE_READ_MAX_LAG_MS,
+    databaseLockTimeoutMs: e.DATABASE_LOCK_TIMEOUT_MS ?? e.DATABASE_STATEMENT_TIMEOUT_MS,
+    databaseIdleInTransactionTimeoutMs: e.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
     databasePoolSize: e.DATABASE_POOL_SIZE,
     databaseConnectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
     databaseStatementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,

@@ -6,7 +6,7 @@ import { PGlite } from "@electric-sql/pglite";
 import pg from "pg";
 import type { TestProject } from "vitest/node";
 import { openDatabase } from "../../src/platform/db/database.js";
-import { applyMigrations, readMigrations } from "../../src/platform/db/migrate.js";
+import { applyMigrations, pgliteMigrationSession, readMigrations } from "../../src/platform/db/migrate.js";
 
 /**
  * Makes once, before any test file starts, the databases that test files would otherwise each
@@ -100,18 +100,7 @@ async function pgliteCaches(): Promise<{ empty: string; migrated: string; dataDi
   if (!existsSync(migrated)) {
     // The service's own migrator; each test's openDatabase() then finds nothing pending to apply.
     const pglite = new PGlite({ loadDataDir: new Blob([readFileSync(empty)]) });
-    await applyMigrations(
-      {
-        query: async (sql, params) => (await pglite.query<Record<string, unknown>>(sql, params)).rows,
-        transaction: async (script, after) => {
-          await pglite.transaction(async (tx) => {
-            await tx.exec(script);
-            await tx.query(after.sql, after.params);
-          });
-        },
-      },
-      readMigrations(),
-    );
+    await applyMigrations(pgliteMigrationSession(pglite), readMigrations());
     writeAtomically(migrated, await dump(pglite));
     await pglite.close();
     for (const old of readdirSync(cacheDir)) {

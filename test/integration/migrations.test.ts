@@ -3,20 +3,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { describe, expect, it } from "vitest";
-import { applyMigrations, type MigrationSession, readMigrations } from "../../src/platform/db/migrate.js";
+import { applyMigrations, pgliteMigrationSession, readMigrations } from "../../src/platform/db/migrate.js";
 import { emptyCluster } from "../helpers/data-dir.js";
 
-function session(db: PGlite): MigrationSession {
-  return {
-    query: async (sql, params) => (await db.query<Record<string, unknown>>(sql, params)).rows,
-    transaction: async (script, after) => {
-      await db.transaction(async (tx) => {
-        await tx.exec(script);
-        await tx.query(after.sql, after.params);
-      });
-    },
-  };
-}
+const session = pgliteMigrationSession;
 
 function migrationsDir(files: Record<string, string>): string {
   const dir = mkdtempSync(path.join(tmpdir(), "migrations-"));

@@ -7,7 +7,7 @@ import { promisify } from "node:util";
 import { PGlite } from "@electric-sql/pglite";
 import { describe, expect, it } from "vitest";
 import { printSchemaFile, schemaFilePath } from "../../src/graphql/schema-file.js";
-import { applyMigrations, readMigrations } from "../../src/platform/db/migrate.js";
+import { applyMigrations, pgliteMigrationSession, readMigrations } from "../../src/platform/db/migrate.js";
 import { emptyCluster } from "../helpers/data-dir.js";
 
 const run = promisify(execFile);
@@ -72,18 +72,7 @@ describe("contracts that frontends and operators rely on", () => {
     const fromSchema = new PGlite({ loadDataDir: emptyCluster() });
     await fromSchema.exec(await sqlFromEmpty());
     const fromMigrations = new PGlite({ loadDataDir: emptyCluster() });
-    await applyMigrations(
-      {
-        query: async (sql, params) => (await fromMigrations.query<Record<string, unknown>>(sql, params)).rows,
-        transaction: async (script, after) => {
-          await fromMigrations.transaction(async (tx) => {
-            await tx.exec(script);
-            await tx.query(after.sql, after.params);
-          });
-        },
-      },
-      readMigrations(),
-    );
+    await applyMigrations(pgliteMigrationSession(fromMigrations), readMigrations());
     const expected = await catalog(fromSchema);
     expect(expected.length).toBeGreaterThan(1000);
     expect(await catalog(fromMigrations)).toBe(expected);

@@ -4,7 +4,10 @@ import pg from "pg";
 import { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaClient } from "../../generated/prisma/client.js";
 import { lockDataDir } from "./data-dir-lock.js";
-import { applyMigrations, type MigrationSession, readMigrations } from "./migrate.js";
+import { applyMigrations, pgliteMigrationSession, pgMigrationSession, readMigrations } from "./migrate.js";
+import { openReadReplicas, type ReadReplicas } from "./read-replicas.js";
+import { routeReads } from "./read-routing.js";
+import { type SessionTimeouts, storeRoleTimeouts, timeoutMismatches, timeoutsInForce } from "./session-defaults.js";
 
 export type Db = PrismaClient;
 
@@ -13,13 +16,25 @@ export type DatabaseOptions =
   (
     | {
         kind: "postgres";
+        /** The pooled connection (PgBouncer in transaction mode, or PostgreSQL itself) for requests. */
         url: string;
+        /** A direct connection for migrations and role settings; `url` when absent. */
+        directUrl?: string;
+        /** Streaming replicas for reads that `withReplicaReads` allows (read-routing.ts). */
+        readUrls?: string[];
+        /** Replicas further behind than this are skipped; default 1 s. */
+        readMaxLagMs?: number;
         poolSize?: number;
         onIdleError?: (error: Error) => void;
         /** Longest wait for a connection (a new one, or a free one of the pool); none when absent. */
         connectTimeoutMs?: number;
         /** Longest a statement may run, enforced by the server and, for a server that hangs, by the client; none when absent. */
         statementTimeoutMs?: number;
+        /** Server-side lock and idle-in-transaction timeouts; stored as the role's defaults with the statement timeout. */
+        lockTimeoutMs?: number;
+        idleInTransactionTimeoutMs?: number;
+        /** Told which configured timeouts the pooled connections do not have (e.g. PgBouncer logs in as another role). */
+        onTimeoutMismatch?: (mismatches: string[]) => void;
       }
     /**
      * Embedded PGlite; `dataDir` undefined means in memory (tests). `loadDataDir` starts it from a
@@ -41,6 +56,8 @@ export type Database = {
   onQuery(listener: ((sql: string) => void) | undefined): void;
   /** Connections of the PostgreSQL pool (metrics); the embedded database has no pool. */
   poolStats?(): PoolStats;
+  /** Streaming replicas for reads, when configured: their state (/ready, /metrics) and lag bound. */
+  replicas?: Pick<ReadReplicas, "statuses" | "maxLagMs">;
 };
 
 export type PoolStats = { total: number; idle: number; waiting: number; max: number };
@@ -61,14 +78,26 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   };
 
   if (options.kind === "postgres") {
+    const timeouts: SessionTimeouts | undefined =
+      options.statementTimeoutMs === undefined
+        ? undefined
+        : {
+            statementTimeoutMs: options.statementTimeoutMs,
+            lockTimeoutMs: options.lockTimeoutMs ?? options.statementTimeoutMs,
+            idleInTransactionTimeoutMs: options.idleInTransactionTimeoutMs ?? 0,
+          };
     // Migrations on a connection of their own, without the statement timeout: a migration may
     // rightly take long, and so may waiting for another replica's migration (advisory lock).
-    const migrator = new pg.Client({ connectionString: options.url, connectionTimeoutMillis: options.connectTimeoutMs });
+    const migrator = new pg.Client({
+      connectionString: options.directUrl ?? options.url,
+      connectionTimeoutMillis: options.connectTimeoutMs,
+    });
     // Its failures reach the caller through the query that meets them; unhandled, the event would end the process.
     migrator.on("error", () => {});
     try {
       await migrator.connect();
-      await applyMigrations(pgSession(migrator), readMigrations());
+      await applyMigrations(pgMigrationSession(migrator), readMigrations());
+      if (timeouts) await storeRoleTimeouts(pgMigrationSession(migrator), timeouts);
     } finally {
       await Promise.race([migrator.end().catch(() => {}), new Promise((resolve) => setTimeout(resolve, 1_000).unref())]);
     }
@@ -76,14 +105,36 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       connectionString: options.url,
       max: options.poolSize ?? 10,
       connectionTimeoutMillis: options.connectTimeoutMs,
-      statement_timeout: options.statementTimeoutMs,
-      // The server cannot enforce its timeout while it is frozen or cut off: the client does.
+      // No startup parameters (PgBouncer refuses them): the server-side timeouts are the role's
+      // defaults (session-defaults.ts). The server cannot enforce its timeout while it is frozen or cut off: the client does.
       query_timeout: options.statementTimeoutMs,
     });
     // An idle connection that the server drops (restart, failover, admin) emits here; unhandled, it
     // would end the process. The pool discards it and the next query opens a fresh one.
     pool.on("error", (error) => options.onIdleError?.(error));
-    const db = createClient(new PrismaPg(pool));
+    if (timeouts) {
+      const inForce = await timeoutsInForce(pool).catch(async (error) => {
+        await pool.end().catch(() => {});
+        throw error;
+      });
+      const mismatches = timeoutMismatches(timeouts, inForce);
+      if (mismatches.length) options.onTimeoutMismatch?.(mismatches);
+    }
+    const primary = createClient(new PrismaPg(pool));
+    const replicas: ReadReplicas | undefined = options.readUrls?.length
+      ? openReadReplicas({
+          urls: options.readUrls,
+          primary: pool,
+          maxLagMs: options.readMaxLagMs ?? 1_000,
+          poolSize: options.poolSize ?? 10,
+          connectTimeoutMs: options.connectTimeoutMs,
+          statementTimeoutMs: options.statementTimeoutMs,
+          createClient,
+          createAdapter: (replicaPool) => new PrismaPg(replicaPool),
+          onIdleError: options.onIdleError,
+        })
+      : undefined;
+    const db = replicas ? routeReads(primary, replicas) : primary;
     return {
       db,
       kind: "postgres",
@@ -91,11 +142,13 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         await pool.query("SELECT 1");
       },
       async close() {
+        await replicas?.close();
         await db.$disconnect();
         if (!pool.ended) await pool.end();
       },
       onQuery,
       poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: pool.options.max }),
+      replicas,
     };
   }
 
@@ -105,7 +158,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     // One options object: PGlite ignores the second argument unless the first is a string.
     pglite = new PGlite({ dataDir: options.dataDir, loadDataDir: options.loadDataDir });
     await pglite.waitReady;
-    await applyMigrations(pgliteSession(pglite), readMigrations());
+    await applyMigrations(pgliteMigrationSession(pglite), readMigrations());
   } catch (error) {
     unlock();
     throw error;
@@ -123,38 +176,5 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       unlock();
     },
     onQuery,
-  };
-}
-
-function pgSession(client: pg.ClientBase): MigrationSession {
-  return {
-    async query(sql, params) {
-      return (await client.query(sql, params)).rows;
-    },
-    async transaction(script, after) {
-      await client.query("BEGIN");
-      try {
-        await client.query(script);
-        await client.query(after.sql, after.params);
-        await client.query("COMMIT");
-      } catch (error) {
-        await client.query("ROLLBACK");
-        throw error;
-      }
-    },
-  };
-}
-
-function pgliteSession(pglite: PGlite): MigrationSession {
-  return {
-    async query(sql, params) {
-      return (await pglite.query<Record<string, unknown>>(sql, params)).rows;
-    },
-    async transaction(script, after) {
-      await pglite.transaction(async (tx) => {
-        await tx.exec(script);
-        await tx.query(after.sql, after.params);
-      });
-    },
   };
 }

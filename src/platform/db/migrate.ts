@@ -2,12 +2,58 @@ import { createHash, randomUUID } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import type { PGlite } from "@electric-sql/pglite";
+import type pg from "pg";
 
-/** What the migrator needs from a connection: one session, so the advisory lock holds. */
-export interface MigrationSession {
+/** One statement with parameters, or a script of several statements, inside a migration's transaction. */
+export interface MigrationTx {
   query(sql: string, params?: unknown[]): Promise<Record<string, unknown>[]>;
-  /** Runs a multi-statement script and the statements after it atomically. */
-  transaction(script: string, after: { sql: string; params: unknown[] }): Promise<void>;
+  exec(script: string): Promise<void>;
+}
+
+/**
+ * What the migrator needs from a database: transactions, nothing kept between them. Each one takes
+ * a transaction-scoped advisory lock, which transaction pooling (PgBouncer) keeps, where a session
+ * lock taken on one server connection and released on another would stay held.
+ */
+export interface MigrationSession {
+  transaction<T>(work: (tx: MigrationTx) => Promise<T>): Promise<T>;
+}
+
+export function pgMigrationSession(client: pg.ClientBase): MigrationSession {
+  const tx: MigrationTx = {
+    query: async (sql, params) => (await client.query(sql, params)).rows,
+    exec: async (script) => {
+      await client.query(script);
+    },
+  };
+  return {
+    async transaction(work) {
+      await client.query("BEGIN");
+      try {
+        const result = await work(tx);
+        await client.query("COMMIT");
+        return result;
+      } catch (error) {
+        await client.query("ROLLBACK").catch(() => {});
+        throw error;
+      }
+    },
+  };
+}
+
+export function pgliteMigrationSession(pglite: PGlite): MigrationSession {
+  return {
+    transaction: (work) =>
+      pglite.transaction((tx) =>
+        work({
+          query: async (sql, params) => (await tx.query<Record<string, unknown>>(sql, params)).rows,
+          exec: async (script) => {
+            await tx.exec(script);
+          },
+        }),
+      ),
+  };
 }
 
 export type Migration = { name: string; sql: string; checksum: string };
@@ -32,53 +78,68 @@ export function readMigrations(dir = defaultMigrationsDir): Migration[] {
     });
 }
 
-/** Applies pending migrations in order, each in a transaction, recorded as Prisma records them. */
+/**
+ * Applies pending migrations in order, each in a transaction, recorded as Prisma records them.
+ * Every transaction takes the lock, then reads what is applied: replicas starting together each
+ * find the migration another applied meanwhile and skip it.
+ */
 export async function applyMigrations(session: MigrationSession, migrations: Migration[]): Promise<string[]> {
-  await session.query("SELECT pg_advisory_lock($1)", [ADVISORY_LOCK_KEY]);
-  try {
-    await session.query(`CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
-      "id" VARCHAR(36) PRIMARY KEY NOT NULL,
-      "checksum" VARCHAR(64) NOT NULL,
-      "finished_at" TIMESTAMPTZ,
-      "migration_name" VARCHAR(255) NOT NULL,
-      "logs" TEXT,
-      "rolled_back_at" TIMESTAMPTZ,
-      "started_at" TIMESTAMPTZ NOT NULL DEFAULT now(),
-      "applied_steps_count" INTEGER NOT NULL DEFAULT 0
-    )`);
-    const rows = await session.query(
-      `SELECT "migration_name", "checksum", "finished_at" FROM "_prisma_migrations" WHERE "rolled_back_at" IS NULL`,
-    );
-    const applied = new Map(rows.map((row) => [row.migration_name as string, row]));
-    const known = new Set(migrations.map((m) => m.name));
-    for (const row of rows) {
-      if (!known.has(row.migration_name as string)) {
-        throw new Error(
-          `The database has migration ${row.migration_name}, which this version does not know. Is an older version starting against a newer database?`,
-        );
-      }
-    }
-    const done: string[] = [];
-    for (const migration of migrations) {
-      const row = applied.get(migration.name);
-      if (row) {
-        if (!row.finished_at) {
-          throw new Error(`Migration ${migration.name} was started but never finished; repair the database by hand.`);
-        }
-        if (row.checksum !== migration.checksum) {
-          throw new Error(`Migration ${migration.name} was changed after it was applied. Migrations must never be edited.`);
-        }
-        continue;
-      }
-      await session.transaction(migration.sql, {
-        sql: `INSERT INTO "_prisma_migrations" ("id", "checksum", "migration_name", "started_at", "finished_at", "applied_steps_count")
-              VALUES ($1, $2, $3, now(), now(), 1)`,
-        params: [randomUUID(), migration.checksum, migration.name],
-      });
-      done.push(migration.name);
-    }
-    return done;
-  } finally {
-    await session.query("SELECT pg_advisory_unlock($1)", [ADVISORY_LOCK_KEY]);
+  const done: string[] = [];
+  for (;;) {
+    const applied = await session.transaction(async (tx) => {
+      // A migration may rightly take long, and so may waiting for another replica's: the role's
+      // timeouts (session-defaults.ts) are for requests.
+      await tx.exec(
+        "SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0",
+      );
+      await tx.query("SELECT pg_advisory_xact_lock($1)", [ADVISORY_LOCK_KEY]);
+      const next = await nextPending(tx, migrations);
+      if (!next) return undefined;
+      await tx.exec(next.sql);
+      await tx.query(
+        `INSERT INTO "_prisma_migrations" ("id", "checksum", "migration_name", "started_at", "finished_at", "applied_steps_count")
+         VALUES ($1, $2, $3, now(), now(), 1)`,
+        [randomUUID(), next.checksum, next.name],
+      );
+      return next.name;
+    });
+    if (!applied) return done;
+    done.push(applied);
   }
+}
+
+async function nextPending(tx: MigrationTx, migrations: Migration[]): Promise<Migration | undefined> {
+  await tx.query(`CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
+    "id" VARCHAR(36) PRIMARY KEY NOT NULL,
+    "checksum" VARCHAR(64) NOT NULL,
+    "finished_at" TIMESTAMPTZ,
+    "migration_name" VARCHAR(255) NOT NULL,
+    "logs" TEXT,
+    "rolled_back_at" TIMESTAMPTZ,
+    "started_at" TIMESTAMPTZ NOT NULL DEFAULT now(),
+    "applied_steps_count" INTEGER NOT NULL DEFAULT 0
+  )`);
+  const rows = await tx.query(
+    `SELECT "migration_name", "checksum", "finished_at" FROM "_prisma_migrations" WHERE "rolled_back_at" IS NULL`,
+  );
+  const applied = new Map(rows.map((row) => [row.migration_name as string, row]));
+  const known = new Set(migrations.map((m) => m.name));
+  for (const row of rows) {
+    if (!known.has(row.migration_name as string)) {
+      throw new Error(
+        `The database has migration ${row.migration_name}, which this version does not know. Is an older version starting against a newer database?`,
+      );
+    }
+  }
+  for (const migration of migrations) {
+    const row = applied.get(migration.name);
+    if (!row) return migration;
+    if (!row.finished_at) {
+      throw new Error(`Migration ${migration.name} was started but never finished; repair the database by hand.`);
+    }
+    if (row.checksum !== migration.checksum) {
+      throw new Error(`Migration ${migration.name} was changed after it was applied. Migrations must never be edited.`);
+    }
+  }
+  return undefined;
 }
