@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { freePort, reachable } from "./server-process.js";
@@ -67,16 +67,37 @@ export type PostgresServer = {
   destroy(): void;
 };
 
-export async function startPostgres(): Promise<PostgresServer> {
-  const dir = mkdtempSync(path.join(tmpdir(), "gateway-pg-"));
+/** A temporary directory the `postgres` user owns when we are root. */
+function postgresOwnedDir(prefix: string): string {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
   if (asRoot) {
     const uid = Number(execFileSync("id", ["-u", "postgres"]).toString());
     const gid = Number(execFileSync("id", ["-g", "postgres"]).toString());
     chownSync(dir, uid, gid);
   }
+  return dir;
+}
+
+export async function startPostgres(): Promise<PostgresServer> {
+  const dir = postgresOwnedDir("gateway-pg-");
   const data = path.join(dir, "data");
   pgCommand("initdb", ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]);
-  const port = await freePort();
+  return postgresServer(dir, data, await freePort());
+}
+
+/**
+ * A streaming replica of `primary` (initdb's defaults allow it: wal_level replica, replication
+ * from 127.0.0.1 trusted): `pg_basebackup -R` with a fast checkpoint (the default, spread, takes
+ * minutes), started on a port of its own.
+ */
+export async function startStandby(primary: PostgresServer): Promise<PostgresServer> {
+  const dir = postgresOwnedDir("gateway-standby-");
+  const data = path.join(dir, "data");
+  pgCommand("pg_basebackup", ["-h", "127.0.0.1", "-p", String(primary.port), "-U", "postgres", "-D", data, "-R", "-X", "stream", "-c", "fast"]);
+  return postgresServer(dir, data, await freePort());
+}
+
+function postgresServer(dir: string, data: string, port: number): PostgresServer {
   let frozen: number[] = [];
   const server: PostgresServer = {
     port,
@@ -184,4 +205,84 @@ export async function startRedis(): Promise<RedisServer> {
   };
   await server.start();
   return server;
+}
+
+const pgbouncerBin = "/usr/sbin/pgbouncer";
+
+/** Why PgBouncer and a streaming replica cannot run here, or null when they can. */
+export function pgbouncerMissing(): string | null {
+  if (!existsSync(pgbouncerBin)) return `no ${pgbouncerBin} (apt-get install pgbouncer; .ci/run installs it)`;
+  if (!existsSync(path.join(pgBin, "pg_basebackup"))) return `no pg_basebackup in ${pgBin}`;
+  return serversMissing();
+}
+
+export type PgBouncer = {
+  port: number;
+  url: (database: string) => string;
+  /** Runs a command of PgBouncer's admin console (SHOW POOLS, ...). */
+  admin: (command: string) => Promise<Record<string, unknown>[]>;
+  destroy(): void;
+};
+
+/**
+ * PgBouncer (Debian's package) in transaction mode, as an operator runs it: no
+ * ignore_startup_parameters, so a client that sends one is refused. `databases`: PgBouncer's
+ * [databases] lines, name to connection string.
+ */
+export async function startPgBouncer(databases: Record<string, string>, options: { poolSize: number }): Promise<PgBouncer> {
+  const dir = postgresOwnedDir("gateway-pgbouncer-");
+  const port = await freePort();
+  const ini = path.join(dir, "pgbouncer.ini");
+  writeFileSync(path.join(dir, "userlist.txt"), '"postgres" ""\n');
+  writeFileSync(
+    ini,
+    [
+      "[databases]",
+      ...Object.entries(databases).map(([name, connection]) => `${name} = ${connection}`),
+      "[pgbouncer]",
+      "listen_addr = 127.0.0.1",
+      `listen_port = ${port}`,
+      `unix_socket_dir = ${dir}`,
+      "auth_type = trust",
+      `auth_file = ${path.join(dir, "userlist.txt")}`,
+      "pool_mode = transaction",
+      `default_pool_size = ${options.poolSize}`,
+      "max_client_conn = 1000",
+      "admin_users = postgres",
+      `logfile = ${path.join(dir, "pgbouncer.log")}`,
+      `pidfile = ${path.join(dir, "pgbouncer.pid")}`,
+      "",
+    ].join("\n"),
+  );
+  const command = asRoot ? "runuser" : pgbouncerBin;
+  execFileSync(command, asRoot ? ["-u", "postgres", "--", pgbouncerBin, "-d", ini] : ["-d", ini], { stdio: "pipe" });
+  const deadline = Date.now() + 10_000;
+  while (!(await reachable(port))) {
+    if (Date.now() > deadline) throw new Error("pgbouncer did not start");
+    await sleep(50);
+  }
+  const url = (database: string) => `postgresql://postgres@127.0.0.1:${port}/${database}`;
+  return {
+    port,
+    url,
+    async admin(sql) {
+      const { default: pg } = await import("pg");
+      const client = new pg.Client({ connectionString: url("pgbouncer") });
+      await client.connect();
+      try {
+        return (await client.query(sql)).rows;
+      } finally {
+        await client.end();
+      }
+    },
+    destroy() {
+      try {
+        const pid = Number(readFileSync(path.join(dir, "pgbouncer.pid"), "utf8").trim());
+        process.kill(pid, "SIGINT");
+      } catch {
+        // Not running.
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
