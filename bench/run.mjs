@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import pg from "pg";
 import { ensurePeer, PEER_VERSION, peerProcess, peerTaskRequest, sameTask } from "./peer.mjs";
+import { benchPgBouncer, pgbouncerBenchMissing } from "./pgbouncer.mjs";
 import { formatSummary, summarizeProfile } from "./profile.mjs";
 import { createVendorPage, vendorPageRequest } from "./vendor-page.mjs";
 
@@ -1086,6 +1087,12 @@ async function main() {
     }
     results.databases.push(db);
   }
+  // Issue 27: two replicas behind PgBouncer with reads on a replica (bench/pgbouncer.mjs); BENCH_PGBOUNCER=0 skips it.
+  if (env.BENCH_PGBOUNCER !== "0" && !settings.against) {
+    const missing = pgbouncerBenchMissing();
+    if (missing) log(`pgbouncer scenario skipped: ${missing}`);
+    else results.pgbouncer = await benchPgBouncer({ durationS: settings.durationS, log });
+  }
   results.elapsedS = (Date.now() - startedAt.getTime()) / 1000;
 
   const report = targets(results);
@@ -1121,6 +1128,7 @@ async function main() {
     for (const g of profile.summary.groups)
       if (g.selfPctOfBusy !== null) log(`  ${g.group.padEnd(78)} ${g.selfPctOfBusy.toFixed(1).padStart(5)}% self`);
   }
+  if (results.pgbouncer) log(`\n${results.pgbouncer.text}`);
   log(`\nbench/${resultsFile} written; ${results.elapsedS.toFixed(0)} s in all.`);
 }
 

@@ -1,4 +1,4 @@
-import { readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../src/admin/admin.service.js";
@@ -27,6 +27,20 @@ import {
 
 const missing = pgbouncerMissing();
 if (missing) console.warn(`skipping the PgBouncer and read-replica tests: ${missing}`);
+
+/** The [pgbouncer] section of the configuration docs/production.md gives operators. */
+function documentedSettings(): Record<string, string> {
+  const page = readFileSync(new URL("../../docs/production.md", import.meta.url), "utf8");
+  const ini = page.match(/```ini\n([\s\S]*?)```/)?.[1] ?? "";
+  const section = ini.split("[pgbouncer]")[1] ?? "";
+  return Object.fromEntries(
+    section
+      .split("\n")
+      .map((line) => line.match(/^(\w+)\s*=\s*(.*)$/))
+      .filter((m): m is RegExpMatchArray => Boolean(m))
+      .map((m) => [m[1] as string, (m[2] as string).trim()]),
+  );
+}
 
 const STATEMENT_TIMEOUT_MS = 1_500;
 const LOCK_TIMEOUT_MS = 800;
@@ -62,7 +76,8 @@ describe.skipIf(missing)("behind PgBouncer in transaction mode, with a streaming
         app: `host=127.0.0.1 port=${primary.port} dbname=app`,
         app_replica: `host=127.0.0.1 port=${standby.port} dbname=app`,
       },
-      { poolSize: 4 },
+      // As documented, with a pool sized for this test.
+      { ...documentedSettings(), default_pool_size: "4" },
     );
     const env = {
       NODE_ENV: "production",
@@ -118,7 +133,9 @@ describe.skipIf(missing)("behind PgBouncer in transaction mode, with a streaming
     return line ? Number(line.split(" ").at(-1)) : undefined;
   };
 
-  it("refuses a startup parameter, as the operators' PgBouncer does (so the service must send none)", async () => {
+  it("runs the documented PgBouncer settings: transaction pooling, startup parameters refused", async () => {
+    expect(documentedSettings()).toMatchObject({ pool_mode: "transaction" });
+    expect(documentedSettings()).not.toHaveProperty("ignore_startup_parameters");
     const client = new pg.Client({ connectionString: bouncer.url("app"), statement_timeout: 1_000 });
     await expect(client.connect()).rejects.toThrow(/unsupported startup parameter/);
   });

@@ -12,6 +12,7 @@ import type { TestSequencer, TestSpecification, Vitest } from "vitest/node";
 const estimates: Record<string, number> = {
   "test/cli/cli.test.ts": 40,
   "test/e2e/faults.test.ts": 32,
+  "test/e2e/pgbouncer.test.ts": 40,
   "test/integration/isolation-matrix.test.ts": 25,
   "test/e2e/memory.test.ts": 25,
   "test/fuzz/graphql.fuzz.test.ts": 22,

@@ -93,7 +93,21 @@ export async function startPostgres(): Promise<PostgresServer> {
 export async function startStandby(primary: PostgresServer): Promise<PostgresServer> {
   const dir = postgresOwnedDir("gateway-standby-");
   const data = path.join(dir, "data");
-  pgCommand("pg_basebackup", ["-h", "127.0.0.1", "-p", String(primary.port), "-U", "postgres", "-D", data, "-R", "-X", "stream", "-c", "fast"]);
+  pgCommand("pg_basebackup", [
+    "-h",
+    "127.0.0.1",
+    "-p",
+    String(primary.port),
+    "-U",
+    "postgres",
+    "-D",
+    data,
+    "-R",
+    "-X",
+    "stream",
+    "-c",
+    "fast",
+  ]);
   return postgresServer(dir, data, await freePort());
 }
 
@@ -225,11 +239,11 @@ export type PgBouncer = {
 };
 
 /**
- * PgBouncer (Debian's package) in transaction mode, as an operator runs it: no
- * ignore_startup_parameters, so a client that sends one is refused. `databases`: PgBouncer's
- * [databases] lines, name to connection string.
+ * PgBouncer (Debian's package) with `settings` (its [pgbouncer] section, e.g. the documented
+ * one), on a free port of 127.0.0.1 with trust authentication and files of its own.
+ * `databases`: its [databases] lines, name to connection string.
  */
-export async function startPgBouncer(databases: Record<string, string>, options: { poolSize: number }): Promise<PgBouncer> {
+export async function startPgBouncer(databases: Record<string, string>, settings: Record<string, string>): Promise<PgBouncer> {
   const dir = postgresOwnedDir("gateway-pgbouncer-");
   const port = await freePort();
   const ini = path.join(dir, "pgbouncer.ini");
@@ -240,17 +254,17 @@ export async function startPgBouncer(databases: Record<string, string>, options:
       "[databases]",
       ...Object.entries(databases).map(([name, connection]) => `${name} = ${connection}`),
       "[pgbouncer]",
-      "listen_addr = 127.0.0.1",
-      `listen_port = ${port}`,
-      `unix_socket_dir = ${dir}`,
-      "auth_type = trust",
-      `auth_file = ${path.join(dir, "userlist.txt")}`,
-      "pool_mode = transaction",
-      `default_pool_size = ${options.poolSize}`,
-      "max_client_conn = 1000",
-      "admin_users = postgres",
-      `logfile = ${path.join(dir, "pgbouncer.log")}`,
-      `pidfile = ${path.join(dir, "pgbouncer.pid")}`,
+      ...Object.entries({
+        ...settings,
+        listen_addr: "127.0.0.1",
+        listen_port: String(port),
+        unix_socket_dir: dir,
+        auth_type: "trust",
+        auth_file: path.join(dir, "userlist.txt"),
+        admin_users: "postgres",
+        logfile: path.join(dir, "pgbouncer.log"),
+        pidfile: path.join(dir, "pgbouncer.pid"),
+      }).map(([name, value]) => `${name} = ${value}`),
       "",
     ].join("\n"),
   );
