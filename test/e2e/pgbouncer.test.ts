@@ -42,8 +42,8 @@ function documentedSettings(): Record<string, string> {
   );
 }
 
-const STATEMENT_TIMEOUT_MS = 1_500;
-const LOCK_TIMEOUT_MS = 800;
+const STATEMENT_TIMEOUT_MS = 5_000;
+const LOCK_TIMEOUT_MS = 1_000;
 const IDLE_IN_TRANSACTION_MS = 4_000;
 const MAX_LAG_MS = 3_000;
 
@@ -87,6 +87,8 @@ describe.skipIf(missing)("behind PgBouncer in transaction mode, with a streaming
       DATABASE_READ_URLS: bouncer.url("app_replica"),
       DATABASE_READ_MAX_LAG_MS: String(MAX_LAG_MS),
       DATABASE_POOL_SIZE: "5",
+      // Generous: the assertions are about which bound answers, not about a loaded machine's speed.
+      DATABASE_CONNECT_TIMEOUT_MS: "10000",
       DATABASE_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS),
       DATABASE_LOCK_TIMEOUT_MS: String(LOCK_TIMEOUT_MS),
       DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: String(IDLE_IN_TRANSACTION_MS),
@@ -156,7 +158,7 @@ describe.skipIf(missing)("behind PgBouncer in transaction mode, with a streaming
         bouncer.url(database),
         "SELECT current_setting('statement_timeout') AS s, current_setting('lock_timeout') AS l, current_setting('idle_in_transaction_session_timeout') AS i",
       );
-      expect(row).toEqual({ s: "1500ms", l: "800ms", i: "4s" });
+      expect(row).toEqual({ s: "5s", l: "1s", i: "4s" });
     }
     // The server itself ends a statement that runs too long, through transaction pooling.
     const started = Date.now();
@@ -167,6 +169,8 @@ describe.skipIf(missing)("behind PgBouncer in transaction mode, with a streaming
   it("answers a write that waits on a lock with a fast 503, and serves again once it is released", async () => {
     const locker = direct();
     await locker.connect();
+    // The role's idle-in-transaction bound applies to this session too; it must outlive the request.
+    await locker.query("SET idle_in_transaction_session_timeout = 0");
     await locker.query("BEGIN");
     await locker.query(`LOCK TABLE "Comment" IN ACCESS EXCLUSIVE MODE`);
     try {
@@ -176,7 +180,7 @@ describe.skipIf(missing)("behind PgBouncer in transaction mode, with a streaming
       expect(response.status).toBe(503);
       expect(await response.json()).toMatchObject({ code: "SERVICE_UNAVAILABLE", statusCode: 503 });
       expect(response.headers.get("retry-after")).toBeTruthy();
-      expect(elapsed).toBeLessThan(STATEMENT_TIMEOUT_MS + 3_000);
+      expect(elapsed).toBeLessThan(STATEMENT_TIMEOUT_MS);
     } finally {
       await locker.query("ROLLBACK");
       await locker.end();
@@ -185,8 +189,8 @@ describe.skipIf(missing)("behind PgBouncer in transaction mode, with a streaming
   });
 
   it("serves the REST and GraphQL flow over all four replicas through PgBouncer without an error", async () => {
-    const writes = await Promise.all(Array.from({ length: 60 }, (_, i) => comment(i, keys[1] as string, `flow ${i}`)));
-    expect(writes.map((r) => r.status)).toEqual(Array(60).fill(201));
+    const writes = await Promise.all(Array.from({ length: 40 }, (_, i) => comment(i, keys[1] as string, `flow ${i}`)));
+    expect(writes.map((r) => r.status)).toEqual(Array(40).fill(201));
     const versions = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
         call(service(i), keys[1] as string, "POST", `/v1/policies/${org.policyIds[0]}/versions`, {}),

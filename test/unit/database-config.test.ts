@@ -1,0 +1,45 @@
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/platform/config.js";
+import { timeoutMismatches } from "../../src/platform/db/session-defaults.js";
+
+const primary = "postgres://app@pgbouncer.internal:6432/app";
+
+describe("PgBouncer and read-replica configuration", () => {
+  it("reads the direct URL, the replicas (comma-separated, spaces trimmed) and the lag bound", () => {
+    const config = loadConfig({
+      DATABASE_URL: primary,
+      DATABASE_DIRECT_URL: "postgres://app@db.internal:5432/app",
+      DATABASE_READ_URLS: " postgres://app@pgbouncer.internal:6432/app_r1, postgresql://app@r2.internal/app ,",
+      DATABASE_READ_MAX_LAG_MS: "2500",
+    });
+    expect(config.databaseDirectUrl).toBe("postgres://app@db.internal:5432/app");
+    expect(config.databaseReadUrls).toEqual([
+      "postgres://app@pgbouncer.internal:6432/app_r1",
+      "postgresql://app@r2.internal/app",
+    ]);
+    expect(config.databaseReadMaxLagMs).toBe(2500);
+  });
+
+  it("bounds lock waits by the statement timeout unless told otherwise, and idle transactions by 10 s", () => {
+    expect(loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: "4000" })).toMatchObject({
+      databaseLockTimeoutMs: 4000,
+      databaseIdleInTransactionTimeoutMs: 10_000,
+      databaseReadUrls: [],
+    });
+    expect(loadConfig({ DATABASE_LOCK_TIMEOUT_MS: "700" }).databaseLockTimeoutMs).toBe(700);
+  });
+
+  it("refuses a direct or replica URL without DATABASE_URL, and a replica that is not PostgreSQL", () => {
+    expect(() => loadConfig({ DATABASE_DIRECT_URL: primary })).toThrow(/set DATABASE_URL too/);
+    expect(() => loadConfig({ DATABASE_READ_URLS: primary })).toThrow(/set DATABASE_URL too/);
+    expect(() => loadConfig({ DATABASE_URL: primary, DATABASE_READ_URLS: "mysql://r1/app" })).toThrow(/DATABASE_READ_URLS/);
+  });
+
+  it("names each timeout a connection does not have", () => {
+    const configured = { statementTimeoutMs: 5000, lockTimeoutMs: 5000, idleInTransactionTimeoutMs: 10_000 };
+    expect(timeoutMismatches(configured, configured)).toEqual([]);
+    expect(timeoutMismatches(configured, { ...configured, statementTimeoutMs: 0 })).toEqual([
+      "statement_timeout: in force 0 ms, configured 5000 ms",
+    ]);
+  });
+});
