@@ -37,10 +37,12 @@ process.on("uncaughtException", (error) => {
 
 const database = config.databaseUrl
   ? await openPostgresAtStart(config.databaseUrl)
-  : await openDatabase({ kind: "embedded", dataDir: config.dataDir }).catch((error: Error) => {
-      logger.fatal({ err: error }, "cannot open the database");
-      fail(error.message);
-    });
+  : await openDatabase({ kind: "embedded", dataDir: config.dataDir, transactions: config.databaseTransactions }).catch(
+      (error: Error) => {
+        logger.fatal({ err: error }, "cannot open the database");
+        fail(error.message);
+      },
+    );
 
 /**
  * PostgreSQL may not answer yet when the service starts (both starting together, a failover): try
@@ -63,6 +65,7 @@ async function openPostgresAtStart(url: string): Promise<Database> {
         poolSize: config.databasePoolSize,
         connectTimeoutMs: config.databaseConnectTimeoutMs,
         statementTimeoutMs: config.databaseStatementTimeoutMs,
+        transactions: config.databaseTransactions,
         onIdleError: (error) => logger.warn({ err: error }, "an idle database connection failed"),
       });
       // A database that freezes in the middle of an attempt must not hold start-up past its deadline.

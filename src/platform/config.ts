@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DEFAULT_TRANSACTION_LIMITS, type TransactionLimits, transactionLimitsProblem } from "./db/transaction-limits.js";
 
 /**
  * Request bodies in flight at once. A JSON body costs several times its size while it is decoded
@@ -28,6 +29,8 @@ const schema = z.object({
   DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(3_000),
   DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000),
   DATABASE_STARTUP_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
+  DATABASE_TRANSACTION_WAIT_MS: z.coerce.number().int().min(100).max(120_000).default(DEFAULT_TRANSACTION_LIMITS.maxWaitMs),
+  DATABASE_TRANSACTION_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(DEFAULT_TRANSACTION_LIMITS.timeoutMs),
   REDIS_KEY_PREFIX: z.string().default("cwg:"),
   REDIS_URL: z
     .string()
@@ -83,6 +86,8 @@ export type Config = {
   databaseStatementTimeoutMs: number;
   /** How long start-up keeps retrying a PostgreSQL that does not answer before exiting 1. */
   databaseStartupTimeoutMs: number;
+  /** Wait and run limits of every interactive transaction (transaction-limits.ts). */
+  databaseTransactions: TransactionLimits;
   redisUrl: string | undefined;
   redisKeyPrefix: string;
   /** `maxAgeSeconds`: tokens must carry exp, and iat no older than this. */
@@ -120,6 +125,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new Error(`Invalid configuration:\n${problems}`);
   }
   const e = parsed.data;
+  const databaseTransactions = { maxWaitMs: e.DATABASE_TRANSACTION_WAIT_MS, timeoutMs: e.DATABASE_TRANSACTION_TIMEOUT_MS };
+  const transactionProblem = transactionLimitsProblem(databaseTransactions, {
+    statementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
+    connectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
+  });
+  if (transactionProblem) throw new Error(`Invalid configuration:\n  ${transactionProblem}`);
   return {
     port: e.PORT,
     host: e.HOST,
@@ -129,6 +140,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseConnectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
     databaseStatementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
     databaseStartupTimeoutMs: e.DATABASE_STARTUP_TIMEOUT_MS,
+    databaseTransactions,
     redisUrl: e.REDIS_URL,
     redisKeyPrefix: e.REDIS_KEY_PREFIX,
     jwt: {

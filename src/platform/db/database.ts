@@ -5,6 +5,7 @@ import { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaClient } from "../../generated/prisma/client.js";
 import { lockDataDir } from "./data-dir-lock.js";
 import { applyMigrations, type MigrationSession, readMigrations } from "./migrate.js";
+import { DEFAULT_TRANSACTION_LIMITS, type TransactionLimits } from "./transaction-limits.js";
 
 export type Db = PrismaClient;
 
@@ -29,6 +30,8 @@ export type DatabaseOptions =
   ) & {
     /** Makes `onQuery` available. Off in production: Prisma's query event costs CPU on every statement. */
     countQueries?: boolean;
+    /** Wait and run limits of every interactive transaction; DEFAULT_TRANSACTION_LIMITS when absent. */
+    transactions?: TransactionLimits;
   };
 
 export type Database = {
@@ -55,7 +58,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     queryListener = listener;
   };
   const createClient = (adapter: PrismaPg | PrismaPGlite) => {
-    const db = new PrismaClient({ adapter, log });
+    const { maxWaitMs, timeoutMs } = options.transactions ?? DEFAULT_TRANSACTION_LIMITS;
+    const db = new PrismaClient({ adapter, log, transactionOptions: { maxWait: maxWaitMs, timeout: timeoutMs } });
     if (options.countQueries) db.$on("query", (event) => queryListener?.(event.query));
     return db;
   };
