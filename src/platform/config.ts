@@ -58,6 +58,7 @@ const schema = z.object({
   AUTH_JWT_MAX_AGE_SECONDS: z.coerce.number().int().min(1).default(86_400),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
   SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(300_000).default(0),
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(25_000),
   BODY_LIMIT_BYTES: z.coerce
     .number()
     .int()
@@ -104,6 +105,8 @@ export type Config = {
   shutdownGraceMs: number;
   /** After SIGTERM, how long to keep serving (with /ready at 503) before closing the listener. */
   shutdownDelayMs: number;
+  /** Hard deadline from the signal to the exit, delay and grace included (under Kubernetes' 30 s grace period). */
+  shutdownTimeoutMs: number;
   bodyLimitBytes: number;
   /** Bytes of request bodies admitted at once; past it, 503 with Retry-After before reading. */
   bodyBudgetBytes: number;
@@ -131,6 +134,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     connectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
   });
   if (transactionProblem) throw new Error(`Invalid configuration:\n  ${transactionProblem}`);
+  if (e.SHUTDOWN_DELAY_MS + e.SHUTDOWN_GRACE_MS >= e.SHUTDOWN_TIMEOUT_MS) {
+    throw new Error(
+      `Invalid configuration:\n  SHUTDOWN_DELAY_MS (${e.SHUTDOWN_DELAY_MS}) + SHUTDOWN_GRACE_MS (${e.SHUTDOWN_GRACE_MS}) must be less than SHUTDOWN_TIMEOUT_MS (${e.SHUTDOWN_TIMEOUT_MS}), which leaves the rest for closing the database`,
+    );
+  }
   return {
     port: e.PORT,
     host: e.HOST,
@@ -158,6 +166,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     shutdownDelayMs: e.SHUTDOWN_DELAY_MS,
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     bodyBudgetBytes: e.BODY_BUDGET_BYTES,
     logLevel: e.LOG_LEVEL,
