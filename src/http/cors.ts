@@ -11,7 +11,15 @@ export function corsFor(origins: readonly string[]) {
       credentials: true,
       methods: ["GET", "POST", "PUT", "PATCH", "DELETE"],
       allowedHeaders: ["content-type", "x-api-key", "authorization", "x-organization-id", "idempotency-key", "if-none-match"],
-      exposedHeaders: ["x-request-id", "etag", "retry-after", "ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"],
+      exposedHeaders: [
+        "x-request-id",
+        "etag",
+        "retry-after",
+        "ratelimit-limit",
+        "ratelimit-remaining",
+        "ratelimit-reset",
+        "ratelimit-policy",
+      ],
       maxAge: 600,
     };
   };

@@ -170,8 +170,14 @@ export const commonLimits = {
   name: limit({ minLength: 1, maxLength: 255, trim: true }),
   /** A description or changelog. */
   freeText: limit({ maxLength: 10_000 }),
-  /** An id given as an argument: the record must exist, so only emptiness is refused here. */
-  id: limit({ minLength: 1 }),
+  /**
+   * An id given as an argument: the record must exist, so only emptiness and length are refused
+   * here. The service's ids are at most 37 characters; every other ID argument and
+   * X-Organization-Id are held to the same length (src/graphql/input-bounds.ts).
+   */
+  id: limit({ minLength: 1, maxLength: 64 }),
+  /** `cursor` of every list: what `nextCursor` gave, which encodes the sort key of the last row. */
+  cursor: limit({ maxLength: 4096 }),
   /** `limit` of every list. */
   pageSize: limit({ minimum: 1, maximum: 100 }),
 };
