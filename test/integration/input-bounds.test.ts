@@ -19,7 +19,10 @@ describe("bounds the OpenAPI document states for what a caller sends", () => {
     const graphql = await t.gql("query($id: ID!) { task(taskId: $id) { id } }", { id }, { key: org.apiKey });
     expect(graphql.body.errors[0].extensions.code).toBe("BAD_USER_INPUT");
     const nodes = await t.gql("query($ids: [ID!]!) { nodes(ids: $ids) { id } }", { ids: ["tsk_x", id] }, { key: org.apiKey });
-    expect(nodes.body.errors[0]).toMatchObject({ extensions: { code: "BAD_USER_INPUT" }, message: "ids.1 must be at most 64 characters" });
+    expect(nodes.body.errors[0]).toMatchObject({
+      extensions: { code: "BAD_USER_INPUT" },
+      message: "ids.1 must be at most 64 characters",
+    });
     // 64 is still a lookup: not found.
     expect((await t.rest("GET", `/v1/tasks/${long(64)}`, { key: org.apiKey })).status).toBe(404);
   });
