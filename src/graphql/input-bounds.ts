@@ -2,29 +2,13 @@ import { MapperKind, mapSchema } from "@graphql-tools/utils";
 import {
   defaultFieldResolver,
   type GraphQLFieldResolver,
-  type GraphQLInputType,
   type GraphQLSchema,
   getNullableType,
   isInputObjectType,
   isListType,
-  isScalarType,
 } from "graphql";
 import { BadUserInputError } from "../platform/errors.js";
-import { commonLimits, type Limit, limitOf } from "../platform/limits.js";
-
-type Input = { type: GraphQLInputType; extensions?: Readonly<Record<string, unknown>> | null };
-
-/** Every ID a caller sends, where no limit of its own is declared: ids are short, so a long one is refused before any lookup. */
-const anyId: Limit = { maxLength: commonLimits.id.maxLength };
-
-/** The limit of an argument or input field: its declared one, else `anyId` for an ID. */
-export function inputLimit(input: Input): Limit | undefined {
-  const declared = limitOf(input.extensions);
-  if (declared) return declared;
-  const named = getNullableType(input.type);
-  const scalar = isListType(named) ? getNullableType(named.ofType) : named;
-  return isScalarType(scalar) && scalar.name === "ID" ? anyId : undefined;
-}
+import { anyId, commonLimits, type Input, inputLimit } from "../platform/limits.js";
 
 /** The lengths this layer enforces for every field: IDs and cursors (other limits are the services'). */
 function enforcedMaxLength(input: Input): number | undefined {

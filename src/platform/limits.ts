@@ -1,3 +1,4 @@
+import { type GraphQLInputType, getNullableType, isListType, isScalarType } from "graphql";
 import { z } from "zod";
 import { codePointLength, notNull } from "./validation.js";
 
@@ -181,3 +182,17 @@ export const commonLimits = {
   /** `limit` of every list. */
   pageSize: limit({ minimum: 1, maximum: 100 }),
 };
+
+export type Input = { type: GraphQLInputType; extensions?: Readonly<Record<string, unknown>> | null };
+
+/** Every ID a caller sends, where no limit of its own is declared: ids are short, so a long one is refused before any lookup. */
+export const anyId: Limit = { maxLength: commonLimits.id.maxLength };
+
+/** The limit of an argument or input field: its declared one, else `anyId` for an ID. */
+export function inputLimit(input: Input): Limit | undefined {
+  const declared = limitOf(input.extensions);
+  if (declared) return declared;
+  const named = getNullableType(input.type);
+  const scalar = isListType(named) ? getNullableType(named.ofType) : named;
+  return isScalarType(scalar) && scalar.name === "ID" ? anyId : undefined;
+}

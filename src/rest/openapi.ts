@@ -15,9 +15,8 @@ import {
   isObjectType,
   isScalarType,
 } from "graphql";
-import { inputLimit } from "../graphql/input-bounds.js";
 import { errorStatus } from "../platform/errors.js";
-import { commonLimits, type Limit, limitKeywords } from "../platform/limits.js";
+import { commonLimits, inputLimit, type Limit, limitKeywords } from "../platform/limits.js";
 import type { CompiledRoute } from "./request-validation.js";
 import { REST_BASE } from "./routes.js";
 
