@@ -14,6 +14,7 @@ const sameOnEveryDatabase = [
   "test/e2e/**",
   // The request pipeline and the documents it serves, the same code whatever answers behind it.
   "test/integration/browser-event-streams.test.ts",
+  "test/integration/cors-vary.test.ts",
   "test/integration/credential-attacks.test.ts",
   "test/integration/docs.test.ts",
   "test/integration/error-safety-net.test.ts",
@@ -21,6 +22,7 @@ const sameOnEveryDatabase = [
   "test/integration/graphiql-examples.test.ts",
   "test/integration/graphql-limits.test.ts",
   "test/integration/hostile-callers.test.ts",
+  "test/integration/input-bounds.test.ts",
   "test/integration/metrics.test.ts",
   "test/integration/openapi.test.ts",
   "test/integration/permissions.test.ts",

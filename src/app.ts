@@ -10,6 +10,7 @@ import type { Context } from "./graphql/context.js";
 import { useOperationLimits } from "./graphql/operation-limits.js";
 import { useQueryCost } from "./graphql/query-cost.js";
 import { createBodyBudget, createBodyReader, useGraphqlBodyAdmission } from "./http/body-admission.js";
+import { corsFor, useVaryOnOrigin } from "./http/cors.js";
 import { useCredentialWatch } from "./http/credential-watch.js";
 import { maskError, restErrorsResponse, useUnexpectedErrorLog, withSafetyNet } from "./http/error-masking.js";
 import { errorBody, errorResponse, RETRY_AFTER_SECONDS } from "./http/error-response.js";
@@ -60,23 +61,6 @@ export type AppDeps = {
   /** True once the process is shutting down: /ready answers 503 so load balancers stop sending. */
   isShuttingDown?: () => boolean;
 };
-
-/** CORS headers (with credentials) for listed origins only; nothing for any other, `null` included. */
-function corsFor(origins: readonly string[]) {
-  const allowed = new Set(origins);
-  return (request: Request) => {
-    const origin = request.headers.get("origin");
-    if (!origin || !allowed.has(origin)) return false;
-    return {
-      origin: [origin],
-      credentials: true,
-      methods: ["GET", "POST", "PUT", "PATCH", "DELETE"],
-      allowedHeaders: ["content-type", "x-api-key", "authorization", "x-organization-id", "idempotency-key", "if-none-match"],
-      exposedHeaders: ["x-request-id", "etag", "retry-after", "ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"],
-      maxAge: 600,
-    };
-  };
-}
 
 /** /ready answers within a second whatever the database does: a load balancer's check must not hang. */
 const READY_TIMEOUT_MS = 900;
@@ -177,6 +161,7 @@ export function createApp(deps: AppDeps) {
     plugins: withSafetyNet(logger, [
       // First, so that every answer carries the id and its log lines too.
       useRequestId(),
+      useVaryOnOrigin(config.corsOrigins ?? []),
       useUnexpectedErrorLog(logger),
       // Next, so that it times every request, including those other plugins answer early.
       useMetrics({ routes, poolStats: database.poolStats, redisHealth, replicas: database.replicas?.statuses }),

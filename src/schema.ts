@@ -1,5 +1,6 @@
 import { lexicographicSortSchema } from "graphql";
 import { builder } from "./graphql/builder.js";
+import { boundInputs } from "./graphql/input-bounds.js";
 import "./modules/audit/audit.schema.js";
 import "./modules/comments/comments.schema.js";
 import "./modules/members/members.schema.js";
@@ -11,4 +12,4 @@ import "./modules/vendors/vendors.schema.js";
 import "./modules/viewer/viewer.schema.js";
 import "./graphql/node.schema.js";
 
-export const schema = lexicographicSortSchema(builder.toSchema());
+export const schema = boundInputs(lexicographicSortSchema(builder.toSchema()));

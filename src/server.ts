@@ -37,10 +37,12 @@ process.on("uncaughtException", (error) => {
 
 const database = config.databaseUrl
   ? await openPostgresAtStart(config.databaseUrl)
-  : await openDatabase({ kind: "embedded", dataDir: config.dataDir }).catch((error: Error) => {
-      logger.fatal({ err: error }, "cannot open the database");
-      fail(error.message);
-    });
+  : await openDatabase({ kind: "embedded", dataDir: config.dataDir, transactions: config.databaseTransactions }).catch(
+      (error: Error) => {
+        logger.fatal({ err: error }, "cannot open the database");
+        fail(error.message);
+      },
+    );
 
 /**
  * PostgreSQL may not answer yet when the service starts (both starting together, a failover): try
@@ -68,6 +70,7 @@ async function openPostgresAtStart(url: string): Promise<Database> {
         statementTimeoutMs: config.databaseStatementTimeoutMs,
         lockTimeoutMs: config.databaseLockTimeoutMs,
         idleInTransactionTimeoutMs: config.databaseIdleInTransactionTimeoutMs,
+        transactions: config.databaseTransactions,
         onIdleError: (error) => logger.warn({ err: error }, "an idle database connection failed"),
         onTimeoutMismatch: (mismatches) =>
           logger.warn(
@@ -179,25 +182,56 @@ server.listen(config.port, config.host, () => {
 /**
  * Answer /ready with 503 and keep serving for SHUTDOWN_DELAY_MS, so that a load balancer stops
  * sending before the listener closes (a connection still waiting to be accepted then would be
- * reset). Then stop taking connections, let requests in flight finish, close the database and
- * exit 0. Connections still open after the grace period (e.g. live subscriptions) are closed.
+ * reset). Then stop taking connections, let requests in flight finish (up to SHUTDOWN_GRACE_MS),
+ * and close what the process holds. Every step runs even when one before it failed; the process
+ * exits 0 when all succeeded, 1 when one failed (its own log line names it), and 1 in any case at
+ * SHUTDOWN_TIMEOUT_MS after the signal, so that a close that hangs never keeps a stopping replica.
  */
 async function shutdown(signal: string) {
   if (shuttingDown) return;
   shuttingDown = true;
-  logger.info({ signal, delayMs: config.shutdownDelayMs }, "shutting down");
-  if (config.shutdownDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
-  const forceClose = setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs);
-  await new Promise<void>((resolve) => {
-    server.close(() => resolve());
-    server.closeIdleConnections();
+  const signalledAt = Date.now();
+  const steps: Record<string, "done" | "failed"> = {};
+  let current = "";
+  // Not unref'd: a step hanging on a promise with nothing else pending must not let the process end
+  // as if it had stopped cleanly.
+  setTimeout(() => {
+    logger.fatal(
+      { step: current, steps, timeoutMs: config.shutdownTimeoutMs },
+      `shutdown did not finish within SHUTDOWN_TIMEOUT_MS (still at: ${current}); exiting`,
+    );
+    process.exit(1);
+  }, config.shutdownTimeoutMs);
+  logger.info(
+    { signal, delayMs: config.shutdownDelayMs, graceMs: config.shutdownGraceMs, timeoutMs: config.shutdownTimeoutMs },
+    "shutting down",
+  );
+  const run = async (step: string, action: () => unknown) => {
+    current = step;
+    try {
+      await action();
+      steps[step] = "done";
+    } catch (error) {
+      steps[step] = "failed";
+      logger.error({ err: error, step }, `shutdown step failed: ${step}`);
+    }
+  };
+  await run("keep serving for SHUTDOWN_DELAY_MS", () => new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs)));
+  await run("close the listener and finish requests in flight", async () => {
+    const forceClose = setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs);
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeIdleConnections();
+    });
+    clearTimeout(forceClose);
   });
-  clearTimeout(forceClose);
-  await app.yoga.dispose();
-  await database.close();
-  await Promise.all([redis?.close(), tracing?.shutdown()]);
-  logger.info("stopped");
-  process.exit(0);
+  await run("dispose the GraphQL server", () => app.yoga.dispose());
+  await run("close the database", () => database.close());
+  await run("close Redis", () => redis?.close());
+  await run("stop tracing", () => tracing?.shutdown());
+  const exitCode = Object.values(steps).includes("failed") ? 1 : 0;
+  logger.info({ exitCode, steps, ms: Date.now() - signalledAt }, "stopped");
+  process.exit(exitCode);
 }
 process.on("SIGTERM", () => void shutdown("SIGTERM"));
 process.on("SIGINT", () => void shutdown("SIGINT"));

@@ -4,6 +4,7 @@ import type { MemberRole } from "../generated/prisma/enums.js";
 import type { Config } from "../platform/config.js";
 import type { Db } from "../platform/db/database.js";
 import { BadUserInputError, ForbiddenError, UnauthenticatedError } from "../platform/errors.js";
+import { commonLimits } from "../platform/limits.js";
 import { apiKeyMatches, parseApiKey } from "./api-keys.js";
 import type { AuthState, Caller } from "./caller.js";
 import { eventStreamOrganization } from "./event-stream-requests.js";
@@ -170,6 +171,10 @@ export function createAuthenticator(db: Db, jwt: Config["jwt"] = {}): Authentica
 
   return async function authenticate(request) {
     const organizationHeader = request.headers.get("x-organization-id")?.trim() || eventStreamOrganization(request);
+    if (organizationHeader && organizationHeader.length > commonLimits.id.maxLength) {
+      const message = `must be at most ${commonLimits.id.maxLength} characters`;
+      return { error: new BadUserInputError(`X-Organization-Id ${message}`, [{ path: "X-Organization-Id", message }]) };
+    }
     const apiKey = request.headers.get("x-api-key")?.trim();
     if (apiKey) return byApiKey(apiKey, organizationHeader);
 

@@ -10,7 +10,7 @@ import type { Page } from "./pagination.js";
 /** `limit` and `cursor`, the arguments of every list. */
 export const pageArgs = builder.args((t) => ({
   limit: t.int(limited("Page size; default 20", commonLimits.pageSize)),
-  cursor: t.string({ description: "nextCursor of the previous page; omit for the first page" }),
+  cursor: t.string(limited("nextCursor of the previous page; omit for the first page", commonLimits.cursor)),
 }));
 
 type Types = typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never;

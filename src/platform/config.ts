@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DEFAULT_TRANSACTION_LIMITS, type TransactionLimits, transactionLimitsProblem } from "./db/transaction-limits.js";
 
 /**
  * Request bodies in flight at once. A JSON body costs several times its size while it is decoded
@@ -45,6 +46,8 @@ const schema = z.object({
   DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(3_000),
   DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000),
   DATABASE_STARTUP_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
+  DATABASE_TRANSACTION_WAIT_MS: z.coerce.number().int().min(100).max(120_000).default(DEFAULT_TRANSACTION_LIMITS.maxWaitMs),
+  DATABASE_TRANSACTION_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(DEFAULT_TRANSACTION_LIMITS.timeoutMs),
   REDIS_KEY_PREFIX: z.string().default("cwg:"),
   REDIS_URL: z
     .string()
@@ -72,6 +75,7 @@ const schema = z.object({
   AUTH_JWT_MAX_AGE_SECONDS: z.coerce.number().int().min(1).default(86_400),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
   SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(300_000).default(0),
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(25_000),
   BODY_LIMIT_BYTES: z.coerce
     .number()
     .int()
@@ -110,6 +114,8 @@ export type Config = {
   databaseStatementTimeoutMs: number;
   /** How long start-up keeps retrying a PostgreSQL that does not answer before exiting 1. */
   databaseStartupTimeoutMs: number;
+  /** Wait and run limits of every interactive transaction (transaction-limits.ts). */
+  databaseTransactions: TransactionLimits;
   redisUrl: string | undefined;
   redisKeyPrefix: string;
   /** `maxAgeSeconds`: tokens must carry exp, and iat no older than this. */
@@ -126,6 +132,8 @@ export type Config = {
   shutdownGraceMs: number;
   /** After SIGTERM, how long to keep serving (with /ready at 503) before closing the listener. */
   shutdownDelayMs: number;
+  /** Hard deadline from the signal to the exit, delay and grace included (under Kubernetes' 30 s grace period). */
+  shutdownTimeoutMs: number;
   bodyLimitBytes: number;
   /** Bytes of request bodies admitted at once; past it, 503 with Retry-After before reading. */
   bodyBudgetBytes: number;
@@ -152,6 +160,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       "Invalid configuration:\n  DATABASE_DIRECT_URL and DATABASE_READ_URLS apply to PostgreSQL: set DATABASE_URL too (the pooled connection)",
     );
   }
+  const databaseTransactions = { maxWaitMs: e.DATABASE_TRANSACTION_WAIT_MS, timeoutMs: e.DATABASE_TRANSACTION_TIMEOUT_MS };
+  const transactionProblem = transactionLimitsProblem(databaseTransactions, {
+    statementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
+    connectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
+  });
+  if (transactionProblem) throw new Error(`Invalid configuration:\n  ${transactionProblem}`);
+  if (e.SHUTDOWN_DELAY_MS + e.SHUTDOWN_GRACE_MS >= e.SHUTDOWN_TIMEOUT_MS) {
+    throw new Error(
+      `Invalid configuration:\n  SHUTDOWN_DELAY_MS (${e.SHUTDOWN_DELAY_MS}) + SHUTDOWN_GRACE_MS (${e.SHUTDOWN_GRACE_MS}) must be less than SHUTDOWN_TIMEOUT_MS (${e.SHUTDOWN_TIMEOUT_MS}), which leaves the rest for closing the database`,
+    );
+  }
   return {
     port: e.PORT,
     host: e.HOST,
@@ -166,6 +185,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseConnectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
     databaseStatementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
     databaseStartupTimeoutMs: e.DATABASE_STARTUP_TIMEOUT_MS,
+    databaseTransactions,
     redisUrl: e.REDIS_URL,
     redisKeyPrefix: e.REDIS_KEY_PREFIX,
     jwt: {
@@ -183,6 +203,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     shutdownDelayMs: e.SHUTDOWN_DELAY_MS,
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     bodyBudgetBytes: e.BODY_BUDGET_BYTES,
     logLevel: e.LOG_LEVEL,

@@ -1,3 +1,4 @@
+import { type GraphQLInputType, getNullableType, isListType, isScalarType } from "graphql";
 import { z } from "zod";
 import { codePointLength, notNull } from "./validation.js";
 
@@ -170,8 +171,28 @@ export const commonLimits = {
   name: limit({ minLength: 1, maxLength: 255, trim: true }),
   /** A description or changelog. */
   freeText: limit({ maxLength: 10_000 }),
-  /** An id given as an argument: the record must exist, so only emptiness is refused here. */
-  id: limit({ minLength: 1 }),
+  /**
+   * An id given as an argument: the record must exist, so only emptiness and length are refused
+   * here. The service's ids are at most 37 characters; every other ID argument and
+   * X-Organization-Id are held to the same length (src/graphql/input-bounds.ts).
+   */
+  id: limit({ minLength: 1, maxLength: 64 }),
+  /** `cursor` of every list: what `nextCursor` gave, which encodes the sort key of the last row. */
+  cursor: limit({ maxLength: 4096 }),
   /** `limit` of every list. */
   pageSize: limit({ minimum: 1, maximum: 100 }),
 };
+
+export type Input = { type: GraphQLInputType; extensions?: Readonly<Record<string, unknown>> | null };
+
+/** Every ID a caller sends, where no limit of its own is declared: ids are short, so a long one is refused before any lookup. */
+export const anyId: Limit = { maxLength: commonLimits.id.maxLength };
+
+/** The limit of an argument or input field: its declared one, else `anyId` for an ID. */
+export function inputLimit(input: Input): Limit | undefined {
+  const declared = limitOf(input.extensions);
+  if (declared) return declared;
+  const named = getNullableType(input.type);
+  const scalar = isListType(named) ? getNullableType(named.ofType) : named;
+  return isScalarType(scalar) && scalar.name === "ID" ? anyId : undefined;
+}

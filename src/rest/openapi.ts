@@ -16,7 +16,7 @@ import {
   isScalarType,
 } from "graphql";
 import { errorStatus } from "../platform/errors.js";
-import { type Limit, limitKeywords, limitOf } from "../platform/limits.js";
+import { commonLimits, inputLimit, type Limit, limitKeywords } from "../platform/limits.js";
 import type { CompiledRoute } from "./request-validation.js";
 import { REST_BASE } from "./routes.js";
 
@@ -118,7 +118,7 @@ const securitySchemes = {
     scheme: "bearer",
     bearerFormat: "JWT",
     description:
-      "A JWT whose `sub` is a user id, or a session token (`cws_...`); send `X-Organization-Id` to choose the organization.",
+      "A JWT whose `sub` is a user id, or a session token (`cws_...`); send `X-Organization-Id` to choose the organization. JWTs are verified as RFC8725 (JSON Web Token Best Current Practices) asks: only the configured algorithms (HS256 with AUTH_JWT_SECRET, the key set's own with AUTH_JWKS_URL; never `none`), `exp` required, and `iss` and `aud` checked when configured.",
   },
   SessionCookie: {
     type: "apiKey",
@@ -131,6 +131,21 @@ const securitySchemes = {
 const anyCredential = Object.keys(securitySchemes).map((name) => ({ [name]: [] }));
 
 const ref = (name: string, kind = "schemas") => ({ $ref: `#/components/${kind}/${name}` });
+
+/** Longest If-None-Match the service reads; a longer one is ignored (rest-plugin.ts). */
+export const IF_NONE_MATCH_MAX_LENGTH = 1024;
+
+/** Headers on every REST answer: its id, the rate limit's state, and the CORS headers (when the origin is listed). */
+const everyAnswerHeaders = {
+  "X-Request-Id": ref("RequestId", "headers"),
+  "RateLimit-Limit": ref("RateLimit-Limit", "headers"),
+  "RateLimit-Remaining": ref("RateLimit-Remaining", "headers"),
+  "RateLimit-Reset": ref("RateLimit-Reset", "headers"),
+  "RateLimit-Policy": ref("RateLimit-Policy", "headers"),
+  "Access-Control-Allow-Origin": ref("Access-Control-Allow-Origin", "headers"),
+  "Access-Control-Allow-Credentials": ref("Access-Control-Allow-Credentials", "headers"),
+  Vary: ref("Vary", "headers"),
+};
 
 /** The first sentence of a description, for an operation's summary. */
 function firstSentence(text: string): string {
@@ -183,10 +198,7 @@ class SchemaCollector {
         additionalProperties: false,
         ...(required.length ? { required } : {}),
         properties: Object.fromEntries(
-          fields.map((f) => [
-            f.name,
-            this.type(f.type, !isNonNullType(f.type), f.description, f.defaultValue, limitOf(f.extensions)),
-          ]),
+          fields.map((f) => [f.name, this.type(f.type, !isNonNullType(f.type), f.description, f.defaultValue, inputLimit(f))]),
         ),
       };
     }
@@ -227,7 +239,7 @@ class SchemaCollector {
       !isNonNullType(arg.type) && clearable(arg.name),
       arg.description,
       arg.defaultValue,
-      limitOf(arg.extensions),
+      inputLimit(arg),
     );
   }
 }
@@ -288,7 +300,7 @@ function errorResponse(status: number) {
   return {
     description,
     headers: {
-      "X-Request-Id": ref("RequestId", "headers"),
+      ...everyAnswerHeaders,
       ...(status === 429 ? { "Retry-After": ref("RetryAfter", "headers") } : {}),
     },
     content: { "application/json": { schema: ref("Error") } },
@@ -322,7 +334,7 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
     const parameters = [
       ...route.pathParams.map((name) => {
         const arg = route.args.find((a) => a.name === name) as GraphQLArgument;
-        const schema = collector.type(arg.type, false, undefined, undefined, limitOf(arg.extensions));
+        const schema = collector.type(arg.type, false, undefined, undefined, inputLimit(arg));
         return { name, in: "path", required: true, ...describedBy(arg), schema };
       }),
       ...queryArgs.map((arg) => ({
@@ -330,7 +342,7 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
         in: "query",
         required: isNonNullType(arg.type) && arg.defaultValue === undefined,
         ...describedBy(arg),
-        schema: collector.type(arg.type, false, undefined, arg.defaultValue, limitOf(arg.extensions)),
+        schema: collector.type(arg.type, false, undefined, arg.defaultValue, inputLimit(arg)),
       })),
       ref("OrganizationId", "parameters"),
       ...(route.method === "POST" ? [ref("IdempotencyKey", "parameters")] : []),
@@ -361,21 +373,21 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
       ? {
           description: "The stored bytes, with the media type given on upload",
           headers: {
-            "X-Request-Id": ref("RequestId", "headers"),
+            ...everyAnswerHeaders,
             ETag: ref("ETag", "headers"),
             "Content-Disposition": {
-              description: "`attachment`, with the file name",
-              schema: { type: "string" },
+              description: "`attachment`, with the file name (at most 255 characters, also percent-encoded as `filename*`)",
+              schema: { type: "string", maxLength: 1024 },
             },
           },
           content: { "*/*": { schema: { type: "string", format: "binary" } } },
         }
       : route.responseStatus === 204
-        ? { description: "Done; no body", headers: { "X-Request-Id": ref("RequestId", "headers") } }
+        ? { description: "Done; no body", headers: everyAnswerHeaders }
         : {
             description: STATUS_CODES[route.responseStatus] ?? "Success",
             headers: {
-              "X-Request-Id": ref("RequestId", "headers"),
+              ...everyAnswerHeaders,
               ...(route.method === "POST" ? { "Idempotent-Replayed": ref("IdempotentReplayed", "headers") } : {}),
               ...(route.method === "GET" ? { ETag: ref("ETag", "headers") } : {}),
             },
@@ -387,7 +399,7 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
     if (route.method === "GET") {
       responses["304"] = {
         description: "Not Modified: If-None-Match names the current ETag; no body",
-        headers: { ETag: ref("ETag", "headers"), "X-Request-Id": ref("RequestId", "headers") },
+        headers: { ...everyAnswerHeaders, ETag: ref("ETag", "headers") },
       };
     }
     for (const status of errorStatuses(route, field.name, !!requestBody)) {
@@ -423,7 +435,8 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
       description:
         "REST facade of the GraphQL API at /graphql: every operation is also a GraphQL field, with the same rules, permissions and error codes.",
     },
-    servers: [{ url: REST_BASE }],
+    // Public: the API is meant for the organization's own integrations and its web app.
+    servers: [{ url: REST_BASE, "x-internal": false }],
     security: anyCredential,
     tags,
     paths,
@@ -436,14 +449,14 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
           required: false,
           description:
             "The organization to act in. Required with a JWT or session; with an API key it may be sent and must be the key's organization (403 otherwise).",
-          schema: { type: "string" },
+          schema: { type: "string", minLength: 1, maxLength: commonLimits.id.maxLength },
         },
         IfNoneMatch: {
           name: "If-None-Match",
           in: "header",
           required: false,
-          description: "The ETag of the copy you have: when it is still current the answer is 304 with no body.",
-          schema: { type: "string" },
+          description: `The ETag of the copy you have (or several, comma-separated, or \`*\`): when it is still current the answer is 304 with no body. A value longer than ${IF_NONE_MATCH_MAX_LENGTH} characters is ignored.`,
+          schema: { type: "string", maxLength: IF_NONE_MATCH_MAX_LENGTH },
         },
         IdempotencyKey: {
           name: "Idempotency-Key",
@@ -462,10 +475,46 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
       headers: {
         RequestId: {
           description: "The request id (the caller's X-Request-Id when it is sane), also in the server's logs",
-          schema: { type: "string" },
+          schema: { type: "string", maxLength: 128 },
         },
-        ETag: { description: "Tag of this answer's bytes; send it as If-None-Match to revalidate", schema: { type: "string" } },
-        RetryAfter: { description: "Seconds to wait before retrying", schema: { type: "integer", format: "int32" } },
+        ETag: {
+          description: "Tag of this answer's bytes; send it as If-None-Match to revalidate",
+          schema: { type: "string", maxLength: 64 },
+        },
+        "RateLimit-Limit": {
+          description: "Requests this credential (or client address, without one) may make per window (RATE_LIMIT_PER_MINUTE)",
+          schema: { type: "integer", format: "int32", minimum: 1, maximum: 2_147_483_647 },
+        },
+        "RateLimit-Remaining": {
+          description: "Requests left in the current window",
+          schema: { type: "integer", format: "int32", minimum: 0, maximum: 2_147_483_647 },
+        },
+        "RateLimit-Reset": {
+          description: "Seconds until the current window ends",
+          schema: { type: "integer", format: "int32", minimum: 0, maximum: 60 },
+        },
+        "RateLimit-Policy": {
+          description: "The policy: `<limit>;w=<window seconds>`",
+          schema: { type: "string", maxLength: 64, pattern: "^\\d+;w=\\d+$" },
+        },
+        "Access-Control-Allow-Origin": {
+          description:
+            "Only when CORS_ORIGINS lists the request's Origin: that origin, exactly (never `*`); absent for any other origin and without one",
+          schema: { type: "string", format: "uri", maxLength: 2048 },
+        },
+        "Access-Control-Allow-Credentials": {
+          description: "`true` beside Access-Control-Allow-Origin: a listed origin's page may send cookies",
+          schema: { type: "string", enum: ["true"] },
+        },
+        Vary: {
+          description:
+            "Includes `Origin` whenever CORS_ORIGINS lists any origin: the CORS headers depend on the caller's Origin, so a shared cache must not hand one origin's answer to another",
+          schema: { type: "string", maxLength: 256 },
+        },
+        RetryAfter: {
+          description: "Seconds to wait before retrying",
+          schema: { type: "integer", format: "int32", minimum: 1, maximum: 3600 },
+        },
         IdempotentReplayed: {
           description: "`true` when this is the stored answer to an earlier request with the same Idempotency-Key",
           schema: { type: "string", enum: ["true"] },

@@ -6,6 +6,7 @@ import { announcesBody, type BodyReader } from "../http/body-admission.js";
 import { appErrorResponse, errorResponse } from "../http/error-response.js";
 import { AppError, UnauthenticatedError } from "../platform/errors.js";
 import { docsResponse } from "./docs.js";
+import { IF_NONE_MATCH_MAX_LENGTH } from "./openapi.js";
 import { type CompiledRoute, matchRoute, validateRestRequest } from "./request-validation.js";
 import { REST_BASE } from "./routes.js";
 
@@ -45,7 +46,11 @@ function conditional(request: Request, { status, headers, body }: Answer, fetchA
   headers.etag = etag;
   headers["cache-control"] = "private, no-cache";
   const known = request.headers.get("if-none-match");
-  if (known && (known.trim() === "*" || known.split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag))) {
+  if (
+    known &&
+    known.length <= IF_NONE_MATCH_MAX_LENGTH &&
+    (known.trim() === "*" || known.split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag))
+  ) {
     delete headers["content-length"];
     delete headers["content-type"];
     return new fetchAPI.Response(null, { status: 304, headers });

@@ -1,9 +1,10 @@
 import type { ChildProcess } from "node:child_process";
 import { rmSync } from "node:fs";
 import { request as httpRequest } from "node:http";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freshDataDir } from "../helpers/data-dir.js";
-import { type ServerProcess, startServer } from "../helpers/server-process.js";
+import { reachable, type ServerProcess, startServer, testNodeFlags } from "../helpers/server-process.js";
 
 type Answer = { status: number; body: { id?: string } | string };
 
@@ -163,6 +164,103 @@ describe("graceful shutdown", () => {
     } finally {
       server?.child.kill("SIGKILL");
       rmSync(delayDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("shutdown that always ends", () => {
+  const faultyClose = fileURLToPath(new URL("../helpers/faulty-close.mjs", import.meta.url));
+
+  /** A server whose database close fails or hangs (test/helpers/faulty-close.mjs), once it listens. */
+  async function faultyServer(fault: "fail" | "hang", env: Record<string, string>) {
+    const dataDir = freshDataDir(`gateway-shutdown-${fault}-`);
+    const server = await startServer(
+      { DATA_DIR: dataDir, DATABASE_URL: "", REDIS_URL: "", LOG_LEVEL: "info", FAULTY_DATABASE_CLOSE: fault, ...env },
+      { nodeFlags: [...testNodeFlags, "--import", faultyClose] },
+    );
+    return { ...server, cleanup: () => rmSync(dataDir, { recursive: true, force: true }) };
+  }
+
+  const logLines = (output: string) =>
+    output
+      .split("\n")
+      .filter((line) => line.startsWith("{"))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+
+  it("runs every step after a failing one, and exits 1 with a log line naming the step that failed", async () => {
+    const redis = await reachable(6379);
+    const server = await faultyServer(
+      "fail",
+      redis ? { REDIS_URL: "redis://127.0.0.1:6379", REDIS_KEY_PREFIX: `shutdown-${process.pid}:` } : {},
+    );
+    try {
+      const signalled = Date.now();
+      server.child.kill("SIGTERM");
+      expect(await server.exited).toBe(1);
+      // Well before the 25 s deadline: a failed step does not wait for it.
+      expect(Date.now() - signalled).toBeLessThan(20_000);
+      const lines = logLines(server.output());
+      const failures = lines.filter((line) => line.msg === "shutdown step failed: close the database");
+      expect(failures).toHaveLength(1);
+      expect(failures[0]).toMatchObject({
+        level: 50,
+        step: "close the database",
+        err: { message: "injected: the database failed to close" },
+      });
+      const stopped = lines.find((line) => line.msg === "stopped");
+      expect(stopped).toMatchObject({
+        exitCode: 1,
+        steps: {
+          "close the listener and finish requests in flight": "done",
+          "dispose the GraphQL server": "done",
+          "close the database": "failed",
+          "close Redis": "done",
+          "stop tracing": "done",
+        },
+      });
+      expect(lines.filter((line) => String(line.msg).startsWith("shutdown step failed"))).toHaveLength(1);
+    } finally {
+      server.child.kill("SIGKILL");
+      server.cleanup();
+    }
+  });
+
+  it("exits 1 at SHUTDOWN_TIMEOUT_MS when a close hangs, counted from the signal", async () => {
+    const server = await faultyServer("hang", {
+      SHUTDOWN_TIMEOUT_MS: "4000",
+      SHUTDOWN_DELAY_MS: "1000",
+      SHUTDOWN_GRACE_MS: "1000",
+    });
+    try {
+      const signalled = Date.now();
+      server.child.kill("SIGTERM");
+      expect(await server.exited).toBe(1);
+      const took = Date.now() - signalled;
+      expect(took).toBeGreaterThanOrEqual(4_000);
+      // Far above what a loaded machine needs past the deadline: without it the process never exits.
+      expect(took).toBeLessThan(30_000);
+      const deadline = logLines(server.output()).find((line) => String(line.msg).startsWith("shutdown did not finish"));
+      expect(deadline).toMatchObject({ level: 60, step: "close the database", timeoutMs: 4000 });
+      expect(server.output()).not.toContain('"msg":"stopped"');
+    } finally {
+      server.child.kill("SIGKILL");
+      server.cleanup();
+    }
+  });
+
+  it("refuses at start a delay and grace that do not fit within SHUTDOWN_TIMEOUT_MS", async () => {
+    const dataDir = freshDataDir("gateway-shutdown-config-");
+    try {
+      const server = await startServer(
+        { DATA_DIR: dataDir, DATABASE_URL: "", SHUTDOWN_DELAY_MS: "20000", SHUTDOWN_GRACE_MS: "10000" },
+        { until: "spawned" },
+      );
+      expect(await server.exited).toBe(1);
+      expect(server.output()).toMatch(
+        /SHUTDOWN_DELAY_MS \(20000\) \+ SHUTDOWN_GRACE_MS \(10000\) must be less than SHUTDOWN_TIMEOUT_MS \(25000\)/,
+      );
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });

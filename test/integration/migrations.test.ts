@@ -55,3 +55,35 @@ describe("applyMigrations", () => {
     rmSync(dir, { recursive: true });
   });
 });
+
+describe("20261125122600_policy_version_submitter", () => {
+  it("fills the submitter of versions already submitted from their latest policy.version_submitted event", async () => {
+    const db = new PGlite({ loadDataDir: emptyCluster() });
+    const all = readMigrations();
+    const target = "20261125122600_policy_version_submitter";
+    await applyMigrations(
+      session(db),
+      all.filter((m) => m.name < target),
+    );
+    await db.exec(`
+      INSERT INTO "Organization" ("id", "name", "updatedAt") VALUES ('org_m', 'M', now());
+      INSERT INTO "User" ("id", "name", "email", "updatedAt") VALUES ('usr_a', 'A', 'a@m.test', now()), ('usr_b', 'B', 'b@m.test', now());
+      INSERT INTO "Member" ("id", "organizationId", "userId", "role", "updatedAt") VALUES ('mem_a', 'org_m', 'usr_a', 'owner', now());
+      INSERT INTO "Policy" ("id", "organizationId", "name", "updatedAt") VALUES ('pol_m', 'org_m', 'P', now());
+      INSERT INTO "PolicyVersion" ("id", "organizationId", "policyId", "version", "status", "content", "approverId")
+        VALUES ('pv_review', 'org_m', 'pol_m', 1, 'in_review', '[]', 'mem_a'), ('pv_draft', 'org_m', 'pol_m', 2, 'draft', '[]', NULL);
+      INSERT INTO "AuditEvent" ("id", "organizationId", "actorUserId", "action", "entityType", "entityId", "data", "createdAt") VALUES
+        ('aud_1', 'org_m', 'usr_a', 'policy.version_submitted', 'policy', 'pol_m', '{"versionId":"pv_review"}', now() - interval '1 hour'),
+        ('aud_2', 'org_m', 'usr_b', 'policy.version_submitted', 'policy', 'pol_m', '{"versionId":"pv_review"}', now());
+    `);
+    expect(await applyMigrations(session(db), all)).toContain(target);
+    const rows = await db.query<{ id: string; submittedByUserId: string | null }>(
+      `SELECT "id", "submittedByUserId" FROM "PolicyVersion" ORDER BY "id"`,
+    );
+    expect(rows.rows).toEqual([
+      { id: "pv_draft", submittedByUserId: null },
+      { id: "pv_review", submittedByUserId: "usr_b" },
+    ]);
+    await db.close();
+  });
+});

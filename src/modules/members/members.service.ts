@@ -17,7 +17,7 @@ type MemberQuery = { select?: Prisma.MemberSelect; include?: Prisma.MemberInclud
 export const memberLimits = {
   email: limit({ maxLength: 254, format: "email", trim: true }),
   jobTitle: limit({ minLength: 1, maxLength: 255, trim: true }),
-  deviceLabelId: limit({ minimum: 0 }),
+  deviceLabelId: limit({ minimum: 0, maximum: 2_147_483_647 }),
 };
 
 const name = text(commonLimits.name);

@@ -97,6 +97,30 @@ const PolicyVersion = builder.prismaObject("PolicyVersion", {
       description: "The version this one was copied from; null for version 1",
     }),
     createdAt: t.expose("createdAt", { type: "DateTime", description: "When the version was created" }),
+    createdBy: t.prismaField({
+      type: "Member",
+      nullable: true,
+      ...graphOnly,
+      description:
+        "The member who created the version; null when an API key alone created it (or for a user no longer a member). Needs `member:read`: without it, null with FORBIDDEN here",
+      select: { createdByUserId: true },
+      resolve: (query, version, _args, ctx) => {
+        authorize(ctx, "member:read");
+        return version.createdByUserId ? ctx.loaders.members.byUserId.load({ id: version.createdByUserId, query }) : null;
+      },
+    }),
+    submittedBy: t.prismaField({
+      type: "Member",
+      nullable: true,
+      ...graphOnly,
+      description:
+        "The member who last submitted the version for review; null before a submit, or when an API key alone submitted it. Neither this member nor `createdBy` may approve it (four eyes). Needs `member:read`: without it, null with FORBIDDEN here",
+      select: { submittedByUserId: true },
+      resolve: (query, version, _args, ctx) => {
+        authorize(ctx, "member:read");
+        return version.submittedByUserId ? ctx.loaders.members.byUserId.load({ id: version.submittedByUserId, query }) : null;
+      },
+    }),
     policy: t.relation("policy", { ...graphOnly, description: "The policy this is a version of" }),
     sourceVersion: t.prismaField({
       type: "PolicyVersion",
@@ -221,7 +245,8 @@ builder.mutationField("submitPolicyVersion", (t) =>
       versionId: t.arg.id({ required: true, description: "The draft version to submit" }),
       approverId: t.arg.id({
         required: true,
-        description: "Member id of the approver: an active member of the organization whose role may update policies",
+        description:
+          "Member id of the approver: an active member of the organization whose role may update policies, and neither the version's creator nor its submitter (four eyes: 400 otherwise)",
       }),
     },
     resolve: (query, _root, args, ctx) => ctx.services.policies.submitVersion(authorize(ctx, "policy:update"), args, query),
@@ -232,7 +257,7 @@ builder.mutationField("approvePolicyVersion", (t) =>
   t.prismaField({
     type: "PolicyVersion",
     description:
-      "Approve a version in review: it is published and becomes the policy's current version. Only the approver named on submit, with a user credential. Needs `policy:update`.",
+      "Approve a version in review: it is published and becomes the policy's current version. Only the approver named on submit, with a user credential, and never the version's creator or submitter (four eyes: 403). Needs `policy:update`.",
     args: {
       id: t.arg.id({ required: true, description: "The policy id" }),
       versionId: t.arg.id({ required: true, description: "The version in review" }),
@@ -245,7 +270,7 @@ builder.mutationField("rejectPolicyVersion", (t) =>
   t.prismaField({
     type: "PolicyVersion",
     description:
-      "Reject a version in review: it goes back to draft with the reason. Only the approver named on submit, with a user credential. Needs `policy:update`.",
+      "Reject a version in review: it goes back to draft with the reason. Only the approver named on submit, with a user credential, and never the version's creator or submitter (four eyes: 403). Needs `policy:update`.",
     args: {
       id: t.arg.id({ required: true, description: "The policy id" }),
       versionId: t.arg.id({ required: true, description: "The version in review" }),

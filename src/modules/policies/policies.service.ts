@@ -59,6 +59,11 @@ const rejectInput = z.object({ reason: text(policyLimits.rejectionReason) });
 
 export type UpdatePolicyArgs = WithNulls<z.input<typeof updatePolicyInput>>;
 type Tx = Parameters<Parameters<Db["$transaction"]>[0]>[0];
+
+/** The roles whose members may approve: those that may update policies. */
+const approverRoles = (Object.keys(rolePermissions) as (keyof typeof rolePermissions)[]).filter((role) =>
+  rolePermissions[role].includes("policy:update"),
+);
 type LockedPolicy = { currentVersionId: string | null };
 
 /** The policy's row, locked until the transaction ends: review steps of one policy run one at a time. */
@@ -73,7 +78,15 @@ async function lockPolicy(tx: Tx, actor: Actor, policyId: string): Promise<Locke
 async function versionOf(tx: Tx, policyId: string, versionId: string) {
   const version = await tx.policyVersion.findUnique({
     where: { id: versionId, policyId },
-    select: { id: true, version: true, status: true, approverId: true, approver: { select: { userId: true } } },
+    select: {
+      id: true,
+      version: true,
+      status: true,
+      approverId: true,
+      createdByUserId: true,
+      submittedByUserId: true,
+      approver: { select: { userId: true } },
+    },
   });
   if (!version) throw new NotFoundError("Policy version", versionId);
   return version;
@@ -91,11 +104,59 @@ function assertStatus(version: { status: string; version: number }, expected: st
   }
 }
 
-/** Only the member named as approver, acting through a user credential. */
-function assertApprover(actor: Actor, version: { approver: { userId: string } | null }) {
+/**
+ * Only the member named as approver, acting through a user credential, and never the person who
+ * created or submitted the version (four eyes). Submit already refuses such an approver; this
+ * holds for versions submitted before that rule, and for any other way the two could meet.
+ */
+function assertApprover(
+  actor: Actor,
+  version: { approver: { userId: string } | null; createdByUserId: string | null; submittedByUserId: string | null },
+) {
   if (!actor.userId || version.approver?.userId !== actor.userId) {
     throw new ForbiddenError("Only the approver named when the version was submitted can approve or reject it");
   }
+  if (actor.userId === version.createdByUserId || actor.userId === version.submittedByUserId) {
+    const role = actor.userId === version.createdByUserId ? "created" : "submitted";
+    throw new ForbiddenError(
+      `Four eyes: you ${role} this version, so you cannot approve or reject it; submit it again naming another approver`,
+    );
+  }
+}
+
+/**
+ * Four eyes at submit: the approver is neither the version's creator nor its submitter. When no
+ * other member could approve, the message says so, rather than leaving the caller to guess.
+ */
+async function assertSeparateApprover(
+  tx: Tx,
+  actor: Actor,
+  version: { createdByUserId: string | null },
+  approver: { userId: string },
+) {
+  const who =
+    approver.userId === actor.userId
+      ? "you, the submitter"
+      : approver.userId === version.createdByUserId
+        ? "the version's creator"
+        : null;
+  if (!who) return;
+  const excluded = [actor.userId, version.createdByUserId].filter((id): id is string => Boolean(id));
+  const others = await tx.member.count({
+    where: {
+      organizationId: actor.organizationId,
+      isActive: true,
+      userId: { notIn: excluded },
+      role: { in: approverRoles },
+    },
+  });
+  const hint = others
+    ? "name another active owner or admin"
+    : "this organization has no other active member who may approve policies (owner or admin): add one first";
+  throw new BadUserInputError(
+    `approverId names ${who}: the approver of a version must be neither its creator nor its submitter (four eyes); ${hint}`,
+    [{ path: "approverId", message: "must name a member other than the version's creator and submitter" }],
+  );
 }
 
 export type CreatePolicyArgs = { name: string; description?: string | null; content?: unknown };
@@ -199,19 +260,26 @@ export function createPolicyService(db: Db) {
         const version = await versionOf(tx, args.id, args.versionId);
         const approver = await tx.member.findUnique({
           where: { id: input.approverId, organizationId: actor.organizationId, isActive: true },
-          select: { id: true, role: true },
+          select: { id: true, role: true, userId: true },
         });
         if (!approver) throw new NotFoundError("Active member", input.approverId);
-        if (!rolePermissions[approver.role].includes("policy:update")) {
+        if (!approverRoles.includes(approver.role)) {
           throw new BadUserInputError("approverId must name a member whose role may update policies (owner or admin)", [
             { path: "approverId", message: "must name a member who may update policies" },
           ]);
         }
         assertStatus(version, "draft", "submitted");
+        await assertSeparateApprover(tx, actor, version, approver);
         const submitted = await tx.policyVersion.update({
           ...query,
           where: { id: version.id },
-          data: { status: "in_review", approverId: approver.id, rejectionReason: null },
+          data: {
+            status: "in_review",
+            approverId: approver.id,
+            rejectionReason: null,
+            submittedByUserId: actor.userId,
+            submittedByKeyId: actor.apiKeyId,
+          },
         });
         await tx.policy.update({ where: { id: args.id }, data: { status: "needs_review" }, select: { id: true } });
         await tx.auditEvent.create({
@@ -219,7 +287,13 @@ export function createPolicyService(db: Db) {
             actor,
             "policy.version_submitted",
             { type: "policy", id: args.id },
-            { versionId: version.id, version: version.version, approverId: approver.id },
+            {
+              versionId: version.id,
+              version: version.version,
+              approverId: approver.id,
+              createdByUserId: version.createdByUserId,
+              submittedByUserId: actor.userId,
+            },
           ),
         });
         return submitted;
@@ -252,7 +326,14 @@ export function createPolicyService(db: Db) {
             actor,
             "policy.version_approved",
             { type: "policy", id: args.id },
-            { versionId: version.id, version: version.version, previousCurrentVersionId: policy.currentVersionId },
+            {
+              versionId: version.id,
+              version: version.version,
+              approverId: version.approverId,
+              createdByUserId: version.createdByUserId,
+              submittedByUserId: version.submittedByUserId,
+              previousCurrentVersionId: policy.currentVersionId,
+            },
           ),
         });
         return published;
@@ -279,7 +360,14 @@ export function createPolicyService(db: Db) {
             actor,
             "policy.version_rejected",
             { type: "policy", id: args.id },
-            { versionId: version.id, version: version.version, reason: input.reason },
+            {
+              versionId: version.id,
+              version: version.version,
+              approverId: version.approverId,
+              createdByUserId: version.createdByUserId,
+              submittedByUserId: version.submittedByUserId,
+              reason: input.reason,
+            },
           ),
         });
         return rejected;

@@ -8,6 +8,7 @@ import { applyMigrations, pgliteMigrationSession, pgMigrationSession, readMigrat
 import { openReadReplicas, type ReadReplicas } from "./read-replicas.js";
 import { routeReads } from "./read-routing.js";
 import { type SessionTimeouts, storeRoleTimeouts, timeoutMismatches, timeoutsInForce } from "./session-defaults.js";
+import { DEFAULT_TRANSACTION_LIMITS, type TransactionLimits } from "./transaction-limits.js";
 
 export type Db = PrismaClient;
 
@@ -44,6 +45,8 @@ export type DatabaseOptions =
   ) & {
     /** Makes `onQuery` available. Off in production: Prisma's query event costs CPU on every statement. */
     countQueries?: boolean;
+    /** Wait and run limits of every interactive transaction; DEFAULT_TRANSACTION_LIMITS when absent. */
+    transactions?: TransactionLimits;
   };
 
 export type Database = {
@@ -72,7 +75,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     queryListener = listener;
   };
   const createClient = (adapter: PrismaPg | PrismaPGlite) => {
-    const db = new PrismaClient({ adapter, log });
+    const { maxWaitMs, timeoutMs } = options.transactions ?? DEFAULT_TRANSACTION_LIMITS;
+    const db = new PrismaClient({ adapter, log, transactionOptions: { maxWait: maxWaitMs, timeout: timeoutMs } });
     if (options.countQueries) db.$on("query", (event) => queryListener?.(event.query));
     return db;
   };
