@@ -5,6 +5,7 @@ import { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaClient } from "../../generated/prisma/client.js";
 import { lockDataDir } from "./data-dir-lock.js";
 import { applyMigrations, type MigrationSession, readMigrations } from "./migrate.js";
+import { pgliteExtensions } from "./pglite-extensions.js";
 
 export type Db = PrismaClient;
 
@@ -103,7 +104,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   let pglite: PGlite;
   try {
     // One options object: PGlite ignores the second argument unless the first is a string.
-    pglite = new PGlite({ dataDir: options.dataDir, loadDataDir: options.loadDataDir });
+    pglite = new PGlite({ dataDir: options.dataDir, loadDataDir: options.loadDataDir, extensions: pgliteExtensions });
     await pglite.waitReady;
     await applyMigrations(pgliteSession(pglite), readMigrations());
   } catch (error) {
