@@ -15,7 +15,7 @@ import type { Db } from "../../platform/db/database.js";
 import { newId } from "../../platform/ids.js";
 import { limit } from "../../platform/limits.js";
 
-export const auditLimits = { entityType: limit({ minLength: 1, maxLength: 64 }), action: limit({ minLength: 1, maxLength: 128 }) };
+export const auditLimits = { entityType: limit({ minLength: 1, maxLength: 64 }) };
 
 /** The organization's audit trail: what `auditEvents` filters by (one record's history, one actor, some actions). */
 export const auditEventList: ListSpec = {
