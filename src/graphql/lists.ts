@@ -205,7 +205,10 @@ type Plan = {
   limit: number;
   order: Order;
   key: SortKey;
+  /** The filter and parent, as cursors carry it. */
   digest: string;
+  /** The filter alone: keys sharing it share a statement. */
+  group: string;
   conditions: Prisma.Sql[];
   after: Cursor | null;
   parent: readonly unknown[];
@@ -254,7 +257,7 @@ function plan(spec: ListSpec, key: ListKey, organizationId: string): Plan {
     .digest("base64url")
     .slice(0, 16);
   const after = key.cursor ? decodeCursor(key.cursor, { order, digest }, sortKey) : null;
-  return { limit, order, key: sortKey, digest, conditions, after, parent };
+  return { limit, order, key: sortKey, digest, group: JSON.stringify(fields), conditions, after, parent };
 }
 
 const whereAll = (parts: Prisma.Sql[]) => join(parts, " AND ");
@@ -264,7 +267,7 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
   const picked = new Map<number, { id: string; v: string | null }[]>();
   const groups = new Map<string, number[]>();
   plans.forEach((p, index) => {
-    const name = `${p.digest}|${p.order.field}|${p.order.direction}`;
+    const name = `${p.group}|${p.order.field}|${p.order.direction}`;
     groups.set(name, [...(groups.get(name) ?? []), index]);
   });
   await Promise.all(
@@ -329,7 +332,7 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
 async function countRows(db: Db, organizationId: string, spec: ListSpec, plans: Plan[]): Promise<number[]> {
   const counts = new Array<number>(plans.length).fill(0);
   const groups = new Map<string, number[]>();
-  plans.forEach((p, index) => groups.set(p.digest, [...(groups.get(p.digest) ?? []), index]));
+  plans.forEach((p, index) => groups.set(p.group, [...(groups.get(p.group) ?? []), index]));
   await Promise.all(
     [...groups.values()].map(async (indexes) => {
       const first = plans[indexes[0] as number] as Plan;

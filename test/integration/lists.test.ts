@@ -13,6 +13,7 @@ function data(res: Gql) {
 async function freshOrg() {
   const seeded = await t.seedOrg();
   await t.db.task.deleteMany({ where: { organizationId: seeded.organizationId } });
+  await t.db.taskItem.deleteMany({ where: { organizationId: seeded.organizationId } });
   return { ...seeded, owner: seeded.memberIds[0] as string, ownerUser: seeded.userIds[0] as string };
 }
 
@@ -223,5 +224,242 @@ describe("REST query parameters", () => {
       expect(res.body).toMatchObject({ statusCode: 400, error: "Bad Request", code: "BAD_USER_INPUT" });
       expect(res.body.details?.length, query).toBeGreaterThan(0);
     }
+  });
+});
+
+describe("the screens, one request each", () => {
+  it("vendors not yet assessed, unassigned, by name; with the new fields written and audited", async () => {
+    const o = await freshOrg();
+    const created = await t.rest("POST", "/v1/vendors", {
+      key: o.apiKey,
+      body: { name: "Zeta Cloud", category: "cloud", website: "https://zeta.example.com", assigneeId: o.owner },
+    });
+    expect(created.status, created.text).toBe(201);
+    expect(created.body).toMatchObject({ status: "not_assessed", category: "cloud", assigneeId: o.owner });
+    const bad = await t.rest("POST", "/v1/vendors", { key: o.apiKey, body: { name: "X", category: "space" } });
+    expect(bad.status).toBe(400);
+    const updated = await t.rest("PATCH", `/v1/vendors/${created.body.id}`, {
+      key: o.apiKey,
+      body: { status: "in_progress", assigneeId: null },
+    });
+    expect(updated.status, updated.text).toBe(200);
+    expect(updated.body).toMatchObject({ status: "in_progress", assigneeId: null });
+    const events = data(
+      await t.gql(
+        `query($filter: AuditEventFilter) { auditEvents(filter: $filter) { items { action data } totalCount } }`,
+        { filter: { entityType: "vendor", entityId: [created.body.id] } },
+        { key: o.apiKey },
+      ),
+    ).auditEvents;
+    expect(events.totalCount).toBe(2);
+    expect(events.items[0]).toMatchObject({
+      action: "vendor.updated",
+      data: { changes: { status: { from: "not_assessed", to: "in_progress" }, assigneeId: { from: o.owner, to: null } } },
+    });
+    const list = await t.rest("GET", "/v1/vendors?status=not_assessed&assigneeId=none&sort=name", { key: o.apiKey });
+    expect(list.status, list.text).toBe(200);
+    const names = list.body.items.map((v: { name: string }) => v.name);
+    expect(names).toEqual([...names].sort());
+    expect(names).not.toContain("Zeta Cloud");
+    const graph = data(
+      await t.gql(
+        `{ vendors(filter: { status: [in_progress], search: "ZETA" }) { totalCount items { name assignee { id } } } }`,
+        {},
+        { key: o.apiKey },
+      ),
+    ).vendors;
+    expect(graph).toEqual({ totalCount: 1, items: [{ name: "Zeta Cloud", assignee: null }] });
+  });
+
+  it("high risks without an owner: score derived from likelihood and impact, never written", async () => {
+    const o = await freshOrg();
+    const high = await t.rest("POST", "/v1/risks", { key: o.apiKey, body: { title: "Data loss", likelihood: 4, impact: 5 } });
+    expect(high.status, high.text).toBe(201);
+    expect(high.body).toMatchObject({ score: 20, status: "open", category: "other", treatment: null });
+    const owned = await t.rest("POST", "/v1/risks", {
+      key: o.apiKey,
+      body: { title: "Outage", likelihood: 5, impact: 5, assigneeId: o.owner, treatment: "mitigate" },
+    });
+    expect(owned.body.score).toBe(25);
+    for (const body of [{ title: "x", likelihood: 6 }, { title: "x", impact: 0 }, { title: "x", score: 3 }]) {
+      expect((await t.rest("POST", "/v1/risks", { key: o.apiKey, body })).status, JSON.stringify(body)).toBe(400);
+    }
+    const lowered = await t.rest("PATCH", `/v1/risks/${high.body.id}`, { key: o.apiKey, body: { impact: 2 } });
+    expect(lowered.body.score).toBe(8);
+    await t.rest("PATCH", `/v1/risks/${high.body.id}`, { key: o.apiKey, body: { impact: 4 } });
+    const screen = data(
+      await t.gql(
+        `{ risks(filter: { minScore: 15, assigneeId: [null] }, orderBy: { field: score, direction: desc }) { totalCount items { id score } } }`,
+        {},
+        { key: o.apiKey },
+      ),
+    ).risks;
+    expect(screen).toEqual({ totalCount: 1, items: [{ id: high.body.id, score: 16 }] });
+    const rest = await t.rest("GET", "/v1/risks?minScore=15&assigneeId=none&sort=-score", { key: o.apiKey });
+    expect(rest.body.items.map((r: { id: string }) => r.id)).toEqual([high.body.id]);
+  });
+
+  it("policies waiting for my approval", async () => {
+    const o = await freshOrg();
+    const policy = await t.rest("POST", "/v1/policies", { key: o.apiKey, body: { name: "Access control policy" } });
+    await t.rest("POST", "/v1/policies", { key: o.apiKey, body: { name: "Backup policy" } });
+    const draft = await t.rest("POST", `/v1/policies/${policy.body.id}/versions`, { key: o.apiKey, body: {} });
+    const submit = await t.rest("POST", `/v1/policies/${policy.body.id}/versions/${draft.body.versionId}/submit`, {
+      key: o.apiKey,
+      body: { approverId: o.owner },
+    });
+    expect(submit.status, submit.text).toBe(200);
+    const mine = data(
+      await t.gql(
+        `query($me: ID) { policies(filter: { awaitingApprovalBy: $me }) { totalCount items { id status } } }`,
+        { me: o.owner },
+        { key: o.apiKey },
+      ),
+    ).policies;
+    expect(mine).toEqual({ totalCount: 1, items: [{ id: policy.body.id, status: "needs_review" }] });
+    const rest = await t.rest("GET", `/v1/policies?awaitingApprovalBy=${o.memberIds[1]}`, { key: o.apiKey });
+    expect(rest.body.items).toEqual([]);
+    const versions = data(
+      await t.gql(
+        `query($id: ID!) { policyVersions(id: $id, filter: { status: [in_review] }) { totalCount items { version } } }`,
+        { id: policy.body.id },
+        { key: o.apiKey },
+      ),
+    ).policyVersions;
+    expect(versions).toEqual({ totalCount: 1, items: [{ version: 2 }] });
+  });
+
+  it("the history of one record, members by name or e-mail, comments by author", async () => {
+    const o = await freshOrg();
+    const [task] = await makeTasks(o.apiKey, [{ title: "History" }]);
+    await t.rest("PATCH", `/v1/tasks/${task}`, { key: o.apiKey, body: { status: "done", dueDate: "2026-12-24" } });
+    const history = await t.rest("GET", `/v1/audit-events?entityType=task&entityId=${task}&sort=createdAt`, { key: o.apiKey });
+    expect(history.status, history.text).toBe(200);
+    expect(history.body.items.map((e: { action: string }) => e.action)).toEqual(["task.created", "task.updated"]);
+    expect(history.body.items[1].data.changes.dueDate).toEqual({ from: null, to: "2026-12-24" });
+
+    const people = data(
+      await t.gql(
+        `{ members(filter: { search: "grace", isActive: true }, orderBy: { field: name, direction: asc }) { totalCount items { id user { name } } } }`,
+        {},
+        { key: o.apiKey },
+      ),
+    ).members;
+    expect(people).toEqual({ totalCount: 1, items: [{ id: o.memberIds[1], user: { name: "Grace Admin" } }] });
+    const byRole = await t.rest("GET", "/v1/people?role=owner,auditor&sort=name", { key: o.apiKey });
+    // Ada Owner before Alan Auditor.
+    expect(byRole.body.items.map((m: { role: string }) => m.role)).toEqual(["owner", "auditor"]);
+
+    for (const userId of [o.userIds[0], o.userIds[1]]) {
+      const res = await t.rest("POST", "/v1/comments", {
+        key: o.apiKey,
+        body: { content: `by ${userId}`, entityId: task, entityType: "task", userId },
+      });
+      expect(res.status, res.text).toBe(201);
+    }
+    const comments = data(
+      await t.gql(
+        `query($task: ID!, $author: ID!) { task(taskId: $task) { comments(filter: { authorId: [$author] }) { totalCount items { author { id } } } } }`,
+        { task, author: o.userIds[1] },
+        { key: o.apiKey },
+      ),
+    ).task.comments;
+    expect(comments).toEqual({ totalCount: 1, items: [{ author: { id: o.userIds[1] } }] });
+  });
+
+  it("task items of many vendors: filtered, sorted and counted per vendor in batched statements", async () => {
+    const o = await freshOrg();
+    const vendors = o.vendorIds;
+    for (const vendor of vendors) {
+      for (const [title, priority, status] of [
+        ["Check SOC 2 report", "low", "todo"],
+        ["Sign DPA", "urgent", "todo"],
+        ["Pen test review", "high", "done"],
+      ]) {
+        await t.rest("POST", "/v1/task-management", {
+          key: o.apiKey,
+          body: { title, priority, status, entityId: vendor, entityType: "vendor" },
+        });
+      }
+    }
+    const query = `{ vendors(limit: 50) { items { id
+      open: taskItems(filter: { status: [todo] }, orderBy: { field: priority, direction: asc }) { totalCount items { title } }
+      old: taskItems(status: done) { totalCount }
+      all: taskItems(limit: 1) { totalCount nextCursor } } } }`;
+    const { count } = await t.countQueries(async () => {
+      const page = data(await t.gql(query, {}, { key: o.apiKey })).vendors;
+      for (const vendor of page.items.filter((v: { id: string }) => vendors.includes(v.id))) {
+        expect(vendor.open).toEqual({ totalCount: 2, items: [{ title: "Sign DPA" }, { title: "Check SOC 2 report" }] });
+        expect(vendor.old.totalCount).toBe(1);
+        expect(vendor.all.totalCount).toBe(3);
+        expect(vendor.all.nextCursor).toBeTruthy();
+      }
+    });
+    // No statement per vendor: one vendor costs what all of them cost.
+    const one = await t.countQueries(() => t.gql(query.replace("limit: 50", "limit: 1"), {}, { key: o.apiKey }));
+    expect(o.vendorIds.length).toBeGreaterThan(1);
+    expect(count).toBe(one.count);
+    const rest = await t.rest("GET", `/v1/task-management?entityId=${vendors[0]}&entityType=vendor&priority=urgent,high&sort=-priority`, {
+      key: o.apiKey,
+    });
+    expect(rest.body.items.map((i: { title: string }) => i.title)).toEqual(["Pen test review", "Sign DPA"]);
+  });
+});
+
+describe("totalCount", () => {
+  it("answers on every list, root and relation, found by introspection", async () => {
+    const { __schema } = data(
+      await t.gql(
+        `{ __schema { queryType { name } types { name kind fields { name args { name type { kind } } type { name kind ofType { name kind } } } } } }`,
+        {},
+        { key: org.apiKey },
+      ),
+    );
+    type Field = { name: string; args: { name: string; type: { kind: string } }[]; type: { name: string | null; ofType?: { name: string } } };
+    type Type = { name: string; kind: string; fields: Field[] | null };
+    const types = __schema.types as Type[];
+    const named = (f: Field) => f.type.name ?? f.type.ofType?.name ?? "";
+    const pageTypes = new Set(
+      types.filter((ty) => ty.kind === "OBJECT" && ty.fields?.some((f) => f.name === "totalCount")).map((ty) => ty.name),
+    );
+    expect(pageTypes.size).toBeGreaterThanOrEqual(8);
+    const query = types.find((ty) => ty.name === __schema.queryType.name) as Type;
+    const idOf: Record<string, string> = {
+      Task: org.taskIds[0] as string,
+      Vendor: org.vendorIds[0] as string,
+      Risk: org.riskIds[0] as string,
+      Policy: org.policyIds[0] as string,
+      Member: org.memberIds[0] as string,
+    };
+    const required: Record<string, string> = { entityId: `"${idOf.Vendor}"`, entityType: "vendor", id: `"${idOf.Policy}"` };
+    const argsOf = (f: Field) => {
+      const given = f.args.filter((a) => a.type.kind === "NON_NULL").map((a) => `${a.name}: ${required[a.name]}`);
+      return given.length ? `(${given.join(", ")})` : "";
+    };
+    const asked: string[] = [];
+    for (const f of query.fields ?? []) {
+      if (!pageTypes.has(named(f))) continue;
+      const res = data(await t.gql(`{ list: ${f.name}${argsOf(f)} { totalCount } }`, {}, { key: org.apiKey }));
+      expect(typeof res.list.totalCount, `Query.${f.name}`).toBe("number");
+      asked.push(`Query.${f.name}`);
+    }
+    for (const parent of types) {
+      for (const f of parent.fields ?? []) {
+        if (parent.name === query.name || !pageTypes.has(named(f))) continue;
+        const root = query.fields?.find((r) => named(r) === parent.name && r.args.length === 1);
+        expect(root, `a root field reading one ${parent.name}`).toBeDefined();
+        const rootArg = root?.args[0]?.name as string;
+        const res = data(
+          await t.gql(
+            `{ one: ${root?.name}(${rootArg}: "${idOf[parent.name]}") { list: ${f.name} { totalCount } } }`,
+            {},
+            { key: org.apiKey },
+          ),
+        );
+        expect(typeof res.one.list.totalCount, `${parent.name}.${f.name}`).toBe("number");
+        asked.push(`${parent.name}.${f.name}`);
+      }
+    }
+    expect(asked).toEqual(expect.arrayContaining(["Query.vendors", "Query.risks", "Query.policies", "Vendor.taskItems", "Policy.versions"]));
   });
 });
