@@ -463,3 +463,17 @@ describe("totalCount", () => {
     expect(asked).toEqual(expect.arrayContaining(["Query.vendors", "Query.risks", "Query.policies", "Vendor.taskItems", "Policy.versions"]));
   });
 });
+
+describe("tenancy", () => {
+  it("another organization's ids in a filter match nothing", async () => {
+    const a = await freshOrg();
+    const b = await freshOrg();
+    await makeTasks(a.apiKey, [{ title: "A's task", assigneeId: a.owner }]);
+    const page = data(
+      await t.gql(`query($m: ID) { tasks(filter: { assigneeId: [$m] }) { totalCount items { id } } }`, { m: a.owner }, { key: b.apiKey }),
+    ).tasks;
+    expect(page).toEqual({ totalCount: 0, items: [] });
+    const policies = await t.rest("GET", `/v1/policies?awaitingApprovalBy=${a.owner}`, { key: b.apiKey });
+    expect(policies.body.items).toEqual([]);
+  });
+});
