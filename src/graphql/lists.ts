@@ -285,11 +285,12 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
               ? { value: typed(p.after.v, key.sqlType), id: typed(p.after.i, "text"), valueIsNull: p.after.v === null }
               : undefined,
           );
-          const rows = await db.$queryRaw<{ id: string; v: string | null }[]>`
-            SELECT t."id", (${key.sql})::text AS "v" FROM ${q(spec.table)} t
+          const rows = await db.$queryRaw<{ id: string; v: string | null }[]>(
+            sql`SELECT t."id", (${key.sql})::text AS "v" FROM ${q(spec.table)} t
             WHERE ${whereAll([...base, ks.where])}
             ORDER BY ${ks.orderBy}
-            LIMIT ${p.limit + 1}`;
+            LIMIT ${p.limit + 1}`,
+          );
           picked.set(index, rows);
         }
         return;
@@ -309,7 +310,7 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
       const names = ["idx", "take", "hc", "cn", "cv", "ci", ...spec.parent.map((_, i) => `p${i}`)];
       const ks = keyset(key, order.direction, { value: sql`k."cv"`, id: sql`k."ci"`, valueIsNull: sql`k."cn"` });
       const parentMatch = spec.parent.map((c, i) => sql`t.${q(c.name)} = k.${q(`p${i}`)}`);
-      const rows = await db.$queryRaw<{ idx: number; id: string; v: string | null }[]>`
+      const rows = await db.$queryRaw<{ idx: number; id: string; v: string | null }[]>(sql`
         SELECT k."idx", w."id", w."v"
         FROM (VALUES ${join(values)}) AS k(${raw(names.map((n) => `"${n}"`).join(", "))})
         CROSS JOIN LATERAL (
@@ -317,7 +318,7 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
           WHERE ${whereAll([...base, ...parentMatch, sql`(NOT k."hc" OR ${ks.where})`])}
           ORDER BY ${ks.orderBy}
           LIMIT k."take"
-        ) w`;
+        ) w`);
       for (const row of rows) {
         const list = picked.get(Number(row.idx)) ?? [];
         list.push({ id: row.id, v: row.v });
@@ -338,8 +339,9 @@ async function countRows(db: Db, organizationId: string, spec: ListSpec, plans: 
       const first = plans[indexes[0] as number] as Plan;
       const base = [sql`t."organizationId" = ${organizationId}`, ...first.conditions];
       if (spec.parent.length === 0) {
-        const [row] = await db.$queryRaw<{ n: number }[]>`
-          SELECT count(*)::int AS "n" FROM ${q(spec.table)} t WHERE ${whereAll(base)}`;
+        const [row] = await db.$queryRaw<{ n: number }[]>(
+          sql`SELECT count(*)::int AS "n" FROM ${q(spec.table)} t WHERE ${whereAll(base)}`,
+        );
         for (const index of indexes) counts[index] = Number(row?.n ?? 0);
         return;
       }
@@ -347,11 +349,11 @@ async function countRows(db: Db, organizationId: string, spec: ListSpec, plans: 
       const parents = indexes.map(
         (index) => sql`(${join(spec.parent.map((c, i) => typed((plans[index] as Plan).parent[i], c.sqlType)))})`,
       );
-      const rows = await db.$queryRaw<({ n: number } & Record<string, string>)[]>`
+      const rows = await db.$queryRaw<({ n: number } & Record<string, string>)[]>(sql`
         SELECT ${raw(spec.parent.map((c, i) => `t."${c.name}"::text AS "p${i}"`).join(", "))}, count(*)::int AS "n"
         FROM ${q(spec.table)} t
         WHERE ${whereAll([...base, sql`${tuple} IN (VALUES ${join(parents)})`])}
-        GROUP BY ${tuple}`;
+        GROUP BY ${tuple}`);
       const byParent = new Map(rows.map((r) => [JSON.stringify(spec.parent.map((_, i) => r[`p${i}`])), Number(r.n)]));
       for (const index of indexes) {
         const p = plans[index] as Plan;

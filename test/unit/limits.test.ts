@@ -107,7 +107,7 @@ describe("limits: declared once, read by validation, OpenAPI and GraphQL", () =>
         expect(schema, where).toBeDefined();
         const limit = limitOf(arg.extensions);
         if (limit) expectKeywords(where, schema, limit);
-        expectNested(where, schema, arg);
+        expectNested(where, schema, arg as Parameters<typeof expectNested>[2]);
       }
     }
     expect(checked).toBeGreaterThan(20);
