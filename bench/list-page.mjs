@@ -14,7 +14,8 @@ import pg from "pg";
 import { ensurePeer, peerProcess } from "./peer.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const adminUrl = process.env.BENCH_POSTGRES_URL ?? process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
+const adminUrl =
+  process.env.BENCH_POSTGRES_URL ?? process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 const durationS = Number(process.env.BENCH_LIST_DURATION ?? process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = 8;
 const ROWS = Number(process.env.BENCH_LIST_ROWS ?? 100_000);
@@ -32,7 +33,11 @@ function freePort() {
 
 async function start(name, args, env, cwd, probe) {
   const port = await freePort();
-  const child = spawn(process.execPath, args(port), { cwd, env: { ...env, PORT: String(port), HOST: "127.0.0.1" }, stdio: "ignore" });
+  const child = spawn(process.execPath, args(port), {
+    cwd,
+    env: { ...env, PORT: String(port), HOST: "127.0.0.1" },
+    stdio: "ignore",
+  });
   const base = `http://127.0.0.1:${port}`;
   const started = Date.now();
   let last = "no answer";
@@ -51,7 +56,12 @@ async function start(name, args, env, cwd, probe) {
 function cli(args, env) {
   const result = spawnSync("npm", ["run", "--silent", "cli", "--", ...args, "--json"], { cwd: root, env, encoding: "utf8" });
   if (result.status !== 0) throw new Error(`cli ${args.join(" ")} failed:\n${result.stderr}`);
-  return JSON.parse(result.stdout.trim().split("\n").findLast((l) => l.startsWith("{")));
+  return JSON.parse(
+    result.stdout
+      .trim()
+      .split("\n")
+      .findLast((l) => l.startsWith("{")),
+  );
 }
 
 async function load(base, request) {

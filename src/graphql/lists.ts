@@ -333,7 +333,9 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
 async function countRows(db: Db, organizationId: string, spec: ListSpec, plans: Plan[]): Promise<number[]> {
   const counts = new Array<number>(plans.length).fill(0);
   const groups = new Map<string, number[]>();
-  plans.forEach((p, index) => groups.set(p.group, [...(groups.get(p.group) ?? []), index]));
+  plans.forEach((p, index) => {
+    groups.set(p.group, [...(groups.get(p.group) ?? []), index]);
+  });
   await Promise.all(
     [...groups.values()].map(async (indexes) => {
       const first = plans[indexes[0] as number] as Plan;
@@ -399,7 +401,14 @@ async function pages<T extends { id: string }>(
     }
   });
   const valid = plans.flatMap((p, index) => (p instanceof Error ? [] : [{ p, index }]));
-  const picked = valid.length ? await pickRows(db, organizationId, spec, valid.map(({ p }) => p)) : new Map();
+  const picked = valid.length
+    ? await pickRows(
+        db,
+        organizationId,
+        spec,
+        valid.map(({ p }) => p),
+      )
+    : new Map();
   const byQuery = new Map<string, { query: RecordQuery; ids: string[] }>();
   valid.forEach(({ index }, i) => {
     const query = keys[index]?.query;

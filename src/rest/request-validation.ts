@@ -143,8 +143,9 @@ function setVariable(variables: Record<string, unknown>, param: RestQueryParam, 
     variables[param.target.arg] = value;
     return;
   }
-  const input = (variables[param.target.arg] ??= {}) as Record<string, unknown>;
+  const input = (variables[param.target.arg] ?? {}) as Record<string, unknown>;
   input[param.target.field] = value;
+  variables[param.target.arg] = input;
 }
 
 /**

@@ -219,13 +219,16 @@ function idPaths(type: GraphQLInputType, prefix: string): string[] {
   return [];
 }
 
-const idTakingArguments = roots.flatMap(([root, fields]) =>
-  Object.values(fields).flatMap((field) =>
-    field.args.flatMap((arg) => idPaths(arg.type, arg.name).map((path) => `${root}.${field.name}:${path}`)),
-  ),
-  // A list's filter matches ids rather than looking them up: another organization's id matches
-  // nothing (test/integration/lists.test.ts checks that), so it has no 404 to expect here.
-).filter((path) => !path.includes(":filter."));
+const idTakingArguments = roots
+  .flatMap(
+    ([root, fields]) =>
+      Object.values(fields).flatMap((field) =>
+        field.args.flatMap((arg) => idPaths(arg.type, arg.name).map((path) => `${root}.${field.name}:${path}`)),
+      ),
+    // A list's filter matches ids rather than looking them up: another organization's id matches
+    // nothing (test/integration/lists.test.ts checks that), so it has no 404 to expect here.
+  )
+  .filter((path) => !path.includes(":filter."));
 
 function fieldOf(name: string): { root: Root; field: GraphQLField<unknown, unknown> } {
   const [root, fieldName] = name.split(".") as [Root, string];

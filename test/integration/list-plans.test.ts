@@ -111,14 +111,26 @@ describe.skipIf(!usePostgres)("list plans on PostgreSQL", () => {
   const mine = "mem_4";
   const taskKeys: [string, ListKey][] = [
     ["newest first", {}],
-    ["my open tasks by due date", { filter: { status: ["todo", "in_progress"], assigneeId: [mine] }, orderBy: { field: "dueDate", direction: "asc" } }],
-    ["PostGraphile's screen: one status, the assignee, by due date", { filter: { status: ["todo"], assigneeId: [mine] }, orderBy: { field: "dueDate", direction: "asc" }, limit: 50 }],
+    [
+      "my open tasks by due date",
+      { filter: { status: ["todo", "in_progress"], assigneeId: [mine] }, orderBy: { field: "dueDate", direction: "asc" } },
+    ],
+    [
+      "PostGraphile's screen: one status, the assignee, by due date",
+      { filter: { status: ["todo"], assigneeId: [mine] }, orderBy: { field: "dueDate", direction: "asc" }, limit: 50 },
+    ],
     ["unassigned", { filter: { assigneeId: [null] } }],
     ["search", { filter: { search: "7e3f" } }],
     ["due soon", { filter: { dueBefore: "2026-01-15" }, orderBy: { field: "dueDate", direction: "asc" } }],
-    ["recently changed", { filter: { updatedAfter: new Date(Date.now() - 60_000) }, orderBy: { field: "updatedAt", direction: "desc" } }],
+    [
+      "recently changed",
+      { filter: { updatedAfter: new Date(Date.now() - 60_000) }, orderBy: { field: "updatedAt", direction: "desc" } },
+    ],
     ...["title", "status", "updatedAt", "createdAt"].flatMap((field) =>
-      (["asc", "desc"] as const).map((direction): [string, ListKey] => [`by ${field} ${direction}`, { orderBy: { field, direction } }]),
+      (["asc", "desc"] as const).map((direction): [string, ListKey] => [
+        `by ${field} ${direction}`,
+        { orderBy: { field, direction } },
+      ]),
     ),
   ];
 
@@ -138,7 +150,10 @@ describe.skipIf(!usePostgres)("list plans on PostgreSQL", () => {
     ["open, urgent first", { filter: { status: ["todo", "in_progress"] }, orderBy: { field: "priority", direction: "asc" } }],
     ["mine", { filter: { assigneeId: [mine] } }],
     ["search", { filter: { search: "7e3f" } }],
-    ...["title", "status", "priority", "updatedAt"].map((field): [string, ListKey] => [`by ${field}`, { orderBy: { field, direction: "desc" } }]),
+    ...["title", "status", "priority", "updatedAt"].map((field): [string, ListKey] => [
+      `by ${field}`,
+      { orderBy: { field, direction: "desc" } },
+    ]),
   ];
 
   it.each(itemKeys)("task items of a vendor, %s: use an index with the planner's defaults", async (_name, key) => {
@@ -157,7 +172,11 @@ describe.skipIf(!usePostgres)("list plans on PostgreSQL", () => {
     ["Policy", policyList, { status: ["needs_review"], awaitingApprovalBy: mine, search: "abc1" }],
     ["Member", memberList, { role: ["admin"], department: ["it"], isActive: true, search: "person1" }],
     ["Comment", commentList, { authorId: ["usr_4"] }, ["task", "tsk_00000001"]],
-    ["AuditEvent", auditEventList, { entityType: "task", entityId: ["tsk_00000042"], actorUserId: ["usr_4"], action: ["task.updated"] }],
+    [
+      "AuditEvent",
+      auditEventList,
+      { entityType: "task", entityId: ["tsk_00000042"], actorUserId: ["usr_4"], action: ["task.updated"] },
+    ],
   ];
   const cases = smaller.flatMap(([table, spec, samples, parent]) => [
     ...Object.entries(samples).map(([name, value]): [string, ListSpec, ListKey] => [

@@ -130,7 +130,10 @@ describe("tasks: filter, sort, search, count", () => {
     const orderBy = { field: "dueDate", direction: "asc" };
     const first = data(await t.gql(taskPage, { orderBy, limit: 2 }, { key: o.apiKey })).tasks;
     // Inserted before and after the cursor's position.
-    await makeTasks(o.apiKey, [{ title: "early", dueDate: "2026-01-01" }, { title: "late", dueDate: "2027-01-01" }]);
+    await makeTasks(o.apiKey, [
+      { title: "early", dueDate: "2026-01-01" },
+      { title: "late", dueDate: "2027-01-01" },
+    ]);
     const rest = await (async () => {
       const seen: string[] = [];
       let cursor = first.nextCursor;
@@ -281,7 +284,11 @@ describe("the screens, one request each", () => {
       body: { title: "Outage", likelihood: 5, impact: 5, assigneeId: o.owner, treatment: "mitigate" },
     });
     expect(owned.body.score).toBe(25);
-    for (const body of [{ title: "x", likelihood: 6 }, { title: "x", impact: 0 }, { title: "x", score: 3 }]) {
+    for (const body of [
+      { title: "x", likelihood: 6 },
+      { title: "x", impact: 0 },
+      { title: "x", score: 3 },
+    ]) {
       expect((await t.rest("POST", "/v1/risks", { key: o.apiKey, body })).status, JSON.stringify(body)).toBe(400);
     }
     const lowered = await t.rest("PATCH", `/v1/risks/${high.body.id}`, { key: o.apiKey, body: { impact: 2 } });
@@ -399,9 +406,13 @@ describe("the screens, one request each", () => {
     const one = await t.countQueries(() => t.gql(query.replace("limit: 50", "limit: 1"), {}, { key: o.apiKey }));
     expect(o.vendorIds.length).toBeGreaterThan(1);
     expect(count).toBe(one.count);
-    const rest = await t.rest("GET", `/v1/task-management?entityId=${vendors[0]}&entityType=vendor&priority=urgent,high&sort=-priority`, {
-      key: o.apiKey,
-    });
+    const rest = await t.rest(
+      "GET",
+      `/v1/task-management?entityId=${vendors[0]}&entityType=vendor&priority=urgent,high&sort=-priority`,
+      {
+        key: o.apiKey,
+      },
+    );
     expect(rest.body.items.map((i: { title: string }) => i.title)).toEqual(["Pen test review", "Sign DPA"]);
   });
 });
@@ -415,7 +426,11 @@ describe("totalCount", () => {
         { key: org.apiKey },
       ),
     );
-    type Field = { name: string; args: { name: string; type: { kind: string } }[]; type: { name: string | null; ofType?: { name: string } } };
+    type Field = {
+      name: string;
+      args: { name: string; type: { kind: string } }[];
+      type: { name: string | null; ofType?: { name: string } };
+    };
     type Type = { name: string; kind: string; fields: Field[] | null };
     const types = __schema.types as Type[];
     const named = (f: Field) => f.type.name ?? f.type.ofType?.name ?? "";
@@ -460,7 +475,9 @@ describe("totalCount", () => {
         asked.push(`${parent.name}.${f.name}`);
       }
     }
-    expect(asked).toEqual(expect.arrayContaining(["Query.vendors", "Query.risks", "Query.policies", "Vendor.taskItems", "Policy.versions"]));
+    expect(asked).toEqual(
+      expect.arrayContaining(["Query.vendors", "Query.risks", "Query.policies", "Vendor.taskItems", "Policy.versions"]),
+    );
   });
 });
 
@@ -470,7 +487,11 @@ describe("tenancy", () => {
     const b = await freshOrg();
     await makeTasks(a.apiKey, [{ title: "A's task", assigneeId: a.owner }]);
     const page = data(
-      await t.gql(`query($m: ID) { tasks(filter: { assigneeId: [$m] }) { totalCount items { id } } }`, { m: a.owner }, { key: b.apiKey }),
+      await t.gql(
+        `query($m: ID) { tasks(filter: { assigneeId: [$m] }) { totalCount items { id } } }`,
+        { m: a.owner },
+        { key: b.apiKey },
+      ),
     ).tasks;
     expect(page).toEqual({ totalCount: 0, items: [] });
     const policies = await t.rest("GET", `/v1/policies?awaitingApprovalBy=${a.owner}`, { key: b.apiKey });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { Prisma } from "../../src/generated/prisma/client.js";
 import { containsPattern, keyset, sortBy, validDate } from "../../src/graphql/lists.js";
 import { pageSizeOf } from "../../src/graphql/pagination.js";
-import { Prisma } from "../../src/generated/prisma/client.js";
 
 describe(pageSizeOf.name, () => {
   it("defaults to 20 and refuses limits outside 1 to 100", () => {

@@ -1,6 +1,5 @@
 import type { Actor } from "../../auth/actor.js";
 import type { Prisma } from "../../generated/prisma/client.js";
-import type { RecordQuery } from "../../graphql/loaders.js";
 import {
   dateBoundRules,
   dateSortKeys,
@@ -11,6 +10,7 @@ import {
   newestFirst,
   oneOf,
 } from "../../graphql/lists.js";
+import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
 import { newId } from "../../platform/ids.js";
 import { limit } from "../../platform/limits.js";

@@ -3,7 +3,6 @@ import { z } from "zod";
 import type { Actor } from "../../auth/actor.js";
 import { Prisma } from "../../generated/prisma/client.js";
 import type { CommentEntityType } from "../../generated/prisma/enums.js";
-import type { RecordQuery } from "../../graphql/loaders.js";
 import {
   column,
   dateBoundRules,
@@ -14,6 +13,7 @@ import {
   listPage,
   newestFirst,
 } from "../../graphql/lists.js";
+import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
 import { BadUserInputError, ForbiddenError, NotFoundError } from "../../platform/errors.js";
 import type { Events } from "../../platform/events.js";

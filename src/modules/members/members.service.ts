@@ -3,7 +3,6 @@ import type { Actor } from "../../auth/actor.js";
 import { rolePermissions } from "../../auth/permissions.js";
 import { Prisma } from "../../generated/prisma/client.js";
 import { Department, MemberRole } from "../../generated/prisma/enums.js";
-import type { RecordQuery } from "../../graphql/loaders.js";
 import {
   column,
   containsPattern,
@@ -17,6 +16,7 @@ import {
   newestFirst,
   oneOf,
 } from "../../graphql/lists.js";
+import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
 import { ConflictError, ForbiddenError, NotFoundError } from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";

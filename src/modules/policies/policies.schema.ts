@@ -196,10 +196,14 @@ const PolicyPage = definePage("Policy", Policy);
 const policyListArgs = listArgs("Policy", policyList, {
   description: "Which policies a list shows.",
   fields: (t) => ({
-    status: t.field({ type: [PolicyStatus], required: { list: false, items: true }, ...anyOf("Only policies in these statuses") }),
+    status: t.field({
+      type: [PolicyStatus],
+      required: { list: false, items: true },
+      ...anyOf("Only policies in these statuses"),
+    }),
     awaitingApprovalBy: t.id({
       description:
-        "A member id: only policies with a version in review that names this member as its approver (\"waiting for my approval\")",
+        'A member id: only policies with a version in review that names this member as its approver ("waiting for my approval")',
     }),
     ...dateBounds(t, "policies", true),
     search: searchField(t, "name"),

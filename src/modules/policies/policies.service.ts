@@ -3,7 +3,6 @@ import type { Actor } from "../../auth/actor.js";
 import { rolePermissions } from "../../auth/permissions.js";
 import { Prisma } from "../../generated/prisma/client.js";
 import { PolicyStatus } from "../../generated/prisma/enums.js";
-import type { RecordQuery } from "../../graphql/loaders.js";
 import {
   column,
   dateBoundRules,
@@ -17,6 +16,7 @@ import {
   search,
   sortBy,
 } from "../../graphql/lists.js";
+import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
 import { BadUserInputError, ConflictError, ForbiddenError, NotFoundError } from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";

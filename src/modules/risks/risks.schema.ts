@@ -6,15 +6,7 @@ import {
 } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
 import { Node } from "../../graphql/node.schema.js";
-import {
-  anyOf,
-  assigneeField,
-  dateBounds,
-  definePage,
-  itemsQuery,
-  listArgs,
-  searchField,
-} from "../../graphql/page.schema.js";
+import { anyOf, assigneeField, dateBounds, definePage, itemsQuery, listArgs, searchField } from "../../graphql/page.schema.js";
 import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 import { Member } from "../members/members.schema.js";

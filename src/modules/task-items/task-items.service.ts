@@ -8,7 +8,6 @@ import {
   type TaskItemStatus,
   TaskItemStatus as TaskItemStatusValues,
 } from "../../generated/prisma/enums.js";
-import type { RecordQuery } from "../../graphql/loaders.js";
 import {
   dateBoundRules,
   dateSortKeys,
@@ -21,6 +20,7 @@ import {
   search,
   sortBy,
 } from "../../graphql/lists.js";
+import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
 import { BadUserInputError, NotFoundError } from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";

@@ -2,15 +2,7 @@ import { authorize, can } from "../../auth/actor.js";
 import { TaskStatus as TaskStatusValues } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
 import { Node } from "../../graphql/node.schema.js";
-import {
-  anyOf,
-  assigneeField,
-  dateBounds,
-  definePage,
-  itemsQuery,
-  listArgs,
-  searchField,
-} from "../../graphql/page.schema.js";
+import { anyOf, assigneeField, dateBounds, definePage, itemsQuery, listArgs, searchField } from "../../graphql/page.schema.js";
 import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 import { Member } from "../members/members.schema.js";
@@ -37,7 +29,11 @@ const Task = builder.prismaObject("Task", {
     createdAt: t.expose("createdAt", { type: "DateTime", description: "When the task was created" }),
     updatedAt: t.expose("updatedAt", { type: "DateTime", description: "When the task last changed" }),
     description: t.exposeString("description", { nullable: true, description: "Longer text; null when not set" }),
-    dueDate: t.expose("dueDate", { type: "Date", nullable: true, description: "When the task is due (a calendar date); null when it has no due date" }),
+    dueDate: t.expose("dueDate", {
+      type: "Date",
+      nullable: true,
+      description: "When the task is due (a calendar date); null when it has no due date",
+    }),
     taskTemplateId: t.exposeID("taskTemplateId", { nullable: true, description: "Task template the task was made from" }),
     assigneeId: t.exposeID("assigneeId", {
       nullable: true,
@@ -66,8 +62,14 @@ const taskListArgs = listArgs("Task", taskList, {
   fields: (t) => ({
     status: t.field({ type: [TaskStatus], required: { list: false, items: true }, ...anyOf("Only tasks in these statuses") }),
     assigneeId: assigneeField(t),
-    dueAfter: t.field({ type: "Date", description: "Only tasks due strictly after this date (tasks without a due date never match)" }),
-    dueBefore: t.field({ type: "Date", description: "Only tasks due strictly before this date (tasks without a due date never match)" }),
+    dueAfter: t.field({
+      type: "Date",
+      description: "Only tasks due strictly after this date (tasks without a due date never match)",
+    }),
+    dueBefore: t.field({
+      type: "Date",
+      description: "Only tasks due strictly before this date (tasks without a due date never match)",
+    }),
     ...dateBounds(t, "tasks", true),
     search: searchField(t, "title or description"),
   }),

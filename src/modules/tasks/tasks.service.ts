@@ -2,7 +2,6 @@ import { z } from "zod";
 import type { Actor } from "../../auth/actor.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import { TaskStatus } from "../../generated/prisma/enums.js";
-import type { RecordQuery } from "../../graphql/loaders.js";
 import {
   bound,
   dateBoundRules,
@@ -16,6 +15,7 @@ import {
   search,
   sortBy,
 } from "../../graphql/lists.js";
+import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
 import { NotFoundError } from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";
