@@ -3,7 +3,7 @@ import DataLoader from "dataloader";
 import { Prisma } from "../generated/prisma/client.js";
 import type { Db } from "../platform/db/database.js";
 import { BadUserInputError } from "../platform/errors.js";
-import { limit, text } from "../platform/limits.js";
+import { listLimits, text } from "../platform/limits.js";
 import type { RecordQuery } from "./loaders.js";
 import { type Page, pageSizeOf } from "./pagination.js";
 
@@ -48,12 +48,6 @@ export type ListArgs = {
 };
 export type ListKey = ListArgs & { parent?: readonly unknown[]; query?: RecordQuery };
 
-export const listLimits = {
-  /** Values of one filter field (`status: [...]`, `assigneeId: [...]`). */
-  values: limit({ maxItems: 100 }),
-  /** `search` (REST: `q`). */
-  search: limit({ minLength: 2, maxLength: 100 }),
-};
 const searchText = text(listLimits.search);
 
 const { raw, sql, join, empty } = Prisma;

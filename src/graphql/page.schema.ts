@@ -1,12 +1,11 @@
 import type { ObjectRef } from "@pothos/core";
 import { queryFromInfo } from "@pothos/plugin-prisma";
 import type { GraphQLResolveInfo } from "graphql";
-import { commonLimits, limited } from "../platform/limits.js";
+import { commonLimits, limited, listLimits } from "../platform/limits.js";
 import { graphOnly } from "../rest/rest-schema.js";
 import { builder } from "./builder.js";
 import type { Context } from "./context.js";
 import type { ListSpec } from "./lists.js";
-import { listLimits } from "./lists.js";
 import type { Page } from "./pagination.js";
 
 export const OrderDirection = builder.enumType("OrderDirection", {

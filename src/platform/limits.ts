@@ -175,3 +175,11 @@ export const commonLimits = {
   /** `limit` of every list. */
   pageSize: limit({ minimum: 1, maximum: 100 }),
 };
+
+/** Limits of every list's filter. */
+export const listLimits = {
+  /** Values of one filter field (`status: [...]`, `assigneeId: [...]`). */
+  values: limit({ maxItems: 100 }),
+  /** `search` (REST: `q`). */
+  search: limit({ minLength: 2, maxLength: 100 }),
+};

@@ -11,9 +11,9 @@ import {
   isNonNullType,
   isScalarType,
 } from "graphql";
-import { listLimits } from "../graphql/lists.js";
 import { longListPath, MAX_LIST_ITEMS, malformedTextPath } from "../http/input-hygiene.js";
 import { AppError, BadUserInputError, type ErrorDetail } from "../platform/errors.js";
+import { listLimits } from "../platform/limits.js";
 import type { RestRoute } from "./routes.js";
 
 /**
