@@ -59,7 +59,8 @@ async function openDriver() {
   if (!dataDir) throw new Error("DATA_DIR is required for FLOOR_DB=pglite");
   const unlock = lockDataDir(dataDir);
   const { PGlite } = await import("@electric-sql/pglite");
-  const db = new PGlite(dataDir, { parsers: { 1114: parseTimestamp } });
+  const { pg_trgm } = await import("@electric-sql/pglite/contrib/pg_trgm");
+  const db = new PGlite(dataDir, { parsers: { 1114: parseTimestamp }, extensions: { pg_trgm } });
   await db.waitReady;
   return {
     query: async (sql, params) => (await db.query(sql, params)).rows,

@@ -12,6 +12,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import pg from "pg";
+import { runListPageBench } from "./list-page.mjs";
 import { ensurePeer, PEER_VERSION, peerProcess, peerTaskRequest, sameTask } from "./peer.mjs";
 import { benchPgBouncer, pgbouncerBenchMissing } from "./pgbouncer.mjs";
 import { formatSummary, summarizeProfile } from "./profile.mjs";
@@ -1093,6 +1094,8 @@ async function main() {
     if (missing) log(`pgbouncer scenario skipped: ${missing}`);
     else results.pgbouncer = await benchPgBouncer({ durationS: settings.durationS, log });
   }
+  // Issue 24's list scenario (bench/list-page.mjs): its own database of 100,000 tasks; BENCH_LIST_PAGE=0 skips it.
+  if (env.BENCH_LIST_PAGE !== "0" && settings.databases.includes("postgres")) results.listPage = await runListPageBench(log);
   results.elapsedS = (Date.now() - startedAt.getTime()) / 1000;
 
   const report = targets(results);

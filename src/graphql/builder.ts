@@ -13,6 +13,7 @@ export const builder = new SchemaBuilder<{
   Scalars: {
     ID: { Input: string; Output: string };
     DateTime: { Input: Date; Output: Date };
+    Date: { Input: string; Output: Date | string };
     JSON: { Input: unknown; Output: unknown };
   };
 }>({
@@ -45,6 +46,23 @@ builder.scalarType("DateTime", {
     if (!date || Number.isNaN(date.getTime())) throw new GraphQLError("DateTime must be an ISO 8601 string");
     return date;
   },
+});
+
+const calendarDate = /^\d{4}-\d{2}-\d{2}$/;
+/** A real calendar date written YYYY-MM-DD (years 1 to 9999), e.g. not 2026-02-30. */
+function parseCalendarDate(value: unknown): string {
+  if (typeof value === "string" && calendarDate.test(value)) {
+    const date = new Date(`${value}T00:00:00Z`);
+    if (!Number.isNaN(date.getTime()) && date.toISOString().slice(0, 10) === value) return value;
+  }
+  throw new GraphQLError("Date must be a calendar date written YYYY-MM-DD, e.g. 2026-12-31");
+}
+
+builder.scalarType("Date", {
+  description: "A calendar date, YYYY-MM-DD (ISO 8601), with no time or time zone, e.g. 2026-12-31",
+  serialize: (value) => (value instanceof Date ? value.toISOString().slice(0, 10) : value),
+  parseValue: parseCalendarDate,
+  parseLiteral: (ast) => parseCalendarDate(ast.kind === Kind.STRING ? ast.value : undefined),
 });
 
 builder.scalarType("JSON", {

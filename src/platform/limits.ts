@@ -196,3 +196,11 @@ export function inputLimit(input: Input): Limit | undefined {
   const scalar = isListType(named) ? getNullableType(named.ofType) : named;
   return isScalarType(scalar) && scalar.name === "ID" ? anyId : undefined;
 }
+
+/** Limits of every list's filter. */
+export const listLimits = {
+  /** Values of one filter field (`status: [...]`, `assigneeId: [...]`). */
+  values: limit({ maxItems: 100 }),
+  /** `search` (REST: `q`). */
+  search: limit({ minLength: 2, maxLength: 100 }),
+};

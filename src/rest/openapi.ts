@@ -3,6 +3,7 @@ import {
   type GraphQLArgument,
   type GraphQLField,
   type GraphQLInputType,
+  type GraphQLList,
   type GraphQLNamedType,
   type GraphQLOutputType,
   type GraphQLSchema,
@@ -16,8 +17,8 @@ import {
   isScalarType,
 } from "graphql";
 import { errorStatus } from "../platform/errors.js";
-import { commonLimits, inputLimit, type Limit, limitKeywords } from "../platform/limits.js";
-import type { CompiledRoute } from "./request-validation.js";
+import { commonLimits, inputLimit, type Limit, limitKeywords, limitOf } from "../platform/limits.js";
+import type { CompiledRoute, RestQueryParam } from "./request-validation.js";
 import { REST_BASE } from "./routes.js";
 
 type Schema = Record<string, unknown>;
@@ -29,6 +30,7 @@ const scalars: Record<string, Schema> = {
   Int: { type: "integer", format: "int32" },
   Float: { type: "number", format: "double" },
   DateTime: { type: "string", format: "date-time" },
+  Date: { type: "string", format: "date" },
   // Any JSON value, null included.
   JSON: {},
 };
@@ -255,7 +257,33 @@ function omitting(collector: SchemaCollector, schema: Schema, route: CompiledRou
   return { ...named, required: (named.required as string[]).filter((f) => !omitted.includes(f)), properties };
 }
 
-const describedBy = (arg: GraphQLArgument) => (arg.description ? { description: arg.description } : {});
+const describedBy = (arg: Pick<GraphQLArgument, "description">) => (arg.description ? { description: arg.description } : {});
+
+/** A query parameter: a list's values comma-separated (`none` for "unassigned"), `sort` one of its values. */
+function queryParameter(collector: SchemaCollector, param: RestQueryParam) {
+  const base = { name: param.name, in: "query", ...describedBy(param) };
+  if (param.sort) return { ...base, required: false, schema: { type: "string", enum: param.sort } };
+  const limit = inputLimit(param);
+  if (param.list) {
+    const itemType = (getNullableType(param.type) as GraphQLList<GraphQLInputType>).ofType;
+    const item = collector.type(itemType, false, undefined, undefined, inputLimit({ type: itemType }));
+    const items = param.list.nullableItems
+      ? { anyOf: [item, { type: "string", const: "none", description: "unassigned" }] }
+      : item;
+    return {
+      ...base,
+      required: false,
+      style: "form",
+      explode: false,
+      schema: { type: "array", items, ...(limit ? limitKeywords(limit) : {}) },
+    };
+  }
+  return {
+    ...base,
+    required: isNonNullType(param.type) && param.defaultValue === undefined,
+    schema: collector.type(param.type, false, undefined, param.defaultValue, limit),
+  };
+}
 
 function fieldOf(schema: GraphQLSchema, route: CompiledRoute): GraphQLField<unknown, unknown> {
   const [typeName, fieldName] = route.field.split(".") as [string, string];
@@ -322,7 +350,7 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
     // GET and DELETE take their arguments in the query string.
     const inQuery = route.method === "GET" || route.method === "DELETE";
     const bodyArgs = inQuery ? [] : route.args.filter((a) => !route.pathParams.includes(a.name));
-    const queryArgs = inQuery ? route.args.filter((a) => !route.pathParams.includes(a.name)) : [];
+    const queryParams = inQuery ? route.queryParams : [];
     const returned = getNamedType(field.type);
     // On an update, null clears a field that may be null and is refused for the others; elsewhere null means "not given".
     const clearable = (name: string) => {
@@ -337,13 +365,7 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
         const schema = collector.type(arg.type, false, undefined, undefined, inputLimit(arg));
         return { name, in: "path", required: true, ...describedBy(arg), schema };
       }),
-      ...queryArgs.map((arg) => ({
-        name: arg.name,
-        in: "query",
-        required: isNonNullType(arg.type) && arg.defaultValue === undefined,
-        ...describedBy(arg),
-        schema: collector.type(arg.type, false, undefined, arg.defaultValue, inputLimit(arg)),
-      })),
+      ...queryParams.map((param) => queryParameter(collector, param)),
       ref("OrganizationId", "parameters"),
       ...(route.method === "POST" ? [ref("IdempotencyKey", "parameters")] : []),
       ...(route.method === "GET" ? [ref("IfNoneMatch", "parameters")] : []),

@@ -4,20 +4,83 @@ import {
   type GraphQLInputType,
   type GraphQLSchema,
   getNamedType,
+  getNullableType,
+  isEnumType,
+  isInputObjectType,
   isListType,
   isNonNullType,
   isScalarType,
 } from "graphql";
 import { longListPath, MAX_LIST_ITEMS, malformedTextPath } from "../http/input-hygiene.js";
 import { AppError, BadUserInputError, type ErrorDetail } from "../platform/errors.js";
+import { listLimits } from "../platform/limits.js";
 import type { RestRoute } from "./routes.js";
+
+/**
+ * A query parameter of a REST route. Most are the field's arguments; a list's `filter` becomes one
+ * parameter per filter field (`search` is `q`), comma-separated for lists (`none` for a null id),
+ * and its `orderBy` becomes `sort=field` or `sort=-field`.
+ */
+export type RestQueryParam = Pick<GraphQLArgument, "name" | "type" | "description" | "defaultValue" | "extensions"> & {
+  /** The argument (and the field of an input argument) the parameter sets. */
+  target: { arg: string; field?: string };
+  /** Comma-separated values of a list. */
+  list?: { nullableItems: boolean };
+  /** `sort`: the fields, each also with a leading `-`. */
+  sort?: string[];
+};
 
 export type CompiledRoute = RestRoute & {
   field: string;
   pattern: RegExp;
   pathParams: string[];
   args: readonly GraphQLArgument[];
+  queryParams: RestQueryParam[];
 };
+
+function queryParamsOf(args: readonly GraphQLArgument[], pathParams: string[]): RestQueryParam[] {
+  const params: RestQueryParam[] = [];
+  for (const arg of args) {
+    if (pathParams.includes(arg.name)) continue;
+    const named = getNullableType(arg.type);
+    if (arg.name === "filter" && isInputObjectType(named)) {
+      for (const field of Object.values(named.getFields())) {
+        const inner = getNullableType(field.type);
+        params.push({
+          name: field.name === "search" ? "q" : field.name,
+          type: field.type,
+          description: field.description,
+          defaultValue: undefined,
+          extensions: field.extensions,
+          target: { arg: arg.name, field: field.name },
+          ...(isListType(inner) ? { list: { nullableItems: !isNonNullType(inner.ofType) } } : {}),
+        });
+      }
+      continue;
+    }
+    if (arg.name === "orderBy" && isInputObjectType(named)) {
+      const fieldType = getNullableType(named.getFields().field?.type as GraphQLInputType);
+      const fields = isEnumType(fieldType) ? fieldType.getValues().map((v) => v.name) : [];
+      params.push({
+        name: "sort",
+        type: arg.type,
+        description: `${arg.description ?? "The order"}: one of ${fields.join(", ")}; a leading - sorts descending (e.g. sort=-${fields[0]})`,
+        defaultValue: undefined,
+        extensions: {},
+        target: { arg: arg.name },
+        sort: fields.flatMap((f) => [f, `-${f}`]),
+      });
+      continue;
+    }
+    params.push({ ...arg, target: { arg: arg.name } });
+  }
+  const names = new Set<string>();
+  for (const param of params) {
+    if (names.has(param.name)) throw new Error(`Two query parameters named ${param.name}`);
+    names.add(param.name);
+  }
+  return params;
+}
 
 export function compileRoutes(schema: GraphQLSchema, routes: Record<string, RestRoute>): CompiledRoute[] {
   return Object.entries(routes).map(([field, route]) => {
@@ -30,7 +93,7 @@ export function compileRoutes(schema: GraphQLSchema, routes: Record<string, Rest
       if (!gqlField.args.some((a) => a.name === name)) throw new Error(`${field} has no argument ${name} for its path`);
     }
     const pattern = new RegExp(`^${route.path.replace(/:(\w+)/g, "([^/]+)")}$`);
-    return { ...route, field, pattern, pathParams, args: gqlField.args };
+    return { ...route, field, pattern, pathParams, args: gqlField.args, queryParams: queryParamsOf(gqlField.args, pathParams) };
   });
 }
 
@@ -65,16 +128,31 @@ function fromQueryString(raw: string, type: GraphQLInputType): unknown {
   return raw;
 }
 
-function coerce(name: string, value: unknown, type: GraphQLInputType, details: ErrorDetail[]): void {
+/** Checks a value against its GraphQL type; false (with the details) when it does not fit. */
+function coerce(name: string, value: unknown, type: GraphQLInputType, details: ErrorDetail[]): boolean {
+  const before = details.length;
   coerceInputValue(value, type, (path, _invalid, error) => {
     details.push({ path: [name, ...path].join("."), message: error.message });
   });
+  return details.length === before;
+}
+
+/** The value of a parameter that Sofa cannot pass by name (a filter field, the sort) as the variable it belongs to. */
+function setVariable(variables: Record<string, unknown>, param: RestQueryParam, value: unknown): void {
+  if (!param.target.field) {
+    variables[param.target.arg] = value;
+    return;
+  }
+  const input = (variables[param.target.arg] ?? {}) as Record<string, unknown>;
+  input[param.target.field] = value;
+  variables[param.target.arg] = input;
 }
 
 /**
  * Checks a REST request against the GraphQL arguments of its field before Sofa sees it: Sofa would
  * turn 123 into "123", anything but "true" into false and ignore unknown fields; we answer 400.
- * Returns the arguments the body sets to null, which Sofa would drop as if absent.
+ * Returns the arguments the body sets to null, which Sofa would drop as if absent, and the variables
+ * made from query parameters that are not arguments themselves (filter fields, sort).
  */
 export function validateRestRequest(
   route: CompiledRoute,
@@ -82,9 +160,10 @@ export function validateRestRequest(
   url: URL,
   body: string,
   contentType: string | null,
-): string[] {
+): { nulls: string[]; variables: Record<string, unknown> } {
   const details: ErrorDetail[] = [];
   const nulls: string[] = [];
+  const variables: Record<string, unknown> = {};
   const args = new Map(route.args.map((a) => [a.name, a]));
   const provided = new Set<string>();
 
@@ -102,10 +181,10 @@ export function validateRestRequest(
     provided.add(name);
   }
 
-  const queryNames = new Set(url.searchParams.keys());
-  for (const name of queryNames) {
-    const arg = args.get(name);
-    if ((route.method !== "GET" && route.method !== "DELETE") || !arg || provided.has(name)) {
+  const queryParams = new Map(route.queryParams.map((p) => [p.name, p]));
+  for (const name of new Set(url.searchParams.keys())) {
+    const param = queryParams.get(name);
+    if ((route.method !== "GET" && route.method !== "DELETE") || !param || provided.has(name)) {
       details.push({ path: name, message: "is not a known query parameter of this operation" });
       continue;
     }
@@ -114,19 +193,35 @@ export function validateRestRequest(
       details.push({ path: name, message: "must be well-formed Unicode" });
       continue;
     }
-    if (values.length > 1 && !isListType(isNonNullType(arg.type) ? arg.type.ofType : arg.type)) {
+    provided.add(name);
+    if (param.list) {
+      const items = values.flatMap((v) => v.split(","));
+      if (items.length > (listLimits.values.maxItems as number)) {
+        details.push({ path: name, message: `must have at most ${listLimits.values.maxItems} values` });
+        continue;
+      }
+      const value = items.map((v) => (param.list?.nullableItems && v === "none" ? null : fromQueryString(v, param.type)));
+      if (coerce(name, value, param.type, details)) setVariable(variables, param, value);
+      continue;
+    }
+    if (values.length > 1) {
       details.push({ path: name, message: "must be given once" });
       continue;
     }
-    coerce(
-      name,
-      isListType(isNonNullType(arg.type) ? arg.type.ofType : arg.type)
-        ? values.map((v) => fromQueryString(v, arg.type))
-        : fromQueryString(values[0] as string, arg.type),
-      arg.type,
-      details,
-    );
-    provided.add(name);
+    const raw = values[0] as string;
+    if (param.sort) {
+      if (!param.sort.includes(raw)) {
+        details.push({ path: name, message: `must be one of ${param.sort.join(", ")}` });
+        continue;
+      }
+      const descending = raw.startsWith("-");
+      setVariable(variables, param, { field: descending ? raw.slice(1) : raw, direction: descending ? "desc" : "asc" });
+      continue;
+    }
+    const value = fromQueryString(raw, param.type);
+    if (coerce(name, value, param.type, details)) {
+      if (param.target.field) setVariable(variables, param, value);
+    }
   }
 
   if (body.trim() !== "") {
@@ -176,5 +271,5 @@ export function validateRestRequest(
   if (details.length) {
     throw new BadUserInputError(details.map((d) => (d.path ? `${d.path}: ${d.message}` : d.message)).join("; "), details);
   }
-  return nulls;
+  return { nulls, variables };
 }

@@ -94,6 +94,7 @@ export function useRestGuard({ routes, authenticate, rememberAuth, openApiDocume
   const downloads = new WeakSet<Request>();
   const reads = new WeakSet<Request>();
   const explicitNulls = new WeakMap<Request, string[]>();
+  const queryVariables = new WeakMap<Request, Record<string, unknown>>();
   const routeOf = new WeakMap<Request, CompiledRoute>();
   const noContent = new WeakSet<Request>();
   const trimmed = new WeakMap<DocumentNode, DocumentNode>();
@@ -103,6 +104,9 @@ export function useRestGuard({ routes, authenticate, rememberAuth, openApiDocume
       const request = (args.contextValue as { request?: Request }).request;
       const nulls = request && explicitNulls.get(request);
       if (nulls) args.variableValues = { ...args.variableValues, ...Object.fromEntries(nulls.map((name) => [name, null])) };
+      // Filter fields and the sort, which Sofa does not know as arguments, become the list's filter and orderBy.
+      const fromQuery = request && queryVariables.get(request);
+      if (fromQuery) args.variableValues = { ...args.variableValues, ...fromQuery };
       // Sofa selects every field of the REST view; a route of the five may leave some out (`omit`).
       const route = request && routeOf.get(request);
       if (route?.omit) {
@@ -165,11 +169,12 @@ export function useRestGuard({ routes, authenticate, rememberAuth, openApiDocume
         return;
       }
       // What Sofa's request carries on: the caller, nulls the body set, and whether it is a read.
-      const handOn = (forwarded: Request, nulls: string[]) => {
+      const handOn = (forwarded: Request, { nulls, variables }: ReturnType<typeof validateRestRequest>) => {
         rememberAuth(forwarded, auth);
         routeOf.set(forwarded, match.route);
         if (match.route.responseStatus === 204) noContent.add(forwarded);
         if (nulls.length) explicitNulls.set(forwarded, nulls);
+        if (Object.keys(variables).length) queryVariables.set(forwarded, variables);
         if (match.route.method === "GET") reads.add(forwarded);
         if (match.route.download) downloads.add(forwarded);
       };
@@ -185,14 +190,14 @@ export function useRestGuard({ routes, authenticate, rememberAuth, openApiDocume
           return;
         }
         const body = read.text;
-        const nulls = validateRestRequest(match.route, match.params, url, body, request.headers.get("content-type"));
+        const checkedInput = validateRestRequest(match.route, match.params, url, body, request.headers.get("content-type"));
         // The body stream is consumed: Sofa gets a request carrying the text that was checked.
         const checked = new fetchAPI.Request(request.url, {
           method: request.method,
           headers: request.headers,
           body: body || undefined,
         });
-        handOn(checked, nulls);
+        handOn(checked, checkedInput);
         setRequest(checked);
       } catch (error) {
         if (!(error instanceof AppError)) throw error;

@@ -7,6 +7,7 @@ import pg from "pg";
 import type { TestProject } from "vitest/node";
 import { openDatabase } from "../../src/platform/db/database.js";
 import { applyMigrations, pgliteMigrationSession, readMigrations } from "../../src/platform/db/migrate.js";
+import { pgliteExtensions } from "../../src/platform/db/pglite-extensions.js";
 
 /**
  * Makes once, before any test file starts, the databases that test files would otherwise each
@@ -99,7 +100,7 @@ async function pgliteCaches(): Promise<{ empty: string; migrated: string; dataDi
 
   if (!existsSync(migrated)) {
     // The service's own migrator; each test's openDatabase() then finds nothing pending to apply.
-    const pglite = new PGlite({ loadDataDir: new Blob([readFileSync(empty)]) });
+    const pglite = new PGlite({ loadDataDir: new Blob([readFileSync(empty)]), extensions: pgliteExtensions });
     await applyMigrations(pgliteMigrationSession(pglite), readMigrations());
     writeAtomically(migrated, await dump(pglite));
     await pglite.close();

@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { describe, expect, it } from "vitest";
-import { applyMigrations, pgliteMigrationSession, readMigrations } from "../../src/platform/db/migrate.js";
+import { applyMigrations, type MigrationSession, pgliteMigrationSession, readMigrations } from "../../src/platform/db/migrate.js";
+import { pgliteExtensions } from "../../src/platform/db/pglite-extensions.js";
 import { emptyCluster } from "../helpers/data-dir.js";
 
 const session = pgliteMigrationSession;
@@ -19,7 +20,7 @@ function migrationsDir(files: Record<string, string>): string {
 
 describe("applyMigrations", () => {
   it("applies pending migrations once, in order, recording them as Prisma does", async () => {
-    const db = new PGlite({ loadDataDir: emptyCluster() });
+    const db = new PGlite({ loadDataDir: emptyCluster(), extensions: pgliteExtensions });
     const applied = await applyMigrations(session(db), readMigrations());
     expect(applied.length).toBeGreaterThan(0);
     expect(await applyMigrations(session(db), readMigrations())).toEqual([]);
@@ -33,7 +34,7 @@ describe("applyMigrations", () => {
 
   it("rolls back a failing migration entirely and records nothing", async () => {
     const dir = migrationsDir({ "1_ok": "CREATE TABLE a (id int);", "2_bad": "CREATE TABLE b (id int); SELECT * FROM missing;" });
-    const db = new PGlite({ loadDataDir: emptyCluster() });
+    const db = new PGlite({ loadDataDir: emptyCluster(), extensions: pgliteExtensions });
     await expect(applyMigrations(session(db), readMigrations(dir))).rejects.toThrow(/missing/);
     const tables = await db.query<{ tablename: string }>(
       `SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`,
@@ -47,7 +48,7 @@ describe("applyMigrations", () => {
 
   it("refuses to start when an applied migration was edited", async () => {
     const dir = migrationsDir({ "1_ok": "CREATE TABLE a (id int);" });
-    const db = new PGlite({ loadDataDir: emptyCluster() });
+    const db = new PGlite({ loadDataDir: emptyCluster(), extensions: pgliteExtensions });
     await applyMigrations(session(db), readMigrations(dir));
     writeFileSync(path.join(dir, "1_ok", "migration.sql"), "CREATE TABLE a (id bigint);");
     await expect(applyMigrations(session(db), readMigrations(dir))).rejects.toThrow(/changed after it was applied/);

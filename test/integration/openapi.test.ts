@@ -1,6 +1,6 @@
 import { createConfig, lintFromString } from "@redocly/openapi-core";
 import { Ajv2020 } from "ajv/dist/2020.js";
-import { isEnumType, isNonNullType, isObjectType } from "graphql";
+import { getNullableType, isEnumType, isInputObjectType, isNonNullType, isObjectType } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SeedResult } from "../../src/admin/seed.js";
 import { operationIdOf } from "../../src/rest/openapi.js";
@@ -128,7 +128,13 @@ describe("GET /v1/openapi.json", () => {
       if (method === "GET" || method === "DELETE") expect(op.requestBody, op.operationId).toBeUndefined();
       else expect(query, op.operationId).toEqual([]);
       for (const name of path) expect(body, `${op.operationId} ${name}`).not.toContain(name);
-      const args = (field(op.operationId)?.args ?? []).map((a) => a.name);
+      // A list's filter is one query parameter per filter field (search is q), its orderBy is sort.
+      const args = (field(op.operationId)?.args ?? []).flatMap((a) => {
+        const type = getNullableType(a.type);
+        if (a.name === "orderBy") return ["sort"];
+        if (a.name !== "filter" || !isInputObjectType(type)) return [a.name];
+        return Object.keys(type.getFields()).map((f) => (f === "search" ? "q" : f));
+      });
       expect([...path, ...query, ...body].sort(), op.operationId).toEqual(args.sort());
     }
     expect(bodySchema(operation("updateTask").op)?.properties).not.toHaveProperty("taskId");

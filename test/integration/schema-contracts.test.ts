@@ -8,6 +8,7 @@ import { PGlite } from "@electric-sql/pglite";
 import { describe, expect, it } from "vitest";
 import { printSchemaFile, schemaFilePath } from "../../src/graphql/schema-file.js";
 import { applyMigrations, pgliteMigrationSession, readMigrations } from "../../src/platform/db/migrate.js";
+import { pgliteExtensions } from "../../src/platform/db/pglite-extensions.js";
 import { emptyCluster } from "../helpers/data-dir.js";
 
 const run = promisify(execFile);
@@ -69,9 +70,10 @@ describe("contracts that frontends and operators rely on", () => {
 
   it("the migrations produce exactly what schema.prisma describes", async () => {
     // Both from the empty cluster that `new PGlite()` would make, without running initdb twice.
-    const fromSchema = new PGlite({ loadDataDir: emptyCluster() });
-    await fromSchema.exec(await sqlFromEmpty());
-    const fromMigrations = new PGlite({ loadDataDir: emptyCluster() });
+    const fromSchema = new PGlite({ loadDataDir: emptyCluster(), extensions: pgliteExtensions });
+    // Prisma declares the trigram indexes but not the extension they need; the migration creates it.
+    await fromSchema.exec(`CREATE EXTENSION IF NOT EXISTS pg_trgm;\n${await sqlFromEmpty()}`);
+    const fromMigrations = new PGlite({ loadDataDir: emptyCluster(), extensions: pgliteExtensions });
     await applyMigrations(pgliteMigrationSession(fromMigrations), readMigrations());
     const expected = await catalog(fromSchema);
     expect(expected.length).toBeGreaterThan(1000);

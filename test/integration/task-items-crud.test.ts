@@ -247,7 +247,7 @@ describe("list task items", () => {
       ["&limit=101", "limit"],
       ["&limit=ten", "limit"],
       ["&cursor=not-a-cursor", "cursor"],
-      ["&sort=title", "sort"],
+      ["&sort=colour", "sort"],
     ]) {
       const res = await t.rest("GET", `${base}${query}`, { key: org.apiKey });
       expect(res.status, query).toBe(400);
@@ -285,8 +285,9 @@ describe("list task items", () => {
           expect(res.body.data.taskItems.items).toHaveLength(limit);
         })
       ).statements.filter((s) => s.includes('"TaskItem"')).length;
-    expect(await count(2)).toBe(1);
-    expect(await count(20)).toBe(1);
+    // One statement picks the page's ids by the list's filter and order, one reads those rows.
+    expect(await count(2)).toBe(2);
+    expect(await count(20)).toBe(2);
     const rest = await t.countQueries(() =>
       t.rest("GET", `/v1/task-management?entityId=${vendorId}&entityType=vendor&limit=20`, { key: org.apiKey }),
     );

@@ -5,8 +5,8 @@ import { openFixture } from "../helpers/fixtures.js";
 
 const taskFields = "id title status createdAt updatedAt description taskTemplateId";
 const taskKeys = ["createdAt", "description", "id", "status", "taskTemplateId", "title", "updatedAt"];
-/** REST answers other than GET /v1/tasks/{taskId} also carry the assignee's member id. */
-const restTaskKeys = ["assigneeId", ...taskKeys];
+/** REST answers other than GET /v1/tasks/{taskId} also carry the assignee's member id and the due date. */
+const restTaskKeys = ["assigneeId", "dueDate", ...taskKeys].sort();
 
 const createTask = `mutation($title: String!, $description: String, $status: TaskStatus, $taskTemplateId: String) {
   createTask(title: $title, description: $description, status: $status, taskTemplateId: $taskTemplateId) { ${taskFields} }
@@ -14,7 +14,7 @@ const createTask = `mutation($title: String!, $description: String, $status: Tas
 const updateTask = `mutation($taskId: ID!, $title: String, $description: String, $status: TaskStatus, $taskTemplateId: String) {
   updateTask(taskId: $taskId, title: $title, description: $description, status: $status, taskTemplateId: $taskTemplateId) { ${taskFields} }
 }`;
-const listTasks = `query($limit: Int, $cursor: String) { tasks(limit: $limit, cursor: $cursor) { items { ${taskFields} assigneeId } nextCursor } }`;
+const listTasks = `query($limit: Int, $cursor: String) { tasks(limit: $limit, cursor: $cursor) { items { ${taskFields} assigneeId dueDate } nextCursor } }`;
 
 // Each describe seeds organizations of its own.
 const { t } = await openFixture({ organizations: 0 });
@@ -47,9 +47,10 @@ describe("create task", () => {
     expect(new Date(res.body.createdAt).toISOString()).toBe(res.body.createdAt);
     const get = await t.rest("GET", `/v1/tasks/${res.body.id}`, { key: org.apiKey });
     expect(get.status).toBe(200);
-    // GET keeps the spec's exact shape: the same task without assigneeId.
-    const { assigneeId, ...spec } = res.body;
+    // GET keeps the spec's exact shape: the same task without assigneeId and dueDate.
+    const { assigneeId, dueDate, ...spec } = res.body;
     expect(assigneeId).toBeNull();
+    expect(dueDate).toBeNull();
     expect(get.body).toEqual(spec);
   });
 

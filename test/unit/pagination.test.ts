@@ -1,41 +1,41 @@
 import { describe, expect, it } from "vitest";
-import { pageQuery, toPage } from "../../src/graphql/pagination.js";
+import { Prisma } from "../../src/generated/prisma/client.js";
+import { containsPattern, keyset, sortBy, validDate } from "../../src/graphql/lists.js";
+import { pageSizeOf } from "../../src/graphql/pagination.js";
 
-const cursorOf = (values: unknown) => Buffer.from(JSON.stringify(values)).toString("base64url");
-
-describe(pageQuery.name, () => {
+describe(pageSizeOf.name, () => {
   it("defaults to 20 and refuses limits outside 1 to 100", () => {
-    expect(pageQuery({}, ["createdAt", "id"]).limit).toBe(20);
-    for (const limit of [0, 101, -1, 1.5]) expect(() => pageQuery({ limit }, ["id"])).toThrow(/limit/);
+    expect(pageSizeOf(undefined)).toBe(20);
+    expect(pageSizeOf(100)).toBe(100);
+    for (const limit of [0, 101, -1, 1.5]) expect(() => pageSizeOf(limit)).toThrow(/limit/);
+  });
+});
+
+describe(keyset.name, () => {
+  const after = (valueIsNull: boolean) => ({ value: Prisma.sql`${"v"}`, id: Prisma.sql`${"i"}`, valueIsNull });
+
+  it("orders by the key then id in one direction, nulls last for a nullable key", () => {
+    expect(keyset(sortBy.timestamp("createdAt"), "desc").orderBy.sql).toBe('t."createdAt" DESC, t."id" DESC');
+    expect(keyset(sortBy.date("dueDate"), "desc").orderBy.sql).toBe('t."dueDate" DESC NULLS LAST, t."id" DESC');
+    expect(keyset(sortBy.date("dueDate"), "asc").orderBy.sql).toBe('t."dueDate" ASC NULLS LAST, t."id" ASC');
   });
 
-  it("refuses cursors that do not fit the list's keys", () => {
-    for (const cursor of [
-      "bogus",
-      cursorOf(["x"]),
-      cursorOf([{ d: "2020-01-01T00:00:00Z" }]),
-      cursorOf(["2020", "id"]),
-      cursorOf([1.5]),
-      cursorOf(null),
-    ]) {
-      expect(() => pageQuery({ cursor }, cursor === cursorOf([1.5]) ? ["version"] : ["createdAt", "id"]), cursor).toThrow(
-        /cursor/,
-      );
-    }
-    expect(() => pageQuery({ cursor: cursorOf(["x"]) }, ["version"])).toThrow(/cursor/);
+  it("continues after a value with a row comparison, and after a null among the nulls only", () => {
+    expect(keyset(sortBy.text("title"), "asc", after(false)).where.sql).toBe('(t."title", t."id") > (?, ?)');
+    expect(keyset(sortBy.date("dueDate"), "desc", after(false)).where.sql).toBe(
+      '((t."dueDate", t."id") < (?, ?) OR t."dueDate" IS NULL)',
+    );
+    expect(keyset(sortBy.date("dueDate"), "asc", after(true)).where.sql).toBe('(t."dueDate" IS NULL AND t."id" > ?)');
+  });
+});
+
+describe("search and dates", () => {
+  it("takes the term's wildcards literally", () => {
+    expect(containsPattern("50%_off\\")).toBe("%50\\%\\_off\\\\%");
   });
 
-  it("round-trips its own cursors", () => {
-    const rows = [
-      { createdAt: new Date("2026-01-03"), id: "c" },
-      { createdAt: new Date("2026-01-02"), id: "b" },
-      { createdAt: new Date("2026-01-01"), id: "a" },
-    ];
-    const page = toPage(rows, { limit: 2, keys: ["createdAt", "id"] });
-    expect(page.items).toHaveLength(2);
-    const next = pageQuery({ cursor: page.nextCursor }, ["createdAt", "id"]);
-    expect(next.where).toEqual({
-      OR: [{ createdAt: { lt: new Date("2026-01-02") } }, { createdAt: new Date("2026-01-02"), id: { lt: "b" } }],
-    });
+  it("accepts only real calendar dates", () => {
+    expect(validDate("2024-02-29")).toBe(true);
+    for (const date of ["2026-02-29", "2026-13-01", "2026-1-1", "0000-01-01x"]) expect(validDate(date)).toBe(false);
   });
 });

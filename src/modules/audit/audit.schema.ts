@@ -1,7 +1,9 @@
 import { authorize } from "../../auth/actor.js";
 import { builder } from "../../graphql/builder.js";
-import { definePage, itemsQuery, pageArgs } from "../../graphql/page.schema.js";
+import { anyOf, dateBounds, definePage, itemsQuery, listArgs } from "../../graphql/page.schema.js";
+import { limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
+import { auditEventList, auditLimits } from "./audit.service.js";
 
 const AuditEvent = builder.prismaObject("AuditEvent", {
   description: "One change in the organization: who made it, with which credential, what and when.",
@@ -31,11 +33,25 @@ const AuditEvent = builder.prismaObject("AuditEvent", {
 
 const AuditEventPage = definePage("AuditEvent", AuditEvent);
 
+const auditEventListArgs = listArgs("AuditEvent", auditEventList, {
+  description: "Which audit events a list shows; entityType with entityId is the history of one record.",
+  fields: (t) => ({
+    entityType: t.string(limited("Only changes of this type of record, e.g. task, vendor, task_item", auditLimits.entityType)),
+    entityId: t.idList({ required: { list: false, items: true }, ...anyOf("Only changes of these records") }),
+    actorUserId: t.idList({ required: { list: false, items: true }, ...anyOf("Only changes made by these users") }),
+    action: t.stringList({
+      required: { list: false, items: true },
+      ...anyOf("Only these actions, e.g. task.updated"),
+    }),
+    ...dateBounds(t, "events", false),
+  }),
+});
+
 builder.queryField("auditEvents", (t) =>
   t.field({
     type: AuditEventPage,
-    description: "The organization's audit events, newest first. Needs `audit:read`.",
-    args: { ...pageArgs },
+    description: "The organization's audit events, filtered (default newest first), with their totalCount. Needs `audit:read`.",
+    args: auditEventListArgs,
     resolve: (_root, args, ctx, info) =>
       ctx.services.audit.list(authorize(ctx, "audit:read"), args, itemsQuery(ctx, info, "AuditEvent")),
   }),

@@ -1,8 +1,36 @@
 import type { Actor } from "../../auth/actor.js";
 import type { Prisma } from "../../generated/prisma/client.js";
-import { type PageArgs, pageQuery, toPage, withKeys } from "../../graphql/pagination.js";
+import {
+  dateBoundRules,
+  dateSortKeys,
+  equals,
+  type ListArgs,
+  type ListSpec,
+  listPage,
+  newestFirst,
+  oneOf,
+} from "../../graphql/lists.js";
+import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
 import { newId } from "../../platform/ids.js";
+import { limit } from "../../platform/limits.js";
+
+export const auditLimits = { entityType: limit({ minLength: 1, maxLength: 64 }) };
+
+/** The organization's audit trail: what `auditEvents` filters by (one record's history, one actor, some actions). */
+export const auditEventList: ListSpec = {
+  table: "AuditEvent",
+  parent: [],
+  filters: {
+    entityType: equals("entityType", "text"),
+    entityId: oneOf("entityId", "text"),
+    actorUserId: oneOf("actorUserId", "text"),
+    action: oneOf("action", "text"),
+    ...dateBoundRules(false),
+  },
+  orders: dateSortKeys(false),
+  defaultOrder: newestFirst,
+};
 
 /** The audit row for a change; callers write it in the same transaction as the change. */
 export function auditEvent(
@@ -26,19 +54,14 @@ export function auditEvent(
 
 export function createAuditService(db: Db) {
   return {
-    /** The organization's audit trail, newest first. */
-    async list(actor: Actor, args: PageArgs, query: { select?: Prisma.AuditEventSelect }) {
-      const page = pageQuery(args, ["createdAt", "id"]);
-      const rows = await db.auditEvent.findMany({
-        ...withKeys(query, page.keys),
-        where: { organizationId: actor.organizationId, ...page.where },
-        orderBy: page.orderBy,
-        take: page.take,
-      });
-      return {
-        ...toPage(rows, page),
-        totalCount: () => db.auditEvent.count({ where: { organizationId: actor.organizationId } }),
-      };
+    /** The organization's audit trail, filtered (default newest first). */
+    async list(actor: Actor, args: ListArgs, query: { select?: Prisma.AuditEventSelect }) {
+      return listPage(db, actor.organizationId, auditEventList, { ...args, query }, (ids, q: RecordQuery) =>
+        db.auditEvent.findMany({
+          ...(q as { select?: Prisma.AuditEventSelect }),
+          where: { id: { in: ids }, organizationId: actor.organizationId },
+        }),
+      );
     },
   };
 }

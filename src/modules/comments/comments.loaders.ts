@@ -1,9 +1,7 @@
-import DataLoader from "dataloader";
-import type { CommentEntityType } from "../../generated/prisma/enums.js";
-import { pageLoader, type RecordQuery, recordLoader } from "../../graphql/loaders.js";
+import { listLoader } from "../../graphql/lists.js";
+import { type RecordQuery, recordLoader } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
-
-type Entity = { entityType: CommentEntityType; entityId: string };
+import { commentList } from "./comments.service.js";
 
 /** Comments of many entities for one request of one organization. */
 export function createCommentLoaders(db: Db, organizationId: string) {
@@ -11,36 +9,8 @@ export function createCommentLoaders(db: Db, organizationId: string) {
     db.comment.findMany({ ...(query as object), where: { id: { in: ids }, organizationId } });
   return {
     byId: recordLoader(find),
-    /** Pages of comments, newest first, each entity with its own limit and cursor. */
-    pages: pageLoader(
-      db,
-      organizationId,
-      {
-        table: "Comment",
-        parent: [
-          { name: "entityType", sqlType: '"CommentEntityType"' },
-          { name: "entityId", sqlType: "text" },
-        ],
-        keys: [
-          { name: "createdAt", sqlType: "timestamp(3)" },
-          { name: "id", sqlType: "text" },
-        ],
-      },
-      find,
-    ),
-    /** How many comments each entity has: one grouped statement. */
-    counts: new DataLoader<Entity, number, string>(
-      async (entities) => {
-        const groups = await db.comment.groupBy({
-          by: ["entityType", "entityId"],
-          where: { organizationId, OR: byType(entities) },
-          _count: { _all: true },
-        });
-        const counts = new Map(groups.map((g) => [`${g.entityType}:${g.entityId}`, g._count._all]));
-        return entities.map((e) => counts.get(`${e.entityType}:${e.entityId}`) ?? 0);
-      },
-      { cacheKeyFn: (e) => `${e.entityType}:${e.entityId}` },
-    ),
+    /** Pages of comments of many records, each with its own limit, cursor, filter and order, with their counts. */
+    pages: listLoader(db, organizationId, commentList, find),
   };
 }
 

@@ -3,11 +3,11 @@ import type { Permission } from "../../auth/permissions.js";
 import { CommentEntityType as CommentEntityTypeValues } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
 import { Node, objectRefOf } from "../../graphql/node.schema.js";
-import { definePage, itemsQuery, pageArgs } from "../../graphql/page.schema.js";
+import { anyOf, dateBounds, definePage, itemsQuery, listArgs } from "../../graphql/page.schema.js";
 import { nodeTypeOf } from "../../platform/ids.js";
 import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
-import { attachmentLimits, commentLimits } from "./comments.service.js";
+import { attachmentLimits, commentLimits, commentList } from "./comments.service.js";
 
 export const CommentEntityType = builder.enumType(CommentEntityTypeValues, {
   name: "CommentEntityType",
@@ -177,6 +177,17 @@ builder.mutationField("deleteComment", (t) =>
 
 const CommentPage = definePage("Comment", Comment);
 
+const commentListArgs = listArgs("Comment", commentList, {
+  description: "Which comments of a record a list shows.",
+  fields: (t) => ({
+    authorId: t.idList({
+      required: { list: false, items: true },
+      ...anyOf("Only comments by these authors: user ids, as Comment.author.id answers"),
+    }),
+    ...dateBounds(t, "comments", false),
+  }),
+});
+
 for (const [model, entityType] of [
   ["Task", "task"],
   ["Vendor", "vendor"],
@@ -189,17 +200,15 @@ for (const [model, entityType] of [
       nullable: true,
       ...graphOnly,
       description:
-        "Comments on this record, newest first, as the `comments` query. Needs `comment:read`: without it, null with FORBIDDEN here",
-      args: { ...pageArgs },
-      resolve: async (parent, args, ctx, info) => {
+        "Comments on this record, filtered (default newest first), as the `comments` query. Needs `comment:read`: without it, null with FORBIDDEN here",
+      args: commentListArgs,
+      resolve: (parent, args, ctx, info) => {
         authorize(ctx, "comment:read");
-        const page = await ctx.loaders.comments.pages.load({
+        return ctx.loaders.comments.pages.load({
+          ...args,
           parent: [entityType, parent.id],
-          limit: args.limit,
-          cursor: args.cursor,
           query: itemsQuery(ctx, info, "Comment"),
         });
-        return { ...page, totalCount: () => ctx.loaders.comments.counts.load({ entityType, entityId: parent.id }) };
       },
     }),
   );
@@ -208,11 +217,12 @@ for (const [model, entityType] of [
 builder.queryField("comments", (t) =>
   t.field({
     type: CommentPage,
-    description: "Comments on an entity, newest first, with authors and attachment metadata. Needs `comment:read`.",
+    description:
+      "Comments on an entity, filtered (default newest first), with authors, attachment metadata and their totalCount. Needs `comment:read`.",
     args: {
       entityId: t.arg.id({ required: true, ...limited("Id of the entity", commonLimits.id) }),
       entityType: t.arg({ type: CommentEntityType, required: true, description: "The kind of record entityId names" }),
-      ...pageArgs,
+      ...commentListArgs,
     },
     resolve: (_root, args, ctx, info) =>
       ctx.services.comments.list(authorize(ctx, "comment:read"), args, itemsQuery(ctx, info, "Comment")),

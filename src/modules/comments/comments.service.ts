@@ -1,9 +1,19 @@
 import { filter, pipe } from "graphql-yoga";
 import { z } from "zod";
 import type { Actor } from "../../auth/actor.js";
-import type { Prisma } from "../../generated/prisma/client.js";
+import { Prisma } from "../../generated/prisma/client.js";
 import type { CommentEntityType } from "../../generated/prisma/enums.js";
-import { type PageArgs, pageQuery, toPage, withKeys } from "../../graphql/pagination.js";
+import {
+  column,
+  dateBoundRules,
+  dateSortKeys,
+  type FilterRule,
+  type ListArgs,
+  type ListSpec,
+  listPage,
+  newestFirst,
+} from "../../graphql/lists.js";
+import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
 import { BadUserInputError, ForbiddenError, NotFoundError } from "../../platform/errors.js";
 import type { Events } from "../../platform/events.js";
@@ -68,6 +78,26 @@ const updateCommentInput = actingUser.extend({ content: text(commentLimits.conte
 
 export type CreateCommentArgs = z.input<typeof createCommentInput>;
 type CommentQuery = { select?: Prisma.CommentSelect; include?: Prisma.CommentInclude };
+
+/** Comments by these authors, named by user id as `Comment.author.id` answers. */
+const authorId: FilterRule = ((userIds: readonly string[], { organizationId }) =>
+  userIds.length
+    ? Prisma.sql`${column("authorId")} IN (
+        SELECT m."id" FROM "Member" m
+        WHERE m."organizationId" = ${organizationId} AND m."userId" IN (${Prisma.join(userIds.map((id) => Prisma.sql`${id}::text`))}))`
+    : Prisma.sql`FALSE`) as FilterRule;
+
+/** The comments of one record: what `comments` and `<Type>.comments` filter and sort by. */
+export const commentList: ListSpec = {
+  table: "Comment",
+  parent: [
+    { name: "entityType", sqlType: '"CommentEntityType"' },
+    { name: "entityId", sqlType: "text" },
+  ],
+  filters: { authorId, ...dateBoundRules(false) },
+  orders: dateSortKeys(false),
+  defaultOrder: newestFirst,
+};
 
 const listInput = z.object({
   entityId: text(commonLimits.id),
@@ -250,23 +280,21 @@ export function createCommentService(db: Db, events: Events) {
       return comment.id;
     },
 
-    async list(actor: Actor, args: { entityId: string; entityType: string } & PageArgs, query: CommentQuery) {
-      const input = parseInput(listInput, args);
+    async list(
+      actor: Actor,
+      { entityId, entityType, ...args }: { entityId: string; entityType: string } & ListArgs,
+      query: CommentQuery,
+    ) {
+      const input = parseInput(listInput, { entityId, entityType });
       await assertEntityExists(db, actor.organizationId, input.entityType, input.entityId);
-      const page = pageQuery(args, ["createdAt", "id"]);
-      const rows = await db.comment.findMany({
-        ...withKeys(query, page.keys),
-        where: { organizationId: actor.organizationId, entityType: input.entityType, entityId: input.entityId, ...page.where },
-        orderBy: page.orderBy,
-        take: page.take,
-      });
-      return {
-        ...toPage(rows, page),
-        totalCount: () =>
-          db.comment.count({
-            where: { organizationId: actor.organizationId, entityType: input.entityType, entityId: input.entityId },
-          }),
-      };
+      return listPage(
+        db,
+        actor.organizationId,
+        commentList,
+        { ...args, parent: [input.entityType, input.entityId], query },
+        (ids, q: RecordQuery) =>
+          db.comment.findMany({ ...(q as CommentQuery), where: { id: { in: ids }, organizationId: actor.organizationId } }),
+      );
     },
 
     /** New comments on one entity of the caller's organization, as they are created. */

@@ -2,10 +2,10 @@ import { authorize } from "../../auth/actor.js";
 import { Department as DepartmentValues, MemberRole as MemberRoleValues } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
 import { Node } from "../../graphql/node.schema.js";
-import { definePage, itemsQuery, pageArgs } from "../../graphql/page.schema.js";
+import { anyOf, dateBounds, definePage, itemsQuery, listArgs, searchField } from "../../graphql/page.schema.js";
 import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
-import { memberLimits } from "./members.service.js";
+import { memberLimits, memberList } from "./members.service.js";
 
 export const MemberRole = builder.enumType(MemberRoleValues, {
   name: "MemberRole",
@@ -102,11 +102,27 @@ builder.mutationField("unlinkDevice", (t) =>
 
 const MemberPage = definePage("Member", Member);
 
+const memberListArgs = listArgs("Member", memberList, {
+  description: "Which members a list shows.",
+  fields: (t) => ({
+    role: t.field({ type: [MemberRole], required: { list: false, items: true }, ...anyOf("Only members with these roles") }),
+    department: t.field({
+      type: [Department],
+      required: { list: false, items: true },
+      ...anyOf("Only members of these departments"),
+    }),
+    isActive: t.boolean({ description: "true: only active members; false: only deactivated ones" }),
+    ...dateBounds(t, "members", true),
+    search: searchField(t, "name or e-mail address"),
+  }),
+});
+
 builder.queryField("members", (t) =>
   t.field({
     type: MemberPage,
-    description: "The organization's members, active and deactivated, newest first. Needs `member:read`.",
-    args: { ...pageArgs },
+    description:
+      "The organization's members, active and deactivated, filtered and sorted (default newest first), with their totalCount. Needs `member:read`.",
+    args: memberListArgs,
     resolve: (_root, args, ctx, info) =>
       ctx.services.members.list(authorize(ctx, "member:read"), args, itemsQuery(ctx, info, "Member")),
   }),

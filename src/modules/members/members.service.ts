@@ -1,9 +1,22 @@
 import { z } from "zod";
 import type { Actor } from "../../auth/actor.js";
 import { rolePermissions } from "../../auth/permissions.js";
-import type { Prisma } from "../../generated/prisma/client.js";
+import { Prisma } from "../../generated/prisma/client.js";
 import { Department, MemberRole } from "../../generated/prisma/enums.js";
-import { type PageArgs, pageQuery, toPage, withKeys } from "../../graphql/pagination.js";
+import {
+  column,
+  containsPattern,
+  dateBoundRules,
+  dateSortKeys,
+  equals,
+  type FilterRule,
+  type ListArgs,
+  type ListSpec,
+  listPage,
+  newestFirst,
+  oneOf,
+} from "../../graphql/lists.js";
+import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
 import { ConflictError, ForbiddenError, NotFoundError } from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";
@@ -13,6 +26,31 @@ import { auditEvent, changesBetween } from "../audit/audit.service.js";
 import type { DeviceManagement } from "./device-management.js";
 
 type MemberQuery = { select?: Prisma.MemberSelect; include?: Prisma.MemberInclude };
+
+/** A member's name and e-mail address are their user's (served by the user table's trigram indexes). */
+const searchUser: FilterRule = ((term: string) => {
+  const pattern = containsPattern(term);
+  return Prisma.sql`${column("userId")} IN (
+    SELECT u."id" FROM "User" u WHERE u."name" ILIKE ${pattern} OR u."email" ILIKE ${pattern})`;
+}) as FilterRule;
+
+/** The organization's members: what `members` filters and sorts by. */
+export const memberList: ListSpec = {
+  table: "Member",
+  parent: [],
+  filters: {
+    role: oneOf("role", '"MemberRole"'),
+    department: oneOf("department", '"Department"'),
+    isActive: equals("isActive", "boolean"),
+    ...dateBoundRules(true),
+    search: searchUser,
+  },
+  orders: {
+    ...dateSortKeys(true),
+    name: { sql: Prisma.sql`(SELECT u."name" FROM "User" u WHERE u."id" = t."userId")`, sqlType: "text", kind: "text" },
+  },
+  defaultOrder: newestFirst,
+};
 
 export const memberLimits = {
   email: limit({ maxLength: 254, format: "email", trim: true }),
@@ -109,15 +147,10 @@ function asIfNew<M extends { createdAt: Date }>(member: M, name: string): M {
 
 export function createMemberService(db: Db, deviceManagement: DeviceManagement | undefined) {
   return {
-    async list(actor: Actor, args: PageArgs, query: MemberQuery) {
-      const page = pageQuery(args, ["createdAt", "id"]);
-      const rows = await db.member.findMany({
-        ...withKeys(query, page.keys),
-        where: { organizationId: actor.organizationId, ...page.where },
-        orderBy: page.orderBy,
-        take: page.take,
-      });
-      return { ...toPage(rows, page), totalCount: () => db.member.count({ where: { organizationId: actor.organizationId } }) };
+    async list(actor: Actor, args: ListArgs, query: MemberQuery) {
+      return listPage(db, actor.organizationId, memberList, { ...args, query }, (ids, q: RecordQuery) =>
+        db.member.findMany({ ...(q as MemberQuery), where: { id: { in: ids }, organizationId: actor.organizationId } }),
+      );
     },
 
     async get(actor: Actor, id: string, query: MemberQuery) {

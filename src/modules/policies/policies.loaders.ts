@@ -1,6 +1,7 @@
-import DataLoader from "dataloader";
-import { pageLoader, type RecordQuery, recordLoader } from "../../graphql/loaders.js";
+import { listLoader } from "../../graphql/lists.js";
+import { type RecordQuery, recordLoader } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
+import { policyVersionList } from "./policies.service.js";
 
 /** Policies and their versions, for one request of one organization. */
 export function createPolicyLoaders(db: Db, organizationId: string) {
@@ -11,21 +12,7 @@ export function createPolicyLoaders(db: Db, organizationId: string) {
       db.policy.findMany({ ...(query as object), where: { id: { in: ids }, organizationId } }),
     ),
     versionById: recordLoader(findVersions),
-    /** Pages of versions of many policies, highest number first, as policyVersions. */
-    versionPages: pageLoader(
-      db,
-      organizationId,
-      { table: "PolicyVersion", parent: [{ name: "policyId", sqlType: "text" }], keys: [{ name: "version", sqlType: "int" }] },
-      findVersions,
-    ),
-    versionCounts: new DataLoader<string, number>(async (policyIds) => {
-      const groups = await db.policyVersion.groupBy({
-        by: ["policyId"],
-        where: { organizationId, policyId: { in: [...policyIds] } },
-        _count: { _all: true },
-      });
-      const counts = new Map(groups.map((g) => [g.policyId, g._count._all]));
-      return policyIds.map((id) => counts.get(id) ?? 0);
-    }),
+    /** Pages of versions of many policies, as policyVersions, with their counts. */
+    versionPages: listLoader(db, organizationId, policyVersionList, findVersions),
   };
 }

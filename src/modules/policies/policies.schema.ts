@@ -5,11 +5,11 @@ import {
 } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
 import { Node } from "../../graphql/node.schema.js";
-import { definePage, itemsQuery, pageArgs } from "../../graphql/page.schema.js";
+import { anyOf, dateBounds, definePage, itemsQuery, listArgs, searchField } from "../../graphql/page.schema.js";
 import { NotFoundError } from "../../platform/errors.js";
 import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
-import { policyLimits } from "./policies.service.js";
+import { policyLimits, policyList, policyVersionList } from "./policies.service.js";
 
 export const PolicyStatus = builder.enumType(PolicyStatusValues, {
   name: "PolicyStatus",
@@ -28,6 +28,18 @@ export const PolicyVersionStatus = builder.enumType(PolicyVersionStatusValues, {
     in_review: { description: "Submitted, waiting for its approver" },
     published: { description: "Approved text; never changes again. The policy's current version is a published one" },
   },
+});
+
+const policyVersionListArgs = listArgs("PolicyVersion", policyVersionList, {
+  description: "Which versions of a policy a list shows.",
+  fields: (t) => ({
+    status: t.field({
+      type: [PolicyVersionStatus],
+      required: { list: false, items: true },
+      ...anyOf("Only versions in these statuses"),
+    }),
+    ...dateBounds(t, "versions", false),
+  }),
 });
 
 const Policy = builder.prismaObject("Policy", {
@@ -55,17 +67,11 @@ const Policy = builder.prismaObject("Policy", {
     versions: t.field({
       type: PolicyVersionPage,
       ...graphOnly,
-      description: "The policy's versions, highest version number first, as the `policyVersions` query",
-      args: { ...pageArgs },
-      resolve: async (policy, args, ctx, info) => {
-        const page = await ctx.loaders.policies.versionPages.load({
-          parent: [policy.id],
-          limit: args.limit,
-          cursor: args.cursor,
-          query: itemsQuery(ctx, info, "PolicyVersion"),
-        });
-        return { ...page, totalCount: () => ctx.loaders.policies.versionCounts.load(policy.id) };
-      },
+      description:
+        "The policy's versions, filtered and sorted (default highest version number first), as the `policyVersions` query",
+      args: policyVersionListArgs,
+      resolve: (policy, args, ctx, info) =>
+        ctx.loaders.policies.versionPages.load({ ...args, parent: [policy.id], query: itemsQuery(ctx, info, "PolicyVersion") }),
     }),
   }),
 });
@@ -201,8 +207,9 @@ builder.queryField("policy", (t) =>
 builder.queryField("policyVersions", (t) =>
   t.field({
     type: PolicyVersionPage,
-    description: "The versions of a policy, highest version number first. Needs `policy:read`.",
-    args: { id: t.arg.id({ required: true, description: "The policy id" }), ...pageArgs },
+    description:
+      "The versions of a policy, filtered and sorted (default highest version number first), with their totalCount. Needs `policy:read`.",
+    args: { id: t.arg.id({ required: true, description: "The policy id" }), ...policyVersionListArgs },
     resolve: (_root, args, ctx, info) =>
       ctx.services.policies.versions(authorize(ctx, "policy:read"), args, itemsQuery(ctx, info, "PolicyVersion")),
   }),
@@ -210,11 +217,29 @@ builder.queryField("policyVersions", (t) =>
 
 const PolicyPage = definePage("Policy", Policy);
 
+const policyListArgs = listArgs("Policy", policyList, {
+  description: "Which policies a list shows.",
+  fields: (t) => ({
+    status: t.field({
+      type: [PolicyStatus],
+      required: { list: false, items: true },
+      ...anyOf("Only policies in these statuses"),
+    }),
+    awaitingApprovalBy: t.id({
+      description:
+        'A member id: only policies with a version in review that names this member as its approver ("waiting for my approval")',
+    }),
+    ...dateBounds(t, "policies", true),
+    search: searchField(t, "name"),
+  }),
+});
+
 builder.queryField("policies", (t) =>
   t.field({
     type: PolicyPage,
-    description: "The organization's policies, newest first. Needs `policy:read`.",
-    args: { ...pageArgs },
+    description:
+      "The organization's policies, filtered and sorted (default newest first), with their totalCount. Needs `policy:read`.",
+    args: policyListArgs,
     resolve: (_root, args, ctx, info) =>
       ctx.services.policies.list(authorize(ctx, "policy:read"), args, itemsQuery(ctx, info, "Policy")),
   }),

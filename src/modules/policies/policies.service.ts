@@ -1,14 +1,60 @@
 import { z } from "zod";
 import type { Actor } from "../../auth/actor.js";
 import { rolePermissions } from "../../auth/permissions.js";
-import type { Prisma } from "../../generated/prisma/client.js";
-import { type PageArgs, pageQuery, toPage, withKeys } from "../../graphql/pagination.js";
+import { Prisma } from "../../generated/prisma/client.js";
+import { PolicyStatus } from "../../generated/prisma/enums.js";
+import {
+  column,
+  dateBoundRules,
+  dateSortKeys,
+  type FilterRule,
+  type ListArgs,
+  type ListSpec,
+  listPage,
+  newestFirst,
+  oneOf,
+  search,
+  sortBy,
+} from "../../graphql/lists.js";
+import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
 import { BadUserInputError, ConflictError, ForbiddenError, NotFoundError } from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, limit, text } from "../../platform/limits.js";
 import { parseInput, type WithNulls } from "../../platform/validation.js";
 import { auditEvent, changesBetween } from "../audit/audit.service.js";
+
+/** Policies with a version in review that names this member as its approver. */
+const awaitingApprovalBy: FilterRule = ((memberId: string) => Prisma.sql`EXISTS (
+    SELECT 1 FROM "PolicyVersion" v
+    WHERE v."policyId" = ${column("id")} AND v."status" = 'in_review' AND v."approverId" = ${memberId})`) as FilterRule;
+
+/** The organization's policies: what `policies` filters and sorts by. */
+export const policyList: ListSpec = {
+  table: "Policy",
+  parent: [],
+  filters: {
+    status: oneOf("status", '"PolicyStatus"'),
+    awaitingApprovalBy,
+    ...dateBoundRules(true),
+    search: search("name"),
+  },
+  orders: {
+    ...dateSortKeys(true),
+    name: sortBy.text("name"),
+    status: sortBy.enum("status", '"PolicyStatus"', Object.values(PolicyStatus)),
+  },
+  defaultOrder: newestFirst,
+};
+
+/** A policy's versions: what `policyVersions` and `Policy.versions` filter and sort by. */
+export const policyVersionList: ListSpec = {
+  table: "PolicyVersion",
+  parent: [{ name: "policyId", sqlType: "text" }],
+  filters: { status: oneOf("status", '"PolicyVersionStatus"'), ...dateBoundRules(false) },
+  orders: { version: sortBy.int("version"), ...dateSortKeys(false) },
+  defaultOrder: { field: "version", direction: "desc" },
+};
 
 const MAX_CONTENT_DEPTH = 64;
 
@@ -222,15 +268,10 @@ export function createPolicyService(db: Db) {
     },
 
     /** The organization's policies, newest first. */
-    async list(actor: Actor, args: PageArgs, query: PolicyQuery) {
-      const page = pageQuery(args, ["createdAt", "id"]);
-      const rows = await db.policy.findMany({
-        ...withKeys(query, page.keys),
-        where: { organizationId: actor.organizationId, ...page.where },
-        orderBy: page.orderBy,
-        take: page.take,
-      });
-      return toPage(rows, page);
+    async list(actor: Actor, args: ListArgs, query: PolicyQuery) {
+      return listPage(db, actor.organizationId, policyList, { ...args, query }, (ids, q: RecordQuery) =>
+        db.policy.findMany({ ...(q as PolicyQuery), where: { id: { in: ids }, organizationId: actor.organizationId } }),
+      );
     },
 
     /** Name and description; the text lives in versions and changes through the review. */
@@ -375,23 +416,23 @@ export function createPolicyService(db: Db) {
     },
 
     /** The policy's versions, highest number first (version numbers are unique per policy). */
-    async versions(actor: Actor, args: { id: string } & PageArgs, query: PolicyVersionQuery) {
-      const page = pageQuery(args, ["version"]);
+    async versions(actor: Actor, { id, ...args }: { id: string } & ListArgs, query: PolicyVersionQuery) {
       const policy = await db.policy.findUnique({
-        where: { id: args.id, organizationId: actor.organizationId },
+        where: { id, organizationId: actor.organizationId },
         select: { id: true },
       });
-      if (!policy) throw new NotFoundError("Policy", args.id);
-      const rows = await db.policyVersion.findMany({
-        ...withKeys(query, page.keys),
-        where: { policyId: policy.id, organizationId: actor.organizationId, ...page.where },
-        orderBy: page.orderBy,
-        take: page.take,
-      });
-      return {
-        ...toPage(rows, page),
-        totalCount: () => db.policyVersion.count({ where: { policyId: policy.id, organizationId: actor.organizationId } }),
-      };
+      if (!policy) throw new NotFoundError("Policy", id);
+      return listPage(
+        db,
+        actor.organizationId,
+        policyVersionList,
+        { ...args, parent: [policy.id], query },
+        (ids, q: RecordQuery) =>
+          db.policyVersion.findMany({
+            ...(q as PolicyVersionQuery),
+            where: { id: { in: ids }, organizationId: actor.organizationId },
+          }),
+      );
     },
 
     /**

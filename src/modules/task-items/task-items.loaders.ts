@@ -1,9 +1,10 @@
 import DataLoader from "dataloader";
 import type { TaskItemEntityType, TaskItemStatus } from "../../generated/prisma/enums.js";
-import { pageLoader, type RecordQuery, recordLoader } from "../../graphql/loaders.js";
+import { listLoader } from "../../graphql/lists.js";
+import { type RecordQuery, recordLoader } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
 import { byType } from "../comments/comments.loaders.js";
-import type { TaskItemStats } from "./task-items.service.js";
+import { type TaskItemStats, taskItemList } from "./task-items.service.js";
 
 type Entity = { entityType: TaskItemEntityType; entityId: string };
 
@@ -13,25 +14,9 @@ export function createTaskItemLoaders(db: Db, organizationId: string) {
     db.taskItem.findMany({ ...(query as object), where: { id: { in: ids }, organizationId } });
   return {
     byId: recordLoader(find),
-    /** Pages of task items, newest first, each entity with its own limit, cursor and status. */
-    pages: pageLoader(
-      db,
-      organizationId,
-      {
-        table: "TaskItem",
-        parent: [
-          { name: "entityType", sqlType: '"TaskItemEntityType"' },
-          { name: "entityId", sqlType: "text" },
-        ],
-        keys: [
-          { name: "createdAt", sqlType: "timestamp(3)" },
-          { name: "id", sqlType: "text" },
-        ],
-        filter: { name: "status", sqlType: '"TaskItemStatus"' },
-      },
-      find,
-    ),
-    /** Statistics of many entities in one grouped statement; they also give the pages' totalCount. */
+    /** Pages of task items of many vendors and risks, each with its own limit, cursor, filter and order, with their counts. */
+    pages: listLoader(db, organizationId, taskItemList, find),
+    /** Statistics of many entities in one grouped statement. */
     stats: new DataLoader<Entity, TaskItemStats, string>(
       async (entities) => {
         const groups = await db.taskItem.groupBy({

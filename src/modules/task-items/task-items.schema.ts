@@ -7,12 +7,12 @@ import {
 } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
 import { Node, objectRefOf } from "../../graphql/node.schema.js";
-import { definePage, itemsQuery, pageArgs } from "../../graphql/page.schema.js";
+import { anyOf, assigneeField, dateBounds, definePage, itemsQuery, listArgs, searchField } from "../../graphql/page.schema.js";
 import { nodeTypeOf } from "../../platform/ids.js";
 import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 import { Member } from "../members/members.schema.js";
-import type { TaskItemStats } from "./task-items.service.js";
+import { type TaskItemStats, taskItemList } from "./task-items.service.js";
 
 export const TaskItemEntityType = builder.enumType(TaskItemEntityTypeValues, {
   name: "TaskItemEntityType",
@@ -96,6 +96,25 @@ const TaskItem = builder.prismaObject("TaskItem", {
 
 const TaskItemPage = definePage("TaskItem", TaskItem);
 
+const taskItemListArgs = listArgs("TaskItem", taskItemList, {
+  description: "Which task items of a vendor or risk a list shows.",
+  fields: (t) => ({
+    status: t.field({
+      type: [TaskItemStatus],
+      required: { list: false, items: true },
+      ...anyOf("Only items in these statuses"),
+    }),
+    priority: t.field({
+      type: [TaskItemPriority],
+      required: { list: false, items: true },
+      ...anyOf("Only items of these priorities"),
+    }),
+    assigneeId: assigneeField(t),
+    ...dateBounds(t, "items", true),
+    search: searchField(t, "title"),
+  }),
+});
+
 const TaskItemStatusCounts = builder.objectRef<TaskItemStats["byStatus"]>("TaskItemStatusCounts").implement({
   description: "Number of task items in each status.",
   fields: (t) => ({
@@ -129,25 +148,28 @@ for (const [model, entityType] of [
       nullable: true,
       ...graphOnly,
       description:
-        "This record's task items, newest first, as the `taskItems` query. Needs `task:read`: without it, null with FORBIDDEN here",
+        "This record's task items, filtered and sorted (default newest first), as the `taskItems` query. Needs `task:read`: without it, null with FORBIDDEN here",
       args: {
-        ...pageArgs,
-        status: t.arg({ type: TaskItemStatus, description: "Only the items in this status; default all" }),
+        ...taskItemListArgs,
+        status: t.arg({
+          type: TaskItemStatus,
+          description: "Only the items in this status; default all. Combines with filter.status (both must hold)",
+          deprecationReason: "Use filter: { status: [...] }",
+        }),
       },
-      resolve: async (parent, args, ctx, info) => {
+      resolve: (parent, { status, ...args }, ctx, info) => {
         authorize(ctx, "task:read");
-        const page = await ctx.loaders.taskItems.pages.load({
+        const filter = { ...(args.filter as Record<string, unknown> | null | undefined) };
+        if (status) {
+          const listed = filter.status as string[] | null | undefined;
+          filter.status = listed ? listed.filter((s) => s === status) : [status];
+        }
+        return ctx.loaders.taskItems.pages.load({
+          ...args,
+          filter,
           parent: [entityType, parent.id],
-          limit: args.limit,
-          cursor: args.cursor,
-          filter: args.status,
           query: itemsQuery(ctx, info, "TaskItem"),
         });
-        const totalCount = async () => {
-          const stats = await ctx.loaders.taskItems.stats.load({ entityType, entityId: parent.id });
-          return args.status ? stats.byStatus[args.status] : stats.total;
-        };
-        return { ...page, totalCount };
       },
     }),
     taskItemStats: t.field({
@@ -199,11 +221,12 @@ builder.mutationField("createTaskItem", (t) =>
 builder.queryField("taskItems", (t) =>
   t.field({
     type: TaskItemPage,
-    description: "The task items of a vendor or risk, newest first. Needs `task:read`.",
+    description:
+      "The task items of a vendor or risk, filtered and sorted (default newest first), with their totalCount. Needs `task:read`.",
     args: {
       entityId: t.arg.id({ required: true, ...limited("Id of the vendor or risk", commonLimits.id) }),
       entityType: t.arg({ type: TaskItemEntityType, required: true, description: "Whether entityId names a vendor or a risk" }),
-      ...pageArgs,
+      ...taskItemListArgs,
     },
     resolve: (_root, args, ctx, info) =>
       ctx.services.taskItems.list(authorize(ctx, "task:read"), args, itemsQuery(ctx, info, "TaskItem")),

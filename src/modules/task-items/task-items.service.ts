@@ -8,7 +8,19 @@ import {
   type TaskItemStatus,
   TaskItemStatus as TaskItemStatusValues,
 } from "../../generated/prisma/enums.js";
-import { type PageArgs, pageQuery, toPage, withKeys } from "../../graphql/pagination.js";
+import {
+  dateBoundRules,
+  dateSortKeys,
+  idOrNone,
+  type ListArgs,
+  type ListSpec,
+  listPage,
+  newestFirst,
+  oneOf,
+  search,
+  sortBy,
+} from "../../graphql/lists.js";
+import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
 import { BadUserInputError, NotFoundError } from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";
@@ -18,6 +30,29 @@ import { auditEvent, changesBetween } from "../audit/audit.service.js";
 import { assertActiveMember, assertEntityExists } from "../entities.js";
 
 export type TaskItemStats = { total: number; byStatus: Record<TaskItemStatus, number> };
+
+/** The task items of one vendor or risk: what `taskItems` and `<Type>.taskItems` filter and sort by. */
+export const taskItemList: ListSpec = {
+  table: "TaskItem",
+  parent: [
+    { name: "entityType", sqlType: '"TaskItemEntityType"' },
+    { name: "entityId", sqlType: "text" },
+  ],
+  filters: {
+    status: oneOf("status", '"TaskItemStatus"'),
+    priority: oneOf("priority", '"TaskItemPriority"'),
+    assigneeId: idOrNone("assigneeId"),
+    ...dateBoundRules(true),
+    search: search("title"),
+  },
+  orders: {
+    ...dateSortKeys(true),
+    title: sortBy.text("title"),
+    status: sortBy.enum("status", '"TaskItemStatus"', Object.values(TaskItemStatusValues)),
+    priority: sortBy.enum("priority", '"TaskItemPriority"', Object.values(TaskItemPriorityValues)),
+  },
+  defaultOrder: newestFirst,
+};
 
 type TaskItemQuery = { select?: Prisma.TaskItemSelect; include?: Prisma.TaskItemInclude };
 
@@ -102,24 +137,22 @@ export function createTaskItemService(db: Db) {
       });
     },
 
-    /** The entity's task items, newest first. */
-    async list(actor: Actor, args: { entityId: string; entityType: TaskItemEntityType } & PageArgs, query: TaskItemQuery) {
-      const input = parseInput(entityInput, { entityId: args.entityId, entityType: args.entityType });
-      const page = pageQuery(args, ["createdAt", "id"]);
+    /** The entity's task items, filtered and sorted (default newest first). */
+    async list(
+      actor: Actor,
+      { entityId, entityType, ...args }: { entityId: string; entityType: TaskItemEntityType } & ListArgs,
+      query: TaskItemQuery,
+    ) {
+      const input = parseInput(entityInput, { entityId, entityType });
       await assertEntityExists(db, actor.organizationId, input.entityType, input.entityId);
-      const rows = await db.taskItem.findMany({
-        ...withKeys(query, page.keys),
-        where: { organizationId: actor.organizationId, entityType: input.entityType, entityId: input.entityId, ...page.where },
-        orderBy: page.orderBy,
-        take: page.take,
-      });
-      return {
-        ...toPage(rows, page),
-        totalCount: () =>
-          db.taskItem.count({
-            where: { organizationId: actor.organizationId, entityType: input.entityType, entityId: input.entityId },
-          }),
-      };
+      return listPage(
+        db,
+        actor.organizationId,
+        taskItemList,
+        { ...args, parent: [input.entityType, input.entityId], query },
+        (ids, q: RecordQuery) =>
+          db.taskItem.findMany({ ...(q as TaskItemQuery), where: { id: { in: ids }, organizationId: actor.organizationId } }),
+      );
     },
 
     /**

@@ -2,11 +2,11 @@ import { authorize, can } from "../../auth/actor.js";
 import { TaskStatus as TaskStatusValues } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
 import { Node } from "../../graphql/node.schema.js";
-import { definePage, itemsQuery, pageArgs } from "../../graphql/page.schema.js";
+import { anyOf, assigneeField, dateBounds, definePage, itemsQuery, listArgs, searchField } from "../../graphql/page.schema.js";
 import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 import { Member } from "../members/members.schema.js";
-import { taskLimits } from "./tasks.service.js";
+import { taskLimits, taskList } from "./tasks.service.js";
 
 export const TaskStatus = builder.enumType(TaskStatusValues, {
   name: "TaskStatus",
@@ -29,6 +29,11 @@ const Task = builder.prismaObject("Task", {
     createdAt: t.expose("createdAt", { type: "DateTime", description: "When the task was created" }),
     updatedAt: t.expose("updatedAt", { type: "DateTime", description: "When the task last changed" }),
     description: t.exposeString("description", { nullable: true, description: "Longer text; null when not set" }),
+    dueDate: t.expose("dueDate", {
+      type: "Date",
+      nullable: true,
+      description: "When the task is due (a calendar date); null when it has no due date",
+    }),
     taskTemplateId: t.exposeID("taskTemplateId", { nullable: true, description: "Task template the task was made from" }),
     assigneeId: t.exposeID("assigneeId", {
       nullable: true,
@@ -52,6 +57,24 @@ const Task = builder.prismaObject("Task", {
 
 const TaskPage = definePage("Task", Task);
 
+const taskListArgs = listArgs("Task", taskList, {
+  description: "Which tasks a list shows.",
+  fields: (t) => ({
+    status: t.field({ type: [TaskStatus], required: { list: false, items: true }, ...anyOf("Only tasks in these statuses") }),
+    assigneeId: assigneeField(t),
+    dueAfter: t.field({
+      type: "Date",
+      description: "Only tasks due strictly after this date (tasks without a due date never match)",
+    }),
+    dueBefore: t.field({
+      type: "Date",
+      description: "Only tasks due strictly before this date (tasks without a due date never match)",
+    }),
+    ...dateBounds(t, "tasks", true),
+    search: searchField(t, "title or description"),
+  }),
+});
+
 builder.queryField("task", (t) =>
   t.prismaField({
     type: "Task",
@@ -66,8 +89,9 @@ builder.queryField("task", (t) =>
 builder.queryField("tasks", (t) =>
   t.field({
     type: TaskPage,
-    description: "The organization's tasks, newest first. Needs `task:read`.",
-    args: { ...pageArgs },
+    description:
+      "The organization's tasks, filtered and sorted (default newest first), with their totalCount. Needs `task:read`.",
+    args: taskListArgs,
     resolve: (_root, args, ctx, info) =>
       ctx.services.tasks.list(authorize(ctx, "task:read"), args, itemsQuery(ctx, info, "Task")),
   }),
@@ -83,6 +107,7 @@ builder.mutationField("createTask", (t) =>
       status: t.arg({ type: TaskStatus, description: "Initial status; default todo" }),
       taskTemplateId: t.arg.string(limited("Task template the task is made from", taskLimits.taskTemplateId)),
       assigneeId: t.arg.id({ description: "Member id of the person responsible: an active member of the organization" }),
+      dueDate: t.arg({ type: "Date", description: "When the task is due, YYYY-MM-DD; default none" }),
     },
     resolve: (query, _root, args, ctx) => ctx.services.tasks.create(authorize(ctx, "task:create"), args, query),
   }),
@@ -102,6 +127,7 @@ builder.mutationField("updateTask", (t) =>
       assigneeId: t.arg.id({
         description: "Member id of the new person responsible (an active member of the organization); null unassigns",
       }),
+      dueDate: t.arg({ type: "Date", description: "New due date, YYYY-MM-DD; null clears it" }),
     },
     resolve: (query, _root, { taskId, ...args }, ctx) =>
       ctx.services.tasks.update(authorize(ctx, "task:update"), taskId, args, query),

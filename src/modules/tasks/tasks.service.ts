@@ -2,7 +2,20 @@ import { z } from "zod";
 import type { Actor } from "../../auth/actor.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import { TaskStatus } from "../../generated/prisma/enums.js";
-import { type PageArgs, pageQuery, toPage, withKeys } from "../../graphql/pagination.js";
+import {
+  bound,
+  dateBoundRules,
+  dateSortKeys,
+  idOrNone,
+  type ListArgs,
+  type ListSpec,
+  listPage,
+  newestFirst,
+  oneOf,
+  search,
+  sortBy,
+} from "../../graphql/lists.js";
+import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
 import { NotFoundError } from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";
@@ -22,8 +35,34 @@ const taskTemplateId = text(taskLimits.taskTemplateId);
 /** A member id; null (on update) unassigns. */
 const assigneeId = text(commonLimits.id);
 
+/** A calendar date (the Date scalar has checked it); null (on update) clears it. */
+const dueDate = z.string(notNull);
+const asDate = (d: string | null | undefined) => (d ? new Date(`${d}T00:00:00.000Z`) : null);
+
+/** The organization's tasks: what `tasks` filters and sorts by, and how. */
+export const taskList: ListSpec = {
+  table: "Task",
+  parent: [],
+  filters: {
+    status: oneOf("status", '"TaskStatus"'),
+    assigneeId: idOrNone("assigneeId"),
+    dueAfter: bound("dueDate", "date", "after"),
+    dueBefore: bound("dueDate", "date", "before"),
+    ...dateBoundRules(true),
+    search: search("title", "description"),
+  },
+  orders: {
+    ...dateSortKeys(true),
+    title: sortBy.text("title"),
+    status: sortBy.enum("status", '"TaskStatus"', Object.values(TaskStatus)),
+    dueDate: sortBy.date("dueDate"),
+  },
+  defaultOrder: newestFirst,
+};
+
 const createInput = z.object({
   title,
+  dueDate: dueDate.nullish(),
   assigneeId: assigneeId.nullish(),
   description: description.nullish(),
   // On create a null means "not given": the default applies.
@@ -38,6 +77,7 @@ const updateInput = z
     status: z.enum(TaskStatus, notNull).optional(),
     taskTemplateId: taskTemplateId.nullish(),
     assigneeId: assigneeId.nullish(),
+    dueDate: dueDate.nullish(),
   })
   .refine((input) => Object.values(input).some((v) => v !== undefined), "give at least one field to change");
 
@@ -50,6 +90,7 @@ type LockedTask = {
   status: TaskStatus;
   taskTemplateId: string | null;
   assigneeId: string | null;
+  dueDate: string | null;
 };
 
 export function createTaskService(db: Db) {
@@ -60,15 +101,10 @@ export function createTaskService(db: Db) {
       return task;
     },
 
-    async list(actor: Actor, args: PageArgs, query: TaskQuery) {
-      const page = pageQuery(args, ["createdAt", "id"]);
-      const rows = await db.task.findMany({
-        ...withKeys(query, page.keys),
-        where: { organizationId: actor.organizationId, ...page.where },
-        orderBy: page.orderBy,
-        take: page.take,
-      });
-      return { ...toPage(rows, page), totalCount: () => db.task.count({ where: { organizationId: actor.organizationId } }) };
+    async list(actor: Actor, args: ListArgs, query: TaskQuery) {
+      return listPage(db, actor.organizationId, taskList, { ...args, query }, (ids, q: RecordQuery) =>
+        db.task.findMany({ ...(q as TaskQuery), where: { id: { in: ids }, organizationId: actor.organizationId } }),
+      );
     },
 
     async create(actor: Actor, args: CreateTaskArgs, query: TaskQuery) {
@@ -85,6 +121,7 @@ export function createTaskService(db: Db) {
             status: input.status ?? "todo",
             taskTemplateId: input.taskTemplateId ?? null,
             assigneeId: input.assigneeId ?? null,
+            dueDate: asDate(input.dueDate),
           },
         });
         await tx.auditEvent.create({
@@ -97,6 +134,7 @@ export function createTaskService(db: Db) {
               status: input.status ?? "todo",
               taskTemplateId: input.taskTemplateId ?? null,
               assigneeId: input.assigneeId ?? null,
+              dueDate: input.dueDate ?? null,
             },
           ),
         });
@@ -109,7 +147,8 @@ export function createTaskService(db: Db) {
       const input = parseInput(updateInput, args);
       return db.$transaction(async (tx) => {
         const [current] = await tx.$queryRaw<LockedTask[]>`
-          SELECT "title", "description", "status"::text AS "status", "taskTemplateId", "assigneeId"
+          SELECT "title", "description", "status"::text AS "status", "taskTemplateId", "assigneeId",
+                 "dueDate"::text AS "dueDate"
           FROM "Task"
           WHERE "id" = ${taskId} AND "organizationId" = ${actor.organizationId}
           FOR UPDATE`;
@@ -118,7 +157,12 @@ export function createTaskService(db: Db) {
         const { changes, data } = changesBetween(current, input);
         const where = { id: taskId, organizationId: actor.organizationId };
         if (Object.keys(changes).length === 0) return tx.task.findUniqueOrThrow({ ...query, where });
-        const updated = await tx.task.update({ ...query, where, data });
+        const { dueDate: newDueDate, ...rest } = data;
+        const updated = await tx.task.update({
+          ...query,
+          where,
+          data: newDueDate === undefined ? rest : { ...rest, dueDate: asDate(newDueDate) },
+        });
         await tx.auditEvent.create({
           data: auditEvent(actor, "task.updated", { type: "task", id: taskId }, { changes } as Prisma.InputJsonValue),
         });

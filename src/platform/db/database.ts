@@ -5,6 +5,7 @@ import { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaClient } from "../../generated/prisma/client.js";
 import { lockDataDir } from "./data-dir-lock.js";
 import { applyMigrations, pgliteMigrationSession, pgMigrationSession, readMigrations } from "./migrate.js";
+import { pgliteExtensions } from "./pglite-extensions.js";
 import { openReadReplicas, type ReadReplicas } from "./read-replicas.js";
 import { routeReads } from "./read-routing.js";
 import { type SessionTimeouts, storeRoleTimeouts, timeoutMismatches, timeoutsInForce } from "./session-defaults.js";
@@ -160,7 +161,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   let pglite: PGlite;
   try {
     // One options object: PGlite ignores the second argument unless the first is a string.
-    pglite = new PGlite({ dataDir: options.dataDir, loadDataDir: options.loadDataDir });
+    pglite = new PGlite({ dataDir: options.dataDir, loadDataDir: options.loadDataDir, extensions: pgliteExtensions });
     await pglite.waitReady;
     await applyMigrations(pgliteMigrationSession(pglite), readMigrations());
   } catch (error) {

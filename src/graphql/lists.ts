@@ -1,0 +1,506 @@
+import { createHash } from "node:crypto";
+import DataLoader from "dataloader";
+import { Prisma } from "../generated/prisma/client.js";
+import type { Db } from "../platform/db/database.js";
+import { BadUserInputError } from "../platform/errors.js";
+import { listLimits, text } from "../platform/limits.js";
+import type { RecordQuery } from "./loaders.js";
+import { type Page, pageSizeOf } from "./pagination.js";
+
+/**
+ * Filtered, sorted, counted lists, root and relation alike, in SQL the indexes of the migrations
+ * serve. A list is declared once (`ListSpec`: its table, the columns naming its parent, its filter
+ * rules and its sortable columns); `listPage` answers a root field, `listLoader` the same list under
+ * many parents in one statement (a LATERAL join), and both count with the same filter.
+ */
+
+export type Direction = "asc" | "desc";
+export type Order = { field: string; direction: Direction };
+
+/** A column a list sorts by: its SQL (table alias `t`), its SQL type and what its values look like. */
+export type SortKey = {
+  sql: Prisma.Sql;
+  sqlType: string;
+  kind: "timestamp" | "date" | "int" | "text" | "enum";
+  nullable?: boolean;
+  /** An enum's values, in their SQL order. */
+  values?: readonly string[];
+};
+
+/** The SQL condition (table alias `t`) for one filter field's value, or null for "no condition". */
+export type FilterRule = (value: never, scope: { organizationId: string }) => Prisma.Sql | null;
+
+export type ListSpec = {
+  /** The table, a Prisma model name. */
+  table: string;
+  /** The columns that name the list's parent (e.g. entityType, entityId); none for a root list. */
+  parent: { name: string; sqlType: string }[];
+  filters: Record<string, FilterRule>;
+  orders: Record<string, SortKey>;
+  defaultOrder: Order;
+};
+
+export type ListArgs = {
+  limit?: number | null;
+  cursor?: string | null;
+  filter?: Record<string, unknown> | null;
+  orderBy?: { field: string; direction: Direction } | null;
+};
+export type ListKey = ListArgs & { parent?: readonly unknown[]; query?: RecordQuery };
+
+const searchText = text(listLimits.search);
+
+const { raw, sql, join, empty } = Prisma;
+const q = (name: string) => raw(`"${name}"`);
+/** The column `name` of the list's table. */
+export const column = (name: string) => raw(`t."${name}"`);
+const typed = (value: unknown, sqlType: string) => sql`${value}::${raw(sqlType)}`;
+
+// Filter rules ---------------------------------------------------------------------------------
+
+/** The column is one of the values (an empty list matches nothing). */
+export function oneOf(name: string, sqlType: string): FilterRule {
+  return ((values: readonly string[]) =>
+    values.length ? sql`${column(name)} IN (${join(values.map((v) => typed(v, sqlType)))})` : sql`FALSE`) as FilterRule;
+}
+
+/** One of the ids; a null among them also matches rows where the column is null ("unassigned"). */
+export function idOrNone(name: string): FilterRule {
+  return ((values: readonly (string | null)[]) => {
+    const ids = values.filter((v): v is string => v !== null);
+    const parts = [
+      ...(ids.length ? [sql`${column(name)} IN (${join(ids.map((v) => typed(v, "text")))})`] : []),
+      ...(values.includes(null) ? [sql`${column(name)} IS NULL`] : []),
+    ];
+    return parts.length ? sql`(${join(parts, " OR ")})` : sql`FALSE`;
+  }) as FilterRule;
+}
+
+export function equals(name: string, sqlType: string): FilterRule {
+  return ((value: unknown) => sql`${column(name)} = ${typed(value, sqlType)}`) as FilterRule;
+}
+
+/** Bounds are exclusive: `createdAfter` is strictly after. */
+export function bound(name: string, sqlType: string, side: "after" | "before"): FilterRule {
+  return ((value: Date | string) => {
+    const v = value instanceof Date ? value.toISOString() : value;
+    return sql`${column(name)} ${raw(side === "after" ? ">" : "<")} ${typed(v, sqlType)}`;
+  }) as FilterRule;
+}
+
+export function atLeast(name: string): FilterRule {
+  return ((value: number) => sql`${column(name)} >= ${typed(value, "int")}`) as FilterRule;
+}
+
+/** `%term%` for ILIKE, the term's own wildcards taken literally. */
+export function containsPattern(term: string): string {
+  return `%${term.replace(/[\\%_]/g, "\\$&")}%`;
+}
+
+/** Case-insensitive, anywhere in any of the columns (served by their trigram indexes). */
+export function search(...names: string[]): FilterRule {
+  return ((term: string) => {
+    const pattern = containsPattern(term);
+    return sql`(${join(
+      names.map((n) => sql`${column(n)} ILIKE ${pattern}`),
+      " OR ",
+    )})`;
+  }) as FilterRule;
+}
+
+// Sort keys ------------------------------------------------------------------------------------
+
+export const sortBy = {
+  timestamp: (name: string): SortKey => ({ sql: column(name), sqlType: "timestamp(3)", kind: "timestamp" }),
+  date: (name: string): SortKey => ({ sql: column(name), sqlType: "date", kind: "date", nullable: true }),
+  int: (name: string): SortKey => ({ sql: column(name), sqlType: "int", kind: "int" }),
+  text: (name: string): SortKey => ({ sql: column(name), sqlType: "text", kind: "text" }),
+  enum: (name: string, sqlType: string, values: readonly string[]): SortKey => ({
+    sql: column(name),
+    sqlType,
+    kind: "enum",
+    values,
+  }),
+};
+
+// Keyset -----------------------------------------------------------------------------------------
+
+/**
+ * The ORDER BY and the "after this row" condition of an order: the key's direction, nulls last in
+ * both directions, ties broken on id in the same direction, so the order is total and a page after
+ * a cursor is exact however rows are inserted meanwhile. `after.valueIsNull` is true or false when
+ * known, or an SQL boolean when it varies per row of a batch. (Backward paging is this with the
+ * direction reversed and the rows read back to front.)
+ */
+export function keyset(
+  key: SortKey,
+  direction: Direction,
+  after?: { value: Prisma.Sql; id: Prisma.Sql; valueIsNull: boolean | Prisma.Sql },
+) {
+  const dir = raw(direction === "asc" ? "ASC" : "DESC");
+  const orderBy = sql`${key.sql} ${dir}${key.nullable ? raw(" NULLS LAST") : empty}, t."id" ${dir}`;
+  if (!after) return { orderBy, where: sql`TRUE` };
+  const op = raw(direction === "asc" ? ">" : "<");
+  const beyond = sql`(${key.sql}, t."id") ${op} (${after.value}, ${after.id})`;
+  if (!key.nullable) return { orderBy, where: beyond };
+  // Nulls come last: after a non-null value, every null row follows; after a null, only nulls with a later id.
+  const whenValue = sql`(${beyond} OR ${key.sql} IS NULL)`;
+  const whenNull = sql`(${key.sql} IS NULL AND t."id" ${op} ${after.id})`;
+  if (after.valueIsNull === true) return { orderBy, where: whenNull };
+  if (after.valueIsNull === false) return { orderBy, where: whenValue };
+  return { orderBy, where: sql`((${after.valueIsNull} AND ${whenNull}) OR (NOT ${after.valueIsNull} AND ${whenValue}))` };
+}
+
+// Cursors --------------------------------------------------------------------------------------
+
+type Cursor = { o: string; d: Direction; f: string; v: string | null; i: string };
+
+function encodeCursor(cursor: Cursor): string {
+  return Buffer.from(JSON.stringify(cursor)).toString("base64url");
+}
+
+const validValue: Record<SortKey["kind"], (v: string, key: SortKey) => boolean> = {
+  timestamp: (v) => /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?$/.test(v) && validDate(v.slice(0, 10)),
+  date: (v) => /^\d{4}-\d{2}-\d{2}$/.test(v) && validDate(v),
+  int: (v) => /^-?\d{1,10}$/.test(v) && Math.abs(Number(v)) <= 2_147_483_647,
+  text: (v) => v.length <= 100_000,
+  enum: (v, key) => key.values?.includes(v) ?? false,
+};
+
+/** A real calendar date, years 1 to 9999 (what PostgreSQL's date and timestamp accept). */
+export function validDate(v: string): boolean {
+  const date = new Date(`${v}T00:00:00Z`);
+  return !Number.isNaN(date.getTime()) && date.toISOString().slice(0, 10) === v;
+}
+
+function decodeCursor(raw: string, expected: { order: Order; digest: string }, key: SortKey): Cursor {
+  const invalid = () =>
+    new BadUserInputError("cursor is not a cursor from this list", [{ path: "cursor", message: "is not valid" }]);
+  let cursor: Partial<Cursor>;
+  try {
+    cursor = JSON.parse(Buffer.from(raw, "base64url").toString("utf8"));
+  } catch {
+    throw invalid();
+  }
+  if (!cursor || typeof cursor !== "object" || typeof cursor.i !== "string" || cursor.i.length > 255) throw invalid();
+  if (cursor.o !== expected.order.field || cursor.d !== expected.order.direction || cursor.f !== expected.digest) {
+    throw new BadUserInputError("cursor was made for another order or filter: ask for the first page again without it", [
+      { path: "cursor", message: "belongs to another order or filter" },
+    ]);
+  }
+  const value = cursor.v;
+  if (value === null ? !key.nullable : typeof value !== "string" || !validValue[key.kind](value, key)) throw invalid();
+  return cursor as Cursor;
+}
+
+// Plans ----------------------------------------------------------------------------------------
+
+type Plan = {
+  limit: number;
+  order: Order;
+  key: SortKey;
+  /** The filter and parent, as cursors carry it. */
+  digest: string;
+  /** The filter alone: keys sharing it share a statement. */
+  group: string;
+  conditions: Prisma.Sql[];
+  after: Cursor | null;
+  parent: readonly unknown[];
+};
+
+/** The filter's given fields, in a stable order, dates as text: what the digest and the SQL see. */
+function normalized(filter: ListArgs["filter"]): [string, unknown][] {
+  return Object.entries(filter ?? {})
+    .filter(([, v]) => v !== undefined && v !== null)
+    .map(([k, v]): [string, unknown] => [k, v instanceof Date ? v.toISOString() : v])
+    .sort(([a], [b]) => (a < b ? -1 : 1));
+}
+
+function plan(spec: ListSpec, key: ListKey, organizationId: string): Plan {
+  const limit = pageSizeOf(key.limit);
+  const order = key.orderBy ?? spec.defaultOrder;
+  const sortKey = spec.orders[order.field];
+  if (!sortKey || (order.direction !== "asc" && order.direction !== "desc")) {
+    throw new BadUserInputError(`orderBy: ${order.field} ${order.direction} is not an order of this list`, [
+      { path: "orderBy", message: "is not an order of this list" },
+    ]);
+  }
+  const fields = normalized(key.filter);
+  const conditions: Prisma.Sql[] = [];
+  for (const [name, value] of fields) {
+    const rule = spec.filters[name];
+    if (!rule) throw new Error(`${spec.table} lists have no filter rule for ${name}`);
+    if (Array.isArray(value) && value.length > (listLimits.values.maxItems as number)) {
+      throw new BadUserInputError(`filter.${name}: must have at most ${listLimits.values.maxItems} values`, [
+        { path: `filter.${name}`, message: `must have at most ${listLimits.values.maxItems} values` },
+      ]);
+    }
+    if (name === "search") {
+      const checked = searchText.safeParse(value);
+      if (!checked.success) {
+        const message = checked.error.issues[0]?.message ?? "is not a valid search term";
+        throw new BadUserInputError(`filter.search: ${message}`, [{ path: "filter.search", message }]);
+      }
+    }
+    const condition = rule(value as never, { organizationId });
+    if (condition) conditions.push(condition);
+  }
+  const parent = key.parent ?? [];
+  const digest = createHash("sha256")
+    .update(JSON.stringify([parent, fields]))
+    .digest("base64url")
+    .slice(0, 16);
+  const after = key.cursor ? decodeCursor(key.cursor, { order, digest }, sortKey) : null;
+  return { limit, order, key: sortKey, digest, group: JSON.stringify(fields), conditions, after, parent };
+}
+
+const whereAll = (parts: Prisma.Sql[]) => join(parts, " AND ");
+
+/** Ids (and sort values, as text) of each key's page; one statement per group of keys sharing a filter and order. */
+async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: Plan[]) {
+  const picked = new Map<number, { id: string; v: string | null }[]>();
+  const groups = new Map<string, number[]>();
+  plans.forEach((p, index) => {
+    const name = `${p.group}|${p.order.field}|${p.order.direction}`;
+    groups.set(name, [...(groups.get(name) ?? []), index]);
+  });
+  await Promise.all(
+    [...groups.values()].map(async (indexes) => {
+      const first = plans[indexes[0] as number] as Plan;
+      const { key, order } = first;
+      const base = [sql`t."organizationId" = ${organizationId}`, ...first.conditions];
+      if (spec.parent.length === 0) {
+        for (const index of indexes) {
+          const p = plans[index] as Plan;
+          const ks = keyset(
+            key,
+            order.direction,
+            p.after
+              ? { value: typed(p.after.v, key.sqlType), id: typed(p.after.i, "text"), valueIsNull: p.after.v === null }
+              : undefined,
+          );
+          const rows = await db.$queryRaw<{ id: string; v: string | null }[]>(
+            sql`SELECT t."id", (${key.sql})::text AS "v" FROM ${q(spec.table)} t
+            WHERE ${whereAll([...base, ks.where])}
+            ORDER BY ${ks.orderBy}
+            LIMIT ${p.limit + 1}`,
+          );
+          picked.set(index, rows);
+        }
+        return;
+      }
+      const values = indexes.map((index) => {
+        const p = plans[index] as Plan;
+        return sql`(${join([
+          typed(index, "int"),
+          typed(p.limit + 1, "int"),
+          typed(p.after !== null, "boolean"),
+          typed(p.after?.v === null, "boolean"),
+          typed(p.after?.v ?? null, key.sqlType),
+          typed(p.after?.i ?? null, "text"),
+          ...spec.parent.map((c, i) => typed(p.parent[i], c.sqlType)),
+        ])})`;
+      });
+      const names = ["idx", "take", "hc", "cn", "cv", "ci", ...spec.parent.map((_, i) => `p${i}`)];
+      const ks = keyset(key, order.direction, { value: sql`k."cv"`, id: sql`k."ci"`, valueIsNull: sql`k."cn"` });
+      const parentMatch = spec.parent.map((c, i) => sql`t.${q(c.name)} = k.${q(`p${i}`)}`);
+      const rows = await db.$queryRaw<{ idx: number; id: string; v: string | null }[]>(sql`
+        SELECT k."idx", w."id", w."v"
+        FROM (VALUES ${join(values)}) AS k(${raw(names.map((n) => `"${n}"`).join(", "))})
+        CROSS JOIN LATERAL (
+          SELECT t."id", (${key.sql})::text AS "v" FROM ${q(spec.table)} t
+          WHERE ${whereAll([...base, ...parentMatch, sql`(NOT k."hc" OR ${ks.where})`])}
+          ORDER BY ${ks.orderBy}
+          LIMIT k."take"
+        ) w`);
+      for (const row of rows) {
+        const list = picked.get(Number(row.idx)) ?? [];
+        list.push({ id: row.id, v: row.v });
+        picked.set(Number(row.idx), list);
+      }
+    }),
+  );
+  return picked;
+}
+
+/** How many rows each key's list has over all pages, with its filter; one statement per filter. */
+async function countRows(db: Db, organizationId: string, spec: ListSpec, plans: Plan[]): Promise<number[]> {
+  const counts = new Array<number>(plans.length).fill(0);
+  const groups = new Map<string, number[]>();
+  plans.forEach((p, index) => {
+    groups.set(p.group, [...(groups.get(p.group) ?? []), index]);
+  });
+  await Promise.all(
+    [...groups.values()].map(async (indexes) => {
+      const first = plans[indexes[0] as number] as Plan;
+      const base = [sql`t."organizationId" = ${organizationId}`, ...first.conditions];
+      if (spec.parent.length === 0) {
+        const [row] = await db.$queryRaw<{ n: number }[]>(
+          sql`SELECT count(*)::int AS "n" FROM ${q(spec.table)} t WHERE ${whereAll(base)}`,
+        );
+        for (const index of indexes) counts[index] = Number(row?.n ?? 0);
+        return;
+      }
+      const tuple = raw(`(${spec.parent.map((c) => `t."${c.name}"`).join(", ")})`);
+      const parents = indexes.map(
+        (index) => sql`(${join(spec.parent.map((c, i) => typed((plans[index] as Plan).parent[i], c.sqlType)))})`,
+      );
+      const rows = await db.$queryRaw<({ n: number } & Record<string, string>)[]>(sql`
+        SELECT ${raw(spec.parent.map((c, i) => `t."${c.name}"::text AS "p${i}"`).join(", "))}, count(*)::int AS "n"
+        FROM ${q(spec.table)} t
+        WHERE ${whereAll([...base, sql`${tuple} IN (VALUES ${join(parents)})`])}
+        GROUP BY ${tuple}`);
+      const byParent = new Map(rows.map((r) => [JSON.stringify(spec.parent.map((_, i) => r[`p${i}`])), Number(r.n)]));
+      for (const index of indexes) {
+        const p = plans[index] as Plan;
+        counts[index] = byParent.get(JSON.stringify(p.parent.map((v) => String(v)))) ?? 0;
+      }
+    }),
+  );
+  return counts;
+}
+
+/** The query with `columns` selected too, where it selects. */
+function selecting(query: RecordQuery, columns: readonly string[]): RecordQuery {
+  if (!query?.select) return query;
+  return { ...query, select: { ...query.select, ...Object.fromEntries(columns.map((c) => [c, true])) } };
+}
+
+const queryNames = new WeakMap<object, string>();
+function queryName(query: RecordQuery): string {
+  if (!query) return "";
+  let name = queryNames.get(query);
+  if (name === undefined) {
+    name = JSON.stringify(query);
+    queryNames.set(query, name);
+  }
+  return name;
+}
+
+type Hydrate<T> = (ids: string[], query: RecordQuery) => Promise<T[]>;
+
+/** Each key's page (or its error): ids picked by SQL, then the rows read with the GraphQL selection. */
+async function pages<T extends { id: string }>(
+  db: Db,
+  organizationId: string,
+  spec: ListSpec,
+  keys: readonly ListKey[],
+  hydrate: Hydrate<T>,
+): Promise<(Omit<Page<T>, "totalCount"> | Error)[]> {
+  const plans = keys.map((key) => {
+    try {
+      return plan(spec, key, organizationId);
+    } catch (error) {
+      return error as Error;
+    }
+  });
+  const valid = plans.flatMap((p, index) => (p instanceof Error ? [] : [{ p, index }]));
+  const picked = valid.length
+    ? await pickRows(
+        db,
+        organizationId,
+        spec,
+        valid.map(({ p }) => p),
+      )
+    : new Map();
+  const byQuery = new Map<string, { query: RecordQuery; ids: string[] }>();
+  valid.forEach(({ index }, i) => {
+    const query = keys[index]?.query;
+    const group = byQuery.get(queryName(query)) ?? { query, ids: [] };
+    group.ids.push(...(picked.get(i) ?? []).map((r: { id: string }) => r.id));
+    byQuery.set(queryName(query), group);
+  });
+  const rows = new Map<string, T>();
+  await Promise.all(
+    [...byQuery].map(async ([name, { query, ids }]) => {
+      if (ids.length === 0) return;
+      for (const row of await hydrate([...new Set(ids)], selecting(query, ["id"]))) rows.set(`${name}\u0000${row.id}`, row);
+    }),
+  );
+  const validIndex = new Map(valid.map(({ index }, i) => [index, i]));
+  return keys.map((key, index) => {
+    const p = plans[index] as Plan | Error;
+    if (p instanceof Error) return p;
+    const found = (picked.get(validIndex.get(index) as number) ?? []) as { id: string; v: string | null }[];
+    const shown = found.slice(0, p.limit);
+    const last = shown[shown.length - 1];
+    const nextCursor =
+      found.length > p.limit && last
+        ? encodeCursor({ o: p.order.field, d: p.order.direction, f: p.digest, v: last.v, i: last.id })
+        : null;
+    const items = shown.flatMap((r) => rows.get(`${queryName(key.query)}\u0000${r.id}`) ?? []);
+    return { items, nextCursor };
+  });
+}
+
+/** One page of a root list, with its count (counted only when asked for). */
+export async function listPage<T extends { id: string }>(
+  db: Db,
+  organizationId: string,
+  spec: ListSpec,
+  key: ListKey,
+  hydrate: Hydrate<T>,
+): Promise<Page<T>> {
+  const [page] = await pages(db, organizationId, spec, [key], hydrate);
+  if (page instanceof Error || !page) throw page;
+  const plans = [plan(spec, key, organizationId)];
+  return { ...page, totalCount: async () => (await countRows(db, organizationId, spec, plans))[0] as number };
+}
+
+const keyName = (key: ListKey) =>
+  JSON.stringify([
+    key.parent ?? [],
+    key.limit ?? null,
+    key.cursor ?? null,
+    normalized(key.filter),
+    key.orderBy ?? null,
+    queryName(key.query),
+  ]);
+
+/**
+ * Pages of one list under many parents, for one request of one organization: one statement picks
+ * every parent's page (each with its own limit, cursor, filter and order), one reads the rows, and
+ * the counts, when selected, are one grouped statement.
+ */
+export function listLoader<T extends { id: string }>(db: Db, organizationId: string, spec: ListSpec, hydrate: Hydrate<T>) {
+  const counts = new DataLoader<ListKey, number, string>(
+    async (keys) => {
+      const plans = keys.map((key) => plan(spec, key, organizationId));
+      return countRows(db, organizationId, spec, plans);
+    },
+    { cacheKeyFn: (key) => JSON.stringify([key.parent ?? [], normalized(key.filter)]) },
+  );
+  return new DataLoader<ListKey, Page<T>, string>(
+    async (keys) => {
+      const found = await pages(db, organizationId, spec, keys, hydrate);
+      return found.map((page, index) =>
+        page instanceof Error ? page : { ...page, totalCount: () => counts.load(keys[index] as ListKey) },
+      );
+    },
+    { cacheKeyFn: keyName },
+  );
+}
+
+/** The rules of `createdAfter`/`createdBefore` (and `updatedAfter`/`updatedBefore`). */
+export function dateBoundRules(updated: boolean): Record<string, FilterRule> {
+  return {
+    createdAfter: bound("createdAt", "timestamp(3)", "after"),
+    createdBefore: bound("createdAt", "timestamp(3)", "before"),
+    ...(updated
+      ? {
+          updatedAfter: bound("updatedAt", "timestamp(3)", "after"),
+          updatedBefore: bound("updatedAt", "timestamp(3)", "before"),
+        }
+      : {}),
+  };
+}
+
+/** `createdAt` (and `updatedAt`) as sort keys. */
+export function dateSortKeys(updated: boolean): Record<string, SortKey> {
+  return {
+    createdAt: sortBy.timestamp("createdAt"),
+    ...(updated ? { updatedAt: sortBy.timestamp("updatedAt") } : {}),
+  };
+}
+
+export const newestFirst: Order = { field: "createdAt", direction: "desc" };
