@@ -162,7 +162,7 @@ const demo =
 
 server.listen(config.port, config.host, () => {
   const base = `http://${config.host}:${config.port}`;
-  logger.info({ url: base, database: database.kind, redis: Boolean(redis) }, "listening");
+  // The banner first: whoever waits for the "listening" line finds the demo key already printed.
   if (demo) {
     process.stdout.write(
       [
@@ -177,6 +177,7 @@ server.listen(config.port, config.host, () => {
       ].join("\n"),
     );
   }
+  logger.info({ url: base, database: database.kind, redis: Boolean(redis) }, "listening");
 });
 
 /**

@@ -94,9 +94,10 @@ describe.runIf(postgresUp)("memory under concurrent large bodies", () => {
     for (const status of statuses) expect([201, 503]).toContain(status);
     expect(counts[201] ?? 0).toBeGreaterThan(0);
 
-    // "Near idle": within 200 MiB of it, against a peak 500 MiB or more above it. Alone, RSS gets
-    // within 130 to 140 MiB in 15 s; beside the rest of the suite on 2 cores it took 153 MiB at 30 s.
-    const nearIdle = idle + 200 * MiB;
+    // "Near idle": within 256 MiB of it, against a peak 500 MiB or more above it. Alone, RSS gets
+    // within 130 to 140 MiB in 15 s; beside the rest of the suite on 2 cores it was 153 and 207 MiB
+    // at 30 s.
+    const nearIdle = idle + 256 * MiB;
     const deadline = Date.now() + 30_000;
     let now = rssOf(pid);
     while (now > nearIdle && Date.now() < deadline) {

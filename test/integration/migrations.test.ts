@@ -59,7 +59,7 @@ describe("applyMigrations", () => {
 
 describe("20261125122600_policy_version_submitter", () => {
   it("fills the submitter of versions already submitted from their latest policy.version_submitted event", async () => {
-    const db = new PGlite({ loadDataDir: emptyCluster() });
+    const db = new PGlite({ loadDataDir: emptyCluster(), extensions: pgliteExtensions });
     const all = readMigrations();
     const target = "20261125122600_policy_version_submitter";
     await applyMigrations(
