@@ -34,7 +34,9 @@ const AuditEventPage = definePage("AuditEvent", AuditEvent);
 builder.queryField("auditEvents", (t) =>
   t.field({
     type: AuditEventPage,
-    description: "The organization's audit events, newest first. Needs `audit:read`.",
+    nullable: true,
+    description:
+      "The organization's audit events, newest first. Needs `audit:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",
     args: { ...pageArgs },
     resolve: (_root, args, ctx, info) =>
       ctx.services.audit.list(authorize(ctx, "audit:read"), args, itemsQuery(ctx, info, "AuditEvent")),

@@ -208,7 +208,9 @@ for (const [model, entityType] of [
 builder.queryField("comments", (t) =>
   t.field({
     type: CommentPage,
-    description: "Comments on an entity, newest first, with authors and attachment metadata. Needs `comment:read`.",
+    nullable: true,
+    description:
+      "Comments on an entity, newest first, with authors and attachment metadata. Needs `comment:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",
     args: {
       entityId: t.arg.id({ required: true, ...limited("Id of the entity", commonLimits.id) }),
       entityType: t.arg({ type: CommentEntityType, required: true, description: "The kind of record entityId names" }),

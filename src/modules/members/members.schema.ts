@@ -105,7 +105,9 @@ const MemberPage = definePage("Member", Member);
 builder.queryField("members", (t) =>
   t.field({
     type: MemberPage,
-    description: "The organization's members, active and deactivated, newest first. Needs `member:read`.",
+    nullable: true,
+    description:
+      "The organization's members, active and deactivated, newest first. Needs `member:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",
     args: { ...pageArgs },
     resolve: (_root, args, ctx, info) =>
       ctx.services.members.list(authorize(ctx, "member:read"), args, itemsQuery(ctx, info, "Member")),

@@ -177,7 +177,9 @@ builder.queryField("policy", (t) =>
 builder.queryField("policyVersions", (t) =>
   t.field({
     type: PolicyVersionPage,
-    description: "The versions of a policy, highest version number first. Needs `policy:read`.",
+    nullable: true,
+    description:
+      "The versions of a policy, highest version number first. Needs `policy:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",
     args: { id: t.arg.id({ required: true, description: "The policy id" }), ...pageArgs },
     resolve: (_root, args, ctx, info) =>
       ctx.services.policies.versions(authorize(ctx, "policy:read"), args, itemsQuery(ctx, info, "PolicyVersion")),
@@ -189,7 +191,9 @@ const PolicyPage = definePage("Policy", Policy);
 builder.queryField("policies", (t) =>
   t.field({
     type: PolicyPage,
-    description: "The organization's policies, newest first. Needs `policy:read`.",
+    nullable: true,
+    description:
+      "The organization's policies, newest first. Needs `policy:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",
     args: { ...pageArgs },
     resolve: (_root, args, ctx, info) =>
       ctx.services.policies.list(authorize(ctx, "policy:read"), args, itemsQuery(ctx, info, "Policy")),

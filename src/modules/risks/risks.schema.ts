@@ -44,7 +44,9 @@ builder.queryField("risk", (t) =>
 builder.queryField("risks", (t) =>
   t.field({
     type: RiskPage,
-    description: "The organization's risks, newest first. Needs `risk:read`.",
+    nullable: true,
+    description:
+      "The organization's risks, newest first. Needs `risk:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",
     args: { ...pageArgs },
     resolve: (_root, args, ctx, info) =>
       ctx.services.risks.list(authorize(ctx, "risk:read"), args, itemsQuery(ctx, info, "Risk")),

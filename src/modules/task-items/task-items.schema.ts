@@ -199,7 +199,9 @@ builder.mutationField("createTaskItem", (t) =>
 builder.queryField("taskItems", (t) =>
   t.field({
     type: TaskItemPage,
-    description: "The task items of a vendor or risk, newest first. Needs `task:read`.",
+    nullable: true,
+    description:
+      "The task items of a vendor or risk, newest first. Needs `task:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",
     args: {
       entityId: t.arg.id({ required: true, ...limited("Id of the vendor or risk", commonLimits.id) }),
       entityType: t.arg({ type: TaskItemEntityType, required: true, description: "Whether entityId names a vendor or a risk" }),

@@ -66,7 +66,9 @@ builder.queryField("task", (t) =>
 builder.queryField("tasks", (t) =>
   t.field({
     type: TaskPage,
-    description: "The organization's tasks, newest first. Needs `task:read`.",
+    nullable: true,
+    description:
+      "The organization's tasks, newest first. Needs `task:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",
     args: { ...pageArgs },
     resolve: (_root, args, ctx, info) =>
       ctx.services.tasks.list(authorize(ctx, "task:read"), args, itemsQuery(ctx, info, "Task")),

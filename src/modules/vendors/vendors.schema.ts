@@ -44,7 +44,9 @@ builder.queryField("vendor", (t) =>
 builder.queryField("vendors", (t) =>
   t.field({
     type: VendorPage,
-    description: "The organization's vendors, newest first. Needs `vendor:read`.",
+    nullable: true,
+    description:
+      "The organization's vendors, newest first. Needs `vendor:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",
     args: { ...pageArgs },
     resolve: (_root, args, ctx, info) =>
       ctx.services.vendors.list(authorize(ctx, "vendor:read"), args, itemsQuery(ctx, info, "Vendor")),
