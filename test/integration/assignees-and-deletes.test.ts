@@ -40,15 +40,19 @@ describe("deleteTaskItem", () => {
     expect((await t.rest("DELETE", `/v1/task-management/${created.body.id}`, { key: org.apiKey })).status).toBe(404);
   });
 
-  it("returns the id over GraphQL; another organization's item is 404; needs task:update", async () => {
+  it("answers the id and the entity over GraphQL; another organization's item is 404; needs task:update", async () => {
     const id = org.taskItemIds[0] as string;
-    const foreign = await t.gql("mutation($id: ID!) { deleteTaskItem(id: $id) }", { id }, { key: other.apiKey });
+    const deleteItem =
+      "mutation($id: ID!) { deleteTaskItem(id: $id) { deletedId entity { __typename ... on Vendor { id } ... on Risk { id } } } }";
+    const foreign = await t.gql(deleteItem, { id }, { key: other.apiKey });
     expect(foreign.body.errors[0].extensions.code).toBe("NOT_FOUND");
     const reader = await t.keyWith(org.organizationId, ["task:read", "task:create"]);
     expect((await t.rest("DELETE", `/v1/task-management/${id}`, { key: reader.key })).status).toBe(403);
     expect(await t.db.taskItem.count({ where: { id } })).toBe(1);
-    const res = await t.gql("mutation($id: ID!) { deleteTaskItem(id: $id) }", { id }, { key: org.apiKey });
-    expect(res.body).toEqual({ data: { deleteTaskItem: id } });
+    const { entityType, entityId } = await t.db.taskItem.findUniqueOrThrow({ where: { id } });
+    const res = await t.gql(deleteItem, { id }, { key: org.apiKey });
+    const __typename = entityType === "vendor" ? "Vendor" : "Risk";
+    expect(res.body).toEqual({ data: { deleteTaskItem: { deletedId: id, entity: { __typename, id: entityId } } } });
   });
 });
 

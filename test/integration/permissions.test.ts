@@ -247,7 +247,7 @@ const operations: Record<
       const [a, b] = [await commentBy(userId), await commentBy(userId)];
       return {
         rest: ["DELETE", `/v1/comments/${a}?userId=${userId}`],
-        gql: ["mutation($id: ID!, $userId: ID) { deleteComment(id: $id, userId: $userId) }", { id: b, userId }],
+        gql: ["mutation($id: ID!, $userId: ID) { deleteComment(id: $id, userId: $userId) { deletedId } }", { id: b, userId }],
       };
     },
   },
@@ -255,7 +255,10 @@ const operations: Record<
     permission: "task:update",
     call: async () => {
       const [a, b] = [await taskItem(), await taskItem()];
-      return { rest: ["DELETE", `/v1/task-management/${a}`], gql: ["mutation($id: ID!) { deleteTaskItem(id: $id) }", { id: b }] };
+      return {
+        rest: ["DELETE", `/v1/task-management/${a}`],
+        gql: ["mutation($id: ID!) { deleteTaskItem(id: $id) { deletedId } }", { id: b }],
+      };
     },
   },
   "Mutation.submitPolicyVersion": {

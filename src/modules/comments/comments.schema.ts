@@ -2,12 +2,13 @@ import { authorize } from "../../auth/actor.js";
 import type { Permission } from "../../auth/permissions.js";
 import { CommentEntityType as CommentEntityTypeValues } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
+import type { Context } from "../../graphql/context.js";
 import { Node, objectRefOf } from "../../graphql/node.schema.js";
 import { definePage, itemsQuery, pageArgs } from "../../graphql/page.schema.js";
 import { nodeTypeOf } from "../../platform/ids.js";
 import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
-import { attachmentLimits, commentLimits } from "./comments.service.js";
+import { attachmentLimits, commentLimits, type DeletedComment } from "./comments.service.js";
 
 export const CommentEntityType = builder.enumType(CommentEntityTypeValues, {
   name: "CommentEntityType",
@@ -32,6 +33,18 @@ const CommentEntity = builder.unionType("CommentEntity", {
   types: [objectRefOf("Task"), objectRefOf("Vendor"), objectRefOf("Risk"), objectRefOf("Policy")],
   resolveType: (entity) => nodeTypeOf((entity as { id: string }).id),
 });
+
+/** The record a comment is (or was) on, when the caller may read that type (else FORBIDDEN). */
+function commentEntity(ctx: Context, comment: { entityType: CommentEntityTypeValues; entityId: string }) {
+  authorize(ctx, entityReadPermission[comment.entityType]);
+  const loaders = {
+    task: ctx.loaders.tasks,
+    vendor: ctx.loaders.vendors,
+    risk: ctx.loaders.risks,
+    policy: ctx.loaders.policies,
+  }[comment.entityType];
+  return loaders.byId.load({ id: comment.entityId }) as Promise<never>;
+}
 
 const Author = builder.prismaObject("Member", {
   variant: "Author",
@@ -101,16 +114,7 @@ const Comment = builder.prismaObject("Comment", {
       ...graphOnly,
       description:
         "The task, vendor, risk or policy commented on. Needs that type's `:read` permission: without it, null with FORBIDDEN here",
-      resolve: (comment, _args, ctx) => {
-        authorize(ctx, entityReadPermission[comment.entityType]);
-        const loaders = {
-          task: ctx.loaders.tasks,
-          vendor: ctx.loaders.vendors,
-          risk: ctx.loaders.risks,
-          policy: ctx.loaders.policies,
-        }[comment.entityType];
-        return loaders.byId.load({ id: comment.entityId }) as Promise<never>;
-      },
+      resolve: (comment, _args, ctx) => commentEntity(ctx, comment),
     }),
   }),
 });
@@ -160,11 +164,27 @@ builder.mutationField("updateComment", (t) =>
   }),
 );
 
+const DeleteCommentPayload = builder.objectRef<DeletedComment>("DeleteCommentPayload").implement({
+  description:
+    "A deleted comment: its id, to evict it from a cache, and the record it was on, whose comments page and totalCount to refresh.",
+  fields: (t) => ({
+    deletedId: t.exposeID("deletedId", { description: "Id of the deleted comment" }),
+    entity: t.field({
+      type: CommentEntity,
+      nullable: true,
+      ...graphOnly,
+      description:
+        "The task, vendor, risk or policy the comment was on, as it is after the delete. Needs that type's `:read` permission: without it, null with FORBIDDEN here",
+      resolve: (deleted, _args, ctx) => commentEntity(ctx, deleted),
+    }),
+  }),
+});
+
 builder.mutationField("deleteComment", (t) =>
   t.field({
-    type: "ID",
+    type: DeleteCommentPayload,
     description:
-      "Delete a comment with its attachments; returns its id (over REST: 204 with no body). Only its author, as for updateComment. Needs `comment:create`.",
+      "Delete a comment with its attachments; answers its id and the record it was on (over REST: 204 with no body). Only its author, as for updateComment. Needs `comment:create`.",
     args: {
       id: t.arg.id({ required: true, description: "The comment id" }),
       userId: t.arg.id({

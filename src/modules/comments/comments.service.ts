@@ -66,6 +66,9 @@ const createCommentInput = z.object({
 const actingUser = z.object({ userId: text(commonLimits.id).nullish() });
 const updateCommentInput = actingUser.extend({ content: text(commentLimits.content) });
 
+/** What remains of a deleted comment: its id and the record it was on, whose comments changed. */
+export type DeletedComment = { deletedId: string; entityType: CommentEntityType; entityId: string };
+
 export type CreateCommentArgs = z.input<typeof createCommentInput>;
 type CommentQuery = { select?: Prisma.CommentSelect; include?: Prisma.CommentInclude };
 
@@ -224,7 +227,7 @@ export function createCommentService(db: Db, events: Events) {
      * The author removes the comment with its attachments (rows and bytes) in one transaction; the
      * audit event keeps what was deleted, the text included.
      */
-    async delete(actor: Actor, args: { id: string; userId?: string | null }): Promise<string> {
+    async delete(actor: Actor, args: { id: string; userId?: string | null }): Promise<DeletedComment> {
       const input = parseInput(actingUser, { userId: args.userId });
       const comment = await ownComment(actor, args.id, input.userId);
       await db.$transaction([
@@ -247,7 +250,7 @@ export function createCommentService(db: Db, events: Events) {
           select: { id: true },
         }),
       ]);
-      return comment.id;
+      return { deletedId: comment.id, entityType: comment.entityType, entityId: comment.entityId };
     },
 
     async list(actor: Actor, args: { entityId: string; entityType: string } & PageArgs, query: CommentQuery) {

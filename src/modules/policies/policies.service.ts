@@ -98,6 +98,14 @@ function assertApprover(actor: Actor, version: { approver: { userId: string } | 
   }
 }
 
+/**
+ * The version as it is once every write of the step is done (the version, then its policy), read
+ * in the same transaction: a client's cache then stores the policy's new status and current version.
+ */
+function afterWrite(tx: Tx, versionId: string, query: PolicyVersionQuery) {
+  return tx.policyVersion.findUniqueOrThrow({ ...query, where: { id: versionId } });
+}
+
 export type CreatePolicyArgs = { name: string; description?: string | null; content?: unknown };
 type PolicyQuery = { select?: Prisma.PolicySelect; include?: Prisma.PolicyInclude };
 type PolicyVersionQuery = { select?: Prisma.PolicyVersionSelect; include?: Prisma.PolicyVersionInclude };
@@ -208,10 +216,10 @@ export function createPolicyService(db: Db) {
           ]);
         }
         assertStatus(version, "draft", "submitted");
-        const submitted = await tx.policyVersion.update({
-          ...query,
+        await tx.policyVersion.update({
           where: { id: version.id },
           data: { status: "in_review", approverId: approver.id, rejectionReason: null },
+          select: { id: true },
         });
         await tx.policy.update({ where: { id: args.id }, data: { status: "needs_review" }, select: { id: true } });
         await tx.auditEvent.create({
@@ -222,7 +230,7 @@ export function createPolicyService(db: Db) {
             { versionId: version.id, version: version.version, approverId: approver.id },
           ),
         });
-        return submitted;
+        return afterWrite(tx, version.id, query);
       });
     },
 
@@ -236,10 +244,10 @@ export function createPolicyService(db: Db) {
         const version = await versionOf(tx, args.id, args.versionId);
         assertStatus(version, "in_review", "approved");
         assertApprover(actor, version);
-        const published = await tx.policyVersion.update({
-          ...query,
+        await tx.policyVersion.update({
           where: { id: version.id },
           data: { status: "published", publishedAt: new Date() },
+          select: { id: true },
         });
         const status = await policyStatusAfter(tx, args.id, version.id);
         await tx.policy.update({
@@ -255,7 +263,7 @@ export function createPolicyService(db: Db) {
             { versionId: version.id, version: version.version, previousCurrentVersionId: policy.currentVersionId },
           ),
         });
-        return published;
+        return afterWrite(tx, version.id, query);
       });
     },
 
@@ -267,10 +275,10 @@ export function createPolicyService(db: Db) {
         const version = await versionOf(tx, args.id, args.versionId);
         assertStatus(version, "in_review", "rejected");
         assertApprover(actor, version);
-        const rejected = await tx.policyVersion.update({
-          ...query,
+        await tx.policyVersion.update({
           where: { id: version.id },
           data: { status: "draft", rejectionReason: input.reason },
+          select: { id: true },
         });
         const status = await policyStatusAfter(tx, args.id, policy.currentVersionId);
         await tx.policy.update({ where: { id: args.id }, data: { status }, select: { id: true } });
@@ -282,7 +290,7 @@ export function createPolicyService(db: Db) {
             { versionId: version.id, version: version.version, reason: input.reason },
           ),
         });
-        return rejected;
+        return afterWrite(tx, version.id, query);
       });
     },
 

@@ -6,13 +6,14 @@ import {
   TaskItemStatus as TaskItemStatusValues,
 } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
+import type { Context } from "../../graphql/context.js";
 import { Node, objectRefOf } from "../../graphql/node.schema.js";
 import { definePage, itemsQuery, pageArgs } from "../../graphql/page.schema.js";
 import { nodeTypeOf } from "../../platform/ids.js";
 import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 import { Member } from "../members/members.schema.js";
-import type { TaskItemStats } from "./task-items.service.js";
+import type { DeletedTaskItem, TaskItemStats } from "./task-items.service.js";
 
 export const TaskItemEntityType = builder.enumType(TaskItemEntityTypeValues, {
   name: "TaskItemEntityType",
@@ -49,6 +50,13 @@ const TaskItemEntity = builder.unionType("TaskItemEntity", {
   resolveType: (entity) => nodeTypeOf(entity.id),
 });
 
+/** The vendor or risk of a task item, when the caller may read that type (else FORBIDDEN). */
+function taskItemEntity(ctx: Context, item: { entityType: TaskItemEntityTypeValues; entityId: string }) {
+  authorize(ctx, entityReadPermission[item.entityType]);
+  const loaders = item.entityType === "vendor" ? ctx.loaders.vendors : ctx.loaders.risks;
+  return loaders.byId.load({ id: item.entityId });
+}
+
 const TaskItem = builder.prismaObject("TaskItem", {
   description: "A follow-up item on a vendor or a risk.",
   interfaces: [Node],
@@ -68,11 +76,7 @@ const TaskItem = builder.prismaObject("TaskItem", {
       ...graphOnly,
       description:
         "The vendor or risk the item belongs to. Needs that type's `:read` permission: without it, null with FORBIDDEN here",
-      resolve: (item, _args, ctx) => {
-        authorize(ctx, entityReadPermission[item.entityType]);
-        const loaders = item.entityType === "vendor" ? ctx.loaders.vendors : ctx.loaders.risks;
-        return loaders.byId.load({ id: item.entityId });
-      },
+      resolve: (item, _args, ctx) => taskItemEntity(ctx, item),
     }),
     assigneeId: t.exposeID("assigneeId", {
       nullable: true,
@@ -231,10 +235,26 @@ builder.mutationField("updateTaskItem", (t) =>
   }),
 );
 
+const DeleteTaskItemPayload = builder.objectRef<DeletedTaskItem>("DeleteTaskItemPayload").implement({
+  description: "A deleted task item: its id, to evict it from a cache, and the vendor or risk it belonged to, to refresh.",
+  fields: (t) => ({
+    deletedId: t.exposeID("deletedId", { description: "Id of the deleted task item" }),
+    entity: t.field({
+      type: TaskItemEntity,
+      nullable: true,
+      ...graphOnly,
+      description:
+        "The vendor or risk the item belonged to, as it is after the delete. Needs that type's `:read` permission: without it, null with FORBIDDEN here",
+      resolve: (deleted, _args, ctx) => taskItemEntity(ctx, deleted),
+    }),
+  }),
+});
+
 builder.mutationField("deleteTaskItem", (t) =>
   t.field({
-    type: "ID",
-    description: "Delete a task item; returns its id (over REST: 204 with no body). Needs `task:update`.",
+    type: DeleteTaskItemPayload,
+    description:
+      "Delete a task item; answers its id and the vendor or risk it belonged to (over REST: 204 with no body). Needs `task:update`.",
     args: { id: t.arg.id({ required: true, description: "The task item id" }) },
     resolve: (_root, args, ctx) => ctx.services.taskItems.delete(authorize(ctx, "task:update"), args.id),
   }),
