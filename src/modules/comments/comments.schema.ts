@@ -8,6 +8,7 @@ import { definePage, itemsQuery, pageArgs } from "../../graphql/page.schema.js";
 import { nodeTypeOf } from "../../platform/ids.js";
 import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
+import { renewLoaders } from "../request-loaders.js";
 import { attachmentLimits, commentLimits, type DeletedComment } from "./comments.service.js";
 
 export const CommentEntityType = builder.enumType(CommentEntityTypeValues, {
@@ -279,7 +280,44 @@ builder.subscriptionField("commentAdded", (t) =>
       entityType: t.arg({ type: CommentEntityType, required: true, description: "The kind of record entityId names" }),
     },
     subscribe: (_root, args, ctx) => ctx.services.comments.subscribe(authorize(ctx, "comment:read"), args),
-    resolve: (query, event, _args, ctx) =>
-      ctx.services.comments.byId(authorize(ctx, "comment:read"), (event as { id: string }).id, query),
+    resolve: (query, event, _args, ctx) => {
+      const actor = authorize(ctx, "comment:read");
+      renewLoaders(ctx, actor.organizationId);
+      return ctx.services.comments.byId(actor, (event as { id: string }).id, query);
+    },
+  }),
+);
+
+builder.subscriptionField("commentUpdated", (t) =>
+  t.prismaField({
+    type: "Comment",
+    description: "Each edit of a comment on the entity, as it is after the edit (server-sent events). Needs `comment:read`.",
+    args: {
+      entityId: t.arg.id({ required: true, description: "Id of the entity" }),
+      entityType: t.arg({ type: CommentEntityType, required: true, description: "The kind of record entityId names" }),
+    },
+    subscribe: (_root, args, ctx) => ctx.services.comments.subscribeUpdated(authorize(ctx, "comment:read"), args),
+    resolve: (query, event, _args, ctx) => {
+      const actor = authorize(ctx, "comment:read");
+      renewLoaders(ctx, actor.organizationId);
+      return ctx.services.comments.byId(actor, (event as { id: string }).id, query);
+    },
+  }),
+);
+
+builder.subscriptionField("commentDeleted", (t) =>
+  t.field({
+    type: DeleteCommentPayload,
+    description:
+      "Each comment deleted from the entity: its id and the entity as it is after the delete (server-sent events). Needs `comment:read`.",
+    args: {
+      entityId: t.arg.id({ required: true, description: "Id of the entity" }),
+      entityType: t.arg({ type: CommentEntityType, required: true, description: "The kind of record entityId names" }),
+    },
+    subscribe: (_root, args, ctx) => ctx.services.comments.subscribeDeleted(authorize(ctx, "comment:read"), args),
+    resolve: (event, _args, ctx) => {
+      renewLoaders(ctx, authorize(ctx, "comment:read").organizationId);
+      return event as DeletedComment;
+    },
   }),
 );

@@ -72,6 +72,8 @@ export type DeletedComment = { deletedId: string; entityType: CommentEntityType;
 export type CreateCommentArgs = z.input<typeof createCommentInput>;
 type CommentQuery = { select?: Prisma.CommentSelect; include?: Prisma.CommentInclude };
 
+type EntityArgs = { entityId: string; entityType: string };
+
 const listInput = z.object({
   entityId: text(commonLimits.id),
   entityType: z.enum(["task", "vendor", "risk", "policy"]),
@@ -121,6 +123,20 @@ export function createCommentService(db: Db, events: Events) {
     if (!actor.userId) await activeMemberId(actor.organizationId, acting);
     if (comment.author.userId !== acting) throw new ForbiddenError("Only the author of a comment can edit or delete it");
     return comment;
+  }
+
+  /** The events of one entity of the caller's organization (404 when it is not there). */
+  async function entityStream<Event extends { entityType: string; entityId: string }>(
+    actor: Actor,
+    args: EntityArgs,
+    source: (organizationId: string) => AsyncIterable<Event>,
+  ) {
+    const input = parseInput(listInput, args);
+    await assertEntityExists(db, actor.organizationId, input.entityType, input.entityId);
+    return pipe(
+      source(actor.organizationId),
+      filter((event: Event) => event.entityType === input.entityType && event.entityId === input.entityId),
+    );
   }
 
   return {
@@ -208,6 +224,12 @@ export function createCommentService(db: Db, events: Events) {
       const comment = await ownComment(actor, args.id, input.userId);
       const where = { id: comment.id, organizationId: actor.organizationId };
       if (comment.content === input.content) return db.comment.findUniqueOrThrow({ ...query, where });
+      const event = {
+        id: comment.id,
+        organizationId: actor.organizationId,
+        entityType: comment.entityType,
+        entityId: comment.entityId,
+      };
       const [updated] = await db.$transaction([
         db.comment.update({ ...query, where, data: { content: input.content } }),
         db.auditEvent.create({
@@ -220,6 +242,7 @@ export function createCommentService(db: Db, events: Events) {
           select: { id: true },
         }),
       ]);
+      events.publish("comment.updated", actor.organizationId, event);
       return updated;
     },
 
@@ -250,7 +273,9 @@ export function createCommentService(db: Db, events: Events) {
           select: { id: true },
         }),
       ]);
-      return { deletedId: comment.id, entityType: comment.entityType, entityId: comment.entityId };
+      const deleted = { deletedId: comment.id, entityType: comment.entityType, entityId: comment.entityId };
+      events.publish("comment.deleted", actor.organizationId, { ...deleted, organizationId: actor.organizationId });
+      return deleted;
     },
 
     async list(actor: Actor, args: { entityId: string; entityType: string } & PageArgs, query: CommentQuery) {
@@ -273,14 +298,16 @@ export function createCommentService(db: Db, events: Events) {
     },
 
     /** New comments on one entity of the caller's organization, as they are created. */
-    async subscribe(actor: Actor, args: { entityId: string; entityType: string }) {
-      const input = parseInput(listInput, args);
-      await assertEntityExists(db, actor.organizationId, input.entityType, input.entityId);
-      return pipe(
-        events.subscribe("comment.created", actor.organizationId),
-        filter((event) => event.entityType === input.entityType && event.entityId === input.entityId),
-      );
-    },
+    subscribe: (actor: Actor, args: EntityArgs) =>
+      entityStream(actor, args, (organizationId) => events.subscribe("comment.created", organizationId)),
+
+    /** Edits of the comments on one entity, as they are saved. */
+    subscribeUpdated: (actor: Actor, args: EntityArgs) =>
+      entityStream(actor, args, (organizationId) => events.subscribe("comment.updated", organizationId)),
+
+    /** Deletes of the comments on one entity. */
+    subscribeDeleted: (actor: Actor, args: EntityArgs) =>
+      entityStream(actor, args, (organizationId) => events.subscribe("comment.deleted", organizationId)),
 
     async byId(actor: Actor, id: string, query: CommentQuery) {
       const comment = await db.comment.findUnique({ ...query, where: { id, organizationId: actor.organizationId } });

@@ -9,6 +9,7 @@ import { definePage, itemsQuery, pageArgs } from "../../graphql/page.schema.js";
 import { NotFoundError } from "../../platform/errors.js";
 import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
+import { renewLoaders } from "../request-loaders.js";
 import { policyLimits } from "./policies.service.js";
 
 export const PolicyStatus = builder.enumType(PolicyStatusValues, {
@@ -256,5 +257,20 @@ builder.mutationField("rejectPolicyVersion", (t) =>
       reason: t.arg.string({ required: true, ...limited("Why the version goes back to draft", policyLimits.rejectionReason) }),
     },
     resolve: (query, _root, args, ctx) => ctx.services.policies.rejectVersion(authorize(ctx, "policy:update"), args, query),
+  }),
+);
+
+builder.subscriptionField("policyChanged", (t) =>
+  t.prismaField({
+    type: "Policy",
+    description:
+      "The policy as it is after each change: its name or description, a new version, a review step (submit, approve, reject). Server-sent events. Needs `policy:read`.",
+    args: { id: t.arg.id({ required: true, description: "The policy id" }) },
+    subscribe: (_root, args, ctx) => ctx.services.policies.subscribe(authorize(ctx, "policy:read"), args.id),
+    resolve: (query, _event, args, ctx) => {
+      const actor = authorize(ctx, "policy:read");
+      renewLoaders(ctx, actor.organizationId);
+      return ctx.services.policies.get(actor, args.id, query);
+    },
   }),
 );
