@@ -375,12 +375,15 @@ function attempts({ wrongKind = false } = {}): Attempt[] {
     assigneeId: id,
   }));
   add("Mutation.updateTaskItem", "assigneeId", A.memberIds, (id) => ({ id: B.taskItemIds[0], assigneeId: id }));
-  add(
-    "Subscription.commentAdded",
-    "entityId",
-    entities.map(([id]) => id),
-    (id) => ({ entityId: id, entityType: typeOf(id, "task") }),
-  );
+  for (const stream of ["Subscription.commentAdded", "Subscription.commentUpdated", "Subscription.commentDeleted"]) {
+    add(
+      stream,
+      "entityId",
+      entities.map(([id]) => id),
+      (id) => ({ entityId: id, entityType: typeOf(id, "task") }),
+    );
+  }
+  add("Subscription.policyChanged", "id", A.policyIds, (id) => ({ id }));
   return list;
 }
 

@@ -20,11 +20,9 @@ const AuditEvent = builder.prismaObject("AuditEvent", {
       nullable: true,
       ...graphOnly,
       description:
-        "The acting user's membership; null for an API key alone. Needs `member:read`: without it, null with FORBIDDEN here",
-      resolve: (query, event, _args, ctx) => {
-        authorize(ctx, "member:read");
-        return event.actorUserId ? ctx.loaders.members.byUserId.load({ id: event.actorUserId, query }) : null;
-      },
+        "The acting user's membership; null for an API key alone. Any credential reads its id and name; its other fields need `member:read`",
+      resolve: (query, event, _args, ctx) =>
+        event.actorUserId ? ctx.loaders.members.byUserId.load({ id: event.actorUserId, query }) : null,
     }),
   }),
 });

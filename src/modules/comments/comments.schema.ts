@@ -65,11 +65,8 @@ const Author = builder.prismaObject("Member", {
       nullable: true,
       ...graphOnly,
       description:
-        "The author's membership, as the people routes take member ids. Needs `member:read`: without it, null with FORBIDDEN here",
-      resolve: (query, author, _args, ctx) => {
-        authorize(ctx, "member:read");
-        return ctx.loaders.members.byUserId.load({ id: author.userId, query });
-      },
+        "The author's membership, as the people routes take member ids. Any credential reads its id and name; its other fields need `member:read`",
+      resolve: (query, author, _args, ctx) => ctx.loaders.members.byUserId.load({ id: author.userId, query }),
     }),
   }),
 });

@@ -82,6 +82,12 @@ const PolicyVersion = builder.prismaObject("PolicyVersion", {
       nullable: true,
       description: "Member id of the approver named when the version was submitted; null before that",
     }),
+    approver: t.relation("approver", {
+      nullable: true,
+      ...graphOnly,
+      description:
+        "The approver named when the version was submitted; null before that. Any credential reads its id and name; its other fields need `member:read`",
+    }),
     rejectionReason: t.exposeString("rejectionReason", {
       nullable: true,
       description: "Why the approver sent the version back to draft; null unless it was rejected since its last submit",

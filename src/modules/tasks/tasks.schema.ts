@@ -1,4 +1,4 @@
-import { authorize, can } from "../../auth/actor.js";
+import { authorize } from "../../auth/actor.js";
 import { TaskStatus as TaskStatusValues } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
 import { Node } from "../../graphql/node.schema.js";
@@ -34,18 +34,15 @@ const Task = builder.prismaObject("Task", {
       nullable: true,
       description: "Member id of the person responsible; null when unassigned",
     }),
-    // The member is joined into the parent's query (no query of its own), and only when the caller may read members.
+    // The member is joined into the parent's query (no query of its own).
     assignee: t.field({
       type: Member,
       nullable: true,
       ...graphOnly,
       description:
-        "The member responsible; null when unassigned. Needs `member:read`: without it, null with a FORBIDDEN error at this path. Not in REST answers.",
-      select: (_args, ctx, nestedSelection) => (can(ctx, "member:read") ? { assignee: nestedSelection(true) } : {}),
-      resolve: (parent, _args, ctx) => {
-        authorize(ctx, "member:read");
-        return (parent as { assignee?: unknown }).assignee as never;
-      },
+        "The member responsible; null when unassigned. Any credential reads its id and name; its other fields need `member:read`. Not in REST answers.",
+      select: (_args, _ctx, nestedSelection) => ({ assignee: nestedSelection(true) }),
+      resolve: (parent) => (parent as { assignee?: unknown }).assignee as never,
     }),
   }),
 });
