@@ -1,6 +1,41 @@
+import { existsSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 import { LongestFirst } from "./test/helpers/sequencer.js";
+
+// `npm run test:postgres` runs again on PostgreSQL only what can differ between the databases: the
+// files whose outcome depends on SQL (queries, transactions, concurrency, migrations, tenancy).
+// These do not: they run once, on the embedded database, or start servers of their own.
+const sameOnEveryDatabase = [
+  "test/unit/**",
+  "test/fuzz/**",
+  "test/codegen/**",
+  "test/cli/**",
+  "test/e2e/**",
+  // The request pipeline and the documents it serves, the same code whatever answers behind it.
+  "test/integration/browser-event-streams.test.ts",
+  "test/integration/credential-attacks.test.ts",
+  "test/integration/docs.test.ts",
+  "test/integration/error-safety-net.test.ts",
+  "test/integration/etag.test.ts",
+  "test/integration/graphiql-examples.test.ts",
+  "test/integration/graphql-limits.test.ts",
+  "test/integration/hostile-callers.test.ts",
+  "test/integration/metrics.test.ts",
+  "test/integration/openapi.test.ts",
+  "test/integration/permissions.test.ts",
+  "test/integration/rate-limit.test.ts",
+  "test/integration/request-id.test.ts",
+  "test/integration/rest-shapes.test.ts",
+  "test/integration/rest-surface.test.ts",
+  "test/integration/schema-contracts.test.ts",
+  "test/integration/subscriptions.test.ts",
+  "test/integration/tracing.test.ts",
+];
+for (const path of sameOnEveryDatabase) {
+  if (!path.endsWith("**") && !existsSync(path)) throw new Error(`vitest.config.ts names ${path}, which does not exist`);
+}
+const onPostgres = process.env.TEST_DATABASE === "postgres";
 
 export default defineConfig({
   resolve: {
@@ -9,6 +44,7 @@ export default defineConfig({
   },
   test: {
     include: ["test/**/*.test.ts"],
+    exclude: onPostgres ? [...configDefaults.exclude, ...sameOnEveryDatabase] : configDefaults.exclude,
     // Migrates once for the run; createTestApp() gives each file a copy.
     globalSetup: ["test/helpers/global-setup.ts"],
     // TEST_CPU_REPORT=<file>: each file's CPU, its child processes' and its wall time (test/TIMINGS.md).

@@ -1,7 +1,8 @@
 // npm run bench: the service in production mode against the floor (bench/floor.mjs), on PostgreSQL
 // and on PGlite, at 32 and 128 connections, runs alternating service and floor; prints a table,
 // the targets as PASS/FAIL, writes bench/results.json and bench/profile-summary.txt.
-// A measurement, not a test: it exits 0 whatever the figures. See bench/README.md.
+// A measurement, not a test: it exits 0 whatever the figures. How to run and read it: bench/README.md;
+// the results of past runs: bench/results/.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { copyFileSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";

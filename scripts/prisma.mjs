@@ -1,4 +1,4 @@
-// Runs the Prisma CLIs without network access (see README, "Migrations").
+// Runs the Prisma CLIs without network access (see docs/development.md, "Database and migrations").
 //   generate             Prisma 7 client + Pothos types (Prisma 7 wants an engine path it never uses)
 //   migration NAME       writes prisma/migrations/<timestamp>_NAME/migration.sql from the schema change
 //   sql-from-empty       prints the SQL that creates schema.prisma from nothing (used by the drift test)

@@ -139,7 +139,7 @@ export function createApp(deps: AppDeps) {
     graphqlEndpoint: "/graphql",
     // Body size is enforced by our own admission (body-admission.ts) on both transports, before a
     // byte is read and within the memory budget. Yoga's limit would pipe every admitted body through
-    // a second web stream (a stream pipeline and an AbortController per request: bench/README.md).
+    // a second web stream (a stream pipeline and an AbortController per request: bench/results/2026-11-23.md).
     maxRequestBodySize: false,
     landingPage: false,
     logging: {

