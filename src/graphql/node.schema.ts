@@ -7,15 +7,18 @@ import { type NodeTypeName, nodeTypeOf } from "../platform/ids.js";
 import { builder } from "./builder.js";
 import type { Context } from "./context.js";
 
-/** Whoever may read a type reads it through node and nodes too. */
-const readPermission: Record<NodeTypeName, Permission> = {
+/**
+ * Whoever may read a type reads it through node and nodes too. Members are a directory: any
+ * credential reads their id and name, and each other field checks `member:read` itself.
+ */
+const readPermission: Record<NodeTypeName, Permission | null> = {
   Task: "task:read",
   TaskItem: "task:read",
   Vendor: "vendor:read",
   Risk: "risk:read",
   Policy: "policy:read",
   PolicyVersion: "policy:read",
-  Member: "member:read",
+  Member: null,
   Comment: "comment:read",
 };
 
@@ -40,7 +43,8 @@ export const Node = builder.interfaceRef<{ id: string }>("Node").implement({
 export async function loadNode(ctx: Context, id: string): Promise<{ id: string } | null> {
   const type = nodeTypeOf(id);
   if (!type) return null;
-  authorize(ctx, readPermission[type]);
+  const permission = readPermission[type];
+  if (permission) authorize(ctx, permission);
   const { loaders } = ctx;
   const byType: Record<NodeTypeName, () => Promise<{ id: string } | null>> = {
     Task: () => loaders.tasks.byId.load({ id }),

@@ -48,7 +48,9 @@ function refusal(limit: LimitName) {
 export function useOperationLimits(options: { suggestFields: boolean }) {
   const callbacks = (limit: LimitName) => ({ onReject: [refusal(limit)], propagateOnRejection: false });
   return EnvelopArmorPlugin({
-    maxDepth: { n: operationLimits.depth, ignoreIntrospection: true, ...callbacks("depth") },
+    // Depth counts fields only: a fragment spread or inline fragment adds no level, so a query
+    // written with fragments is refused or accepted exactly as the same query inlined.
+    maxDepth: { n: operationLimits.depth, ignoreIntrospection: true, flattenFragments: true, ...callbacks("depth") },
     maxAliases: { n: operationLimits.aliases, ...callbacks("aliases") },
     maxTokens: { n: operationLimits.tokens, ...callbacks("tokens") },
     maxDirectives: { n: operationLimits.directives, ...callbacks("directives") },

@@ -32,8 +32,10 @@ export class QueryTooComplexError extends AppError {
       "QUERY_TOO_COMPLEX",
       `The query could return up to ${cost} objects; at most ${costLimits.maxObjects} are allowed. Ask for smaller pages (limit) or fewer nested lists.`,
     );
-    // Yoga answers /graphql with this status; REST maps the code to the same 400.
-    this.extensions.http = { status: 400 };
+    // A refusal before execution, like a validation error: Yoga answers 400 to a client that
+    // accepts application/graphql-response+json and 200 to one that accepts only application/json
+    // (`spec`), as the GraphQL-over-HTTP specification says. REST maps the code to 400.
+    this.extensions.http = { status: 400, spec: true };
   }
 }
 

@@ -25,3 +25,11 @@ export function createLoaders(db: Db, organizationId: string) {
 }
 
 export type Loaders = ReturnType<typeof createLoaders>;
+
+/**
+ * A subscription resolves every event on the context it started with: each event gets new
+ * loaders, so that it reads the records as they are now, never from an earlier event's cache.
+ */
+export function renewLoaders(ctx: { loaders: Loaders; services: { db: Db } }, organizationId: string) {
+  ctx.loaders = createLoaders(ctx.services.db, organizationId);
+}

@@ -22,7 +22,7 @@ export function createServices(db: Db, options: ServiceOptions = {}) {
     audit: createAuditService(db),
     comments: createCommentService(db, events),
     members: createMemberService(db, options.deviceManagement),
-    policies: createPolicyService(db),
+    policies: createPolicyService(db, events),
     taskItems: createTaskItemService(db),
     tasks: createTaskService(db),
     risks: createRiskService(db),

@@ -2,9 +2,20 @@ import { createPubSub, type PubSubEventTarget, SlidingBuffer } from "graphql-yog
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 
-export type CommentCreatedEvent = { id: string; organizationId: string; entityType: string; entityId: string };
+/** A comment created or edited, on the entity whose stream carries it. */
+export type CommentEvent = { id: string; organizationId: string; entityType: string; entityId: string };
+export type CommentCreatedEvent = CommentEvent;
+/** A comment deleted: what a DeleteCommentPayload is made of. */
+export type CommentDeletedEvent = { deletedId: string; organizationId: string; entityType: string; entityId: string };
+/** A policy changed: its fields, a new version, or a review step. */
+export type PolicyChangedEvent = { id: string; organizationId: string };
 
-type Channels = { "comment.created": [organizationId: string, event: CommentCreatedEvent] };
+type Channels = {
+  "comment.created": [organizationId: string, event: CommentEvent];
+  "comment.updated": [organizationId: string, event: CommentEvent];
+  "comment.deleted": [organizationId: string, event: CommentDeletedEvent];
+  "policy.changed": [organizationId: string, event: PolicyChangedEvent];
+};
 
 /**
  * Live events, on a channel per organization. In memory by default; a shared event target (Redis)

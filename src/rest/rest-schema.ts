@@ -1,5 +1,5 @@
 import { MapperKind, mapSchema } from "@graphql-tools/utils";
-import type { GraphQLSchema } from "graphql";
+import { GraphQLNonNull, type GraphQLSchema, isNonNullType } from "graphql";
 import type { Plugin } from "graphql-yoga";
 
 /**
@@ -10,6 +10,13 @@ import type { Plugin } from "graphql-yoga";
 export const graphOnly = { extensions: { graphOnly: true } } as const;
 
 /**
+ * Field options of a field that is nullable in the graph only because a permission of its own can
+ * refuse it there (null with FORBIDDEN). REST answers such a refusal with 403 and never with null,
+ * so its view of the field stays non-null, and REST clients generated from it do not change.
+ */
+export const nonNullOverRest = { extensions: { nonNullOverRest: true } } as const;
+
+/**
  * The schema REST is generated from: the same types and resolvers without the graph-only fields.
  * Sofa builds its operations, and the OpenAPI document is built, from this view.
  */
@@ -17,7 +24,13 @@ export function restSchemaOf(schema: GraphQLSchema): GraphQLSchema {
   let view = views.get(schema);
   if (!view) {
     view = mapSchema(schema, {
-      [MapperKind.COMPOSITE_FIELD]: (field) => (field.extensions?.graphOnly ? null : field),
+      [MapperKind.COMPOSITE_FIELD]: (field) => {
+        if (field.extensions?.graphOnly) return null;
+        if (field.extensions?.nonNullOverRest && !isNonNullType(field.type)) {
+          return { ...field, type: new GraphQLNonNull(field.type) };
+        }
+        return field;
+      },
     });
     views.set(schema, view);
   }

@@ -11,6 +11,7 @@ import type { Permission } from "../../src/auth/permissions.js";
 import type { DeviceManagement } from "../../src/modules/members/device-management.js";
 import type { Config } from "../../src/platform/config.js";
 import { type Database, openDatabase } from "../../src/platform/db/database.js";
+import type { Events } from "../../src/platform/events.js";
 
 /** `TEST_DATABASE=postgres` runs the suite against a throwaway database on the local server. */
 export const usePostgres = process.env.TEST_DATABASE === "postgres";
@@ -88,6 +89,8 @@ export async function createTestApp(
     authFailuresPerMinute?: number;
     trustProxy?: boolean;
     redis?: Redis;
+    /** Live events of this app (e.g. through Redis, as replicas share them); in memory when absent. */
+    events?: Events;
     rateLimitKeyPrefix?: string;
     /** This app's database; the worker's shared one when absent (see `ownDatabase`). */
     database?: Database;
@@ -115,6 +118,7 @@ export async function createTestApp(
       trustProxy: options.trustProxy,
     },
     redis: options.redis,
+    events: options.events,
     rateLimitKeyPrefix: options.rateLimitKeyPrefix,
     logger: options.logger ?? pino({ level: "silent" }),
     deviceManagement: options.deviceManagement,

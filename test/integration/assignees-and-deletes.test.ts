@@ -40,15 +40,19 @@ describe("deleteTaskItem", () => {
     expect((await t.rest("DELETE", `/v1/task-management/${created.body.id}`, { key: org.apiKey })).status).toBe(404);
   });
 
-  it("returns the id over GraphQL; another organization's item is 404; needs task:update", async () => {
+  it("answers the id and the entity over GraphQL; another organization's item is 404; needs task:update", async () => {
     const id = org.taskItemIds[0] as string;
-    const foreign = await t.gql("mutation($id: ID!) { deleteTaskItem(id: $id) }", { id }, { key: other.apiKey });
+    const deleteItem =
+      "mutation($id: ID!) { deleteTaskItem(id: $id) { deletedId entity { __typename ... on Vendor { id } ... on Risk { id } } } }";
+    const foreign = await t.gql(deleteItem, { id }, { key: other.apiKey });
     expect(foreign.body.errors[0].extensions.code).toBe("NOT_FOUND");
     const reader = await t.keyWith(org.organizationId, ["task:read", "task:create"]);
     expect((await t.rest("DELETE", `/v1/task-management/${id}`, { key: reader.key })).status).toBe(403);
     expect(await t.db.taskItem.count({ where: { id } })).toBe(1);
-    const res = await t.gql("mutation($id: ID!) { deleteTaskItem(id: $id) }", { id }, { key: org.apiKey });
-    expect(res.body).toEqual({ data: { deleteTaskItem: id } });
+    const { entityType, entityId } = await t.db.taskItem.findUniqueOrThrow({ where: { id } });
+    const res = await t.gql(deleteItem, { id }, { key: org.apiKey });
+    const __typename = entityType === "vendor" ? "Vendor" : "Risk";
+    expect(res.body).toEqual({ data: { deleteTaskItem: { deletedId: id, entity: { __typename, id: entityId } } } });
   });
 });
 
@@ -113,7 +117,7 @@ describe.each(kinds)("$label assignee", (kind) => {
     expect(bad.status).toBe(400);
   });
 
-  it("resolves assignee in the graph, joined into the parent's query, and null with FORBIDDEN without member:read", async () => {
+  it("resolves assignee in the graph, joined into the parent's query; without member:read its id and name only", async () => {
     const created = await kind.create({ assigneeId: org.memberIds[1] });
     const { count } = await t.countQueries(async () => {
       const res = await t.gql(kind.read(created.body.id), {}, { key: org.apiKey });
@@ -129,14 +133,21 @@ describe.each(kinds)("$label assignee", (kind) => {
 
     const key = await t.keyWith(org.organizationId, ["task:read"]);
     const res = await t.gql(kind.read(created.body.id), {}, { key: key.key });
-    expect(res.body.errors?.length).toBeGreaterThan(0);
-    expect(res.body.errors[0].extensions.code).toBe("FORBIDDEN");
-    expect(res.body.errors[0].path.at(-1)).toBe("assignee");
+    // The directory answers (who is assigned); the role and the user account are null with FORBIDDEN.
     const record =
       kind.field === "task"
         ? res.body.data.task
         : res.body.data.taskItems.items.find((i: { id: string }) => i.id === created.body.id);
-    expect(record).toMatchObject({ id: created.body.id, assigneeId: org.memberIds[1], assignee: null });
+    expect(record).toMatchObject({
+      id: created.body.id,
+      assigneeId: org.memberIds[1],
+      assignee: { id: org.memberIds[1], role: null, user: null },
+    });
+    expect(res.body.errors.map((e: { path: (string | number)[] }) => e.path.slice(-2))).toEqual([
+      ["assignee", "role"],
+      ["assignee", "user"],
+    ]);
+    expect(res.body.errors.every((e: { extensions: { code: string } }) => e.extensions.code === "FORBIDDEN")).toBe(true);
   });
 });
 

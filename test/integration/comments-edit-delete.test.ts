@@ -131,17 +131,18 @@ describe("deleteComment", () => {
     expect(again.status).toBe(404);
   });
 
-  it("takes userId in the query string with an API key; GraphQL returns the id", async () => {
+  it("takes userId in the query string with an API key; GraphQL answers the id and the entity", async () => {
     const a = await comment(2);
     const rest = await t.rest("DELETE", `/v1/comments/${a.id}?userId=${org.userIds[2]}`, { key: org.apiKey });
     expect(rest.status).toBe(204);
     const b = await comment(2);
     const gql = await t.gql(
-      "mutation($id: ID!, $userId: ID) { deleteComment(id: $id, userId: $userId) }",
+      "mutation($id: ID!, $userId: ID) { deleteComment(id: $id, userId: $userId) { deletedId entity { __typename ... on Vendor { id } } } }",
       { id: b.id, userId: org.userIds[2] },
       { key: org.apiKey },
     );
-    expect(gql.body).toEqual({ data: { deleteComment: b.id } });
+    const entity = { __typename: "Vendor", id: org.vendorIds[0] };
+    expect(gql.body).toEqual({ data: { deleteComment: { deletedId: b.id, entity } } });
   });
 
   it("is 403 for another author, 400 for an API key without userId or with a body, 404 across organizations", async () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { createSession } from "../../src/auth/sessions.js";
 import { newId } from "../../src/platform/ids.js";
 import { openFixture } from "../helpers/fixtures.js";
 
@@ -339,17 +340,26 @@ describe("the graph", () => {
     expect(res.body.data.nodes[1].comments.items.map((c: { content: string }) => c.content)).not.toContain("foreign");
   });
 
-  it("AuditEvent.actor: the acting member, null for an API key alone; FORBIDDEN without member:read", async () => {
+  it("AuditEvent.actor: the acting member, null for an API key alone; without member:read its id and name only", async () => {
     const res = await t.gql("{ auditEvents(limit: 3) { items { actorApiKeyId actor { id } } } }", {}, { key: org.apiKey });
     expect(res.body.errors).toBeUndefined();
     expect(res.body.data.auditEvents.items[0].actor).toBeNull();
+    const session = await createSession(t.db, org.userIds[1] as string, 60_000);
+    const headers = { authorization: `Bearer ${session.token}`, "x-organization-id": org.organizationId };
     const auditorOnly = await t.keyWith(org.organizationId, ["audit:read"]);
-    const refused = await t.gql("{ auditEvents(limit: 1) { items { action actor { id } } } }", {}, { key: auditorOnly.key });
-    expect(refused.body.data.auditEvents.items[0].action).toBeTypeOf("string");
-    expect(refused.body.data.auditEvents.items[0].actor).toBeNull();
-    expect(refused.body.errors[0]).toMatchObject({
-      path: ["auditEvents", "items", 0, "actor"],
-      extensions: { code: "FORBIDDEN" },
+    const acted = await t.rest("PATCH", `/v1/tasks/${org.taskIds[0]}`, { headers, body: { title: "Acted on by a person" } });
+    expect(acted.status).toBe(200);
+    const read = await t.gql(
+      "{ auditEvents(limit: 1) { items { action actor { id name role } } } }",
+      {},
+      { key: auditorOnly.key },
+    );
+    expect(read.body.data.auditEvents.items[0]).toEqual({
+      action: "task.updated",
+      actor: { id: org.memberIds[1], name: "Grace Admin", role: null },
     });
+    expect(read.body.errors).toEqual([
+      expect.objectContaining({ path: ["auditEvents", "items", 0, "actor", "role"], extensions: { code: "FORBIDDEN" } }),
+    ]);
   });
 });

@@ -384,12 +384,15 @@ function attempts({ wrongKind = false } = {}): Attempt[] {
   add("Mutation.updateVendor", "assigneeId", A.memberIds, (id) => ({ id: B.vendorIds[0], assigneeId: id }));
   add("Mutation.createRisk", "assigneeId", A.memberIds, (id) => ({ title: "B was here", assigneeId: id }));
   add("Mutation.updateRisk", "assigneeId", A.memberIds, (id) => ({ id: B.riskIds[0], assigneeId: id }));
-  add(
-    "Subscription.commentAdded",
-    "entityId",
-    entities.map(([id]) => id),
-    (id) => ({ entityId: id, entityType: typeOf(id, "task") }),
-  );
+  for (const stream of ["Subscription.commentAdded", "Subscription.commentUpdated", "Subscription.commentDeleted"]) {
+    add(
+      stream,
+      "entityId",
+      entities.map(([id]) => id),
+      (id) => ({ entityId: id, entityType: typeOf(id, "task") }),
+    );
+  }
+  add("Subscription.policyChanged", "id", A.policyIds, (id) => ({ id }));
   return list;
 }
 

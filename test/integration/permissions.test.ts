@@ -82,7 +82,8 @@ const operations: Record<
     permission: "member:read",
     call: () => ({
       rest: ["GET", `/v1/people/${org.memberIds[3]}`],
-      gql: ["query($id: ID!) { member(id: $id) { id } }", { id: org.memberIds[3] }],
+      // The directory (id, name) is any credential's: the role is what member:read guards.
+      gql: ["query($id: ID!) { member(id: $id) { id name role } }", { id: org.memberIds[3] }],
     }),
   },
   "Mutation.updateMember": {
@@ -247,7 +248,7 @@ const operations: Record<
       const [a, b] = [await commentBy(userId), await commentBy(userId)];
       return {
         rest: ["DELETE", `/v1/comments/${a}?userId=${userId}`],
-        gql: ["mutation($id: ID!, $userId: ID) { deleteComment(id: $id, userId: $userId) }", { id: b, userId }],
+        gql: ["mutation($id: ID!, $userId: ID) { deleteComment(id: $id, userId: $userId) { deletedId } }", { id: b, userId }],
       };
     },
   },
@@ -255,7 +256,10 @@ const operations: Record<
     permission: "task:update",
     call: async () => {
       const [a, b] = [await taskItem(), await taskItem()];
-      return { rest: ["DELETE", `/v1/task-management/${a}`], gql: ["mutation($id: ID!) { deleteTaskItem(id: $id) }", { id: b }] };
+      return {
+        rest: ["DELETE", `/v1/task-management/${a}`],
+        gql: ["mutation($id: ID!) { deleteTaskItem(id: $id) { deletedId } }", { id: b }],
+      };
     },
   },
   "Mutation.submitPolicyVersion": {
@@ -493,14 +497,29 @@ const graphFields: Record<
     ],
     path: ["comments"],
   },
-  "Author.member": {
+  "Author.member (directory: id and name)": {
+    parent: "comment:read",
+    permission: null,
+    query: () => [
+      "query($id: ID!) { comments(entityId: $id, entityType: task) { items { id author { member { id name } } } } }",
+      { id: org.taskIds[0] },
+    ],
+    path: ["comments", "items", 0, "author", "member", "name"],
+  },
+  "Author.member.role (beyond the directory)": {
     parent: "comment:read",
     permission: "member:read",
     query: () => [
-      "query($id: ID!) { comments(entityId: $id, entityType: task) { items { id author { member { id } } } } }",
+      "query($id: ID!) { comments(entityId: $id, entityType: task) { items { id author { member { id role } } } } }",
       { id: org.taskIds[0] },
     ],
-    path: ["comments", "items", 0, "author", "member"],
+    path: ["comments", "items", 0, "author", "member", "role"],
+  },
+  "Task.assignee (directory: id and name)": {
+    parent: "task:read",
+    permission: null,
+    query: () => ["query($id: ID!) { task(taskId: $id) { id assignee { id name } } }", { id: org.taskIds[0] }],
+    path: ["task", "assignee"],
   },
   "TaskItem.entity (vendor)": {
     parent: "task:read",
@@ -511,17 +530,17 @@ const graphFields: Record<
     ],
     path: ["taskItems", "items", 0, "entity"],
   },
-  "AuditEvent.actor": {
+  "AuditEvent.actor (directory: id and name)": {
     parent: "audit:read",
-    permission: "member:read",
-    query: () => ["{ auditEvents(limit: 1) { totalCount items { id actor { id } } } }", {}],
+    permission: null,
+    query: () => ["{ auditEvents(limit: 1) { totalCount items { id actor { id name } } } }", {}],
     path: ["auditEvents", "items", 0, "actor"],
   },
   "Member.devices": {
-    parent: "member:read",
+    parent: null,
     permission: "member:read",
-    query: () => ["query($id: ID!) { member(id: $id) { devices { name } } }", { id: org.memberIds[0] }],
-    path: ["member"],
+    query: () => ["query($id: ID!) { member(id: $id) { id name devices { name } } }", { id: org.memberIds[0] }],
+    path: ["member", "devices"],
   },
   "Query.tasks totalCount": {
     parent: "task:read",
@@ -535,11 +554,11 @@ const graphFields: Record<
     query: () => ["{ viewer { organization { id } permissions organizations { id } member { id } user { id } } }", {}],
     path: ["viewer"],
   },
-  "Query.nodes (member, comment, task item, policy version)": {
+  "Query.nodes (a member: its role beyond the directory)": {
     parent: null,
     permission: "member:read",
-    query: () => ["query($id: ID!) { nodes(ids: [$id]) { id } }", { id: org.memberIds[0] }],
-    path: ["nodes", 0],
+    query: () => ["query($id: ID!) { nodes(ids: [$id]) { id ... on Member { name role } } }", { id: org.memberIds[0] }],
+    path: ["nodes", 0, "role"],
   },
 };
 

@@ -22,11 +22,9 @@ const AuditEvent = builder.prismaObject("AuditEvent", {
       nullable: true,
       ...graphOnly,
       description:
-        "The acting user's membership; null for an API key alone. Needs `member:read`: without it, null with FORBIDDEN here",
-      resolve: (query, event, _args, ctx) => {
-        authorize(ctx, "member:read");
-        return event.actorUserId ? ctx.loaders.members.byUserId.load({ id: event.actorUserId, query }) : null;
-      },
+        "The acting user's membership; null for an API key alone. Any credential reads its id and name; its other fields need `member:read`",
+      resolve: (query, event, _args, ctx) =>
+        event.actorUserId ? ctx.loaders.members.byUserId.load({ id: event.actorUserId, query }) : null,
     }),
   }),
 });
@@ -50,7 +48,9 @@ const auditEventListArgs = listArgs("AuditEvent", auditEventList, {
 builder.queryField("auditEvents", (t) =>
   t.field({
     type: AuditEventPage,
-    description: "The organization's audit events, filtered (default newest first), with their totalCount. Needs `audit:read`.",
+    nullable: true,
+    description:
+      "The organization's audit events, filtered (default newest first), with their totalCount. Needs `audit:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",
     args: auditEventListArgs,
     resolve: (_root, args, ctx, info) =>
       ctx.services.audit.list(authorize(ctx, "audit:read"), args, itemsQuery(ctx, info, "AuditEvent")),

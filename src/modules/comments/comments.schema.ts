@@ -2,12 +2,14 @@ import { authorize } from "../../auth/actor.js";
 import type { Permission } from "../../auth/permissions.js";
 import { CommentEntityType as CommentEntityTypeValues } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
+import type { Context } from "../../graphql/context.js";
 import { Node, objectRefOf } from "../../graphql/node.schema.js";
 import { anyOf, dateBounds, definePage, itemsQuery, listArgs } from "../../graphql/page.schema.js";
 import { nodeTypeOf } from "../../platform/ids.js";
 import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
-import { attachmentLimits, commentLimits, commentList } from "./comments.service.js";
+import { renewLoaders } from "../request-loaders.js";
+import { attachmentLimits, commentLimits, commentList, type DeletedComment } from "./comments.service.js";
 
 export const CommentEntityType = builder.enumType(CommentEntityTypeValues, {
   name: "CommentEntityType",
@@ -33,6 +35,18 @@ const CommentEntity = builder.unionType("CommentEntity", {
   resolveType: (entity) => nodeTypeOf((entity as { id: string }).id),
 });
 
+/** The record a comment is (or was) on, when the caller may read that type (else FORBIDDEN). */
+function commentEntity(ctx: Context, comment: { entityType: CommentEntityTypeValues; entityId: string }) {
+  authorize(ctx, entityReadPermission[comment.entityType]);
+  const loaders = {
+    task: ctx.loaders.tasks,
+    vendor: ctx.loaders.vendors,
+    risk: ctx.loaders.risks,
+    policy: ctx.loaders.policies,
+  }[comment.entityType];
+  return loaders.byId.load({ id: comment.entityId }) as Promise<never>;
+}
+
 const Author = builder.prismaObject("Member", {
   variant: "Author",
   description: "The author of a comment.",
@@ -51,11 +65,8 @@ const Author = builder.prismaObject("Member", {
       nullable: true,
       ...graphOnly,
       description:
-        "The author's membership, as the people routes take member ids. Needs `member:read`: without it, null with FORBIDDEN here",
-      resolve: (query, author, _args, ctx) => {
-        authorize(ctx, "member:read");
-        return ctx.loaders.members.byUserId.load({ id: author.userId, query });
-      },
+        "The author's membership, as the people routes take member ids. Any credential reads its id and name; its other fields need `member:read`",
+      resolve: (query, author, _args, ctx) => ctx.loaders.members.byUserId.load({ id: author.userId, query }),
     }),
   }),
 });
@@ -101,16 +112,7 @@ const Comment = builder.prismaObject("Comment", {
       ...graphOnly,
       description:
         "The task, vendor, risk or policy commented on. Needs that type's `:read` permission: without it, null with FORBIDDEN here",
-      resolve: (comment, _args, ctx) => {
-        authorize(ctx, entityReadPermission[comment.entityType]);
-        const loaders = {
-          task: ctx.loaders.tasks,
-          vendor: ctx.loaders.vendors,
-          risk: ctx.loaders.risks,
-          policy: ctx.loaders.policies,
-        }[comment.entityType];
-        return loaders.byId.load({ id: comment.entityId }) as Promise<never>;
-      },
+      resolve: (comment, _args, ctx) => commentEntity(ctx, comment),
     }),
   }),
 });
@@ -160,11 +162,27 @@ builder.mutationField("updateComment", (t) =>
   }),
 );
 
+const DeleteCommentPayload = builder.objectRef<DeletedComment>("DeleteCommentPayload").implement({
+  description:
+    "A deleted comment: its id, to evict it from a cache, and the record it was on, whose comments page and totalCount to refresh.",
+  fields: (t) => ({
+    deletedId: t.exposeID("deletedId", { description: "Id of the deleted comment" }),
+    entity: t.field({
+      type: CommentEntity,
+      nullable: true,
+      ...graphOnly,
+      description:
+        "The task, vendor, risk or policy the comment was on, as it is after the delete. Needs that type's `:read` permission: without it, null with FORBIDDEN here",
+      resolve: (deleted, _args, ctx) => commentEntity(ctx, deleted),
+    }),
+  }),
+});
+
 builder.mutationField("deleteComment", (t) =>
   t.field({
-    type: "ID",
+    type: DeleteCommentPayload,
     description:
-      "Delete a comment with its attachments; returns its id (over REST: 204 with no body). Only its author, as for updateComment. Needs `comment:create`.",
+      "Delete a comment with its attachments; answers its id and the record it was on (over REST: 204 with no body). Only its author, as for updateComment. Needs `comment:create`.",
     args: {
       id: t.arg.id({ required: true, description: "The comment id" }),
       userId: t.arg.id({
@@ -217,8 +235,9 @@ for (const [model, entityType] of [
 builder.queryField("comments", (t) =>
   t.field({
     type: CommentPage,
+    nullable: true,
     description:
-      "Comments on an entity, filtered (default newest first), with authors, attachment metadata and their totalCount. Needs `comment:read`.",
+      "Comments on an entity, filtered (default newest first), with authors, attachment metadata and their totalCount. Needs `comment:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",
     args: {
       entityId: t.arg.id({ required: true, ...limited("Id of the entity", commonLimits.id) }),
       entityType: t.arg({ type: CommentEntityType, required: true, description: "The kind of record entityId names" }),
@@ -267,7 +286,44 @@ builder.subscriptionField("commentAdded", (t) =>
       entityType: t.arg({ type: CommentEntityType, required: true, description: "The kind of record entityId names" }),
     },
     subscribe: (_root, args, ctx) => ctx.services.comments.subscribe(authorize(ctx, "comment:read"), args),
-    resolve: (query, event, _args, ctx) =>
-      ctx.services.comments.byId(authorize(ctx, "comment:read"), (event as { id: string }).id, query),
+    resolve: (query, event, _args, ctx) => {
+      const actor = authorize(ctx, "comment:read");
+      renewLoaders(ctx, actor.organizationId);
+      return ctx.services.comments.byId(actor, (event as { id: string }).id, query);
+    },
+  }),
+);
+
+builder.subscriptionField("commentUpdated", (t) =>
+  t.prismaField({
+    type: "Comment",
+    description: "Each edit of a comment on the entity, as it is after the edit (server-sent events). Needs `comment:read`.",
+    args: {
+      entityId: t.arg.id({ required: true, description: "Id of the entity" }),
+      entityType: t.arg({ type: CommentEntityType, required: true, description: "The kind of record entityId names" }),
+    },
+    subscribe: (_root, args, ctx) => ctx.services.comments.subscribeUpdated(authorize(ctx, "comment:read"), args),
+    resolve: (query, event, _args, ctx) => {
+      const actor = authorize(ctx, "comment:read");
+      renewLoaders(ctx, actor.organizationId);
+      return ctx.services.comments.byId(actor, (event as { id: string }).id, query);
+    },
+  }),
+);
+
+builder.subscriptionField("commentDeleted", (t) =>
+  t.field({
+    type: DeleteCommentPayload,
+    description:
+      "Each comment deleted from the entity: its id and the entity as it is after the delete (server-sent events). Needs `comment:read`.",
+    args: {
+      entityId: t.arg.id({ required: true, description: "Id of the entity" }),
+      entityType: t.arg({ type: CommentEntityType, required: true, description: "The kind of record entityId names" }),
+    },
+    subscribe: (_root, args, ctx) => ctx.services.comments.subscribeDeleted(authorize(ctx, "comment:read"), args),
+    resolve: (event, _args, ctx) => {
+      renewLoaders(ctx, authorize(ctx, "comment:read").organizationId);
+      return event as DeletedComment;
+    },
   }),
 );

@@ -76,6 +76,9 @@ const createCommentInput = z.object({
 const actingUser = z.object({ userId: text(commonLimits.id).nullish() });
 const updateCommentInput = actingUser.extend({ content: text(commentLimits.content) });
 
+/** What remains of a deleted comment: its id and the record it was on, whose comments changed. */
+export type DeletedComment = { deletedId: string; entityType: CommentEntityType; entityId: string };
+
 export type CreateCommentArgs = z.input<typeof createCommentInput>;
 type CommentQuery = { select?: Prisma.CommentSelect; include?: Prisma.CommentInclude };
 
@@ -98,6 +101,8 @@ export const commentList: ListSpec = {
   orders: dateSortKeys(false),
   defaultOrder: newestFirst,
 };
+
+type EntityArgs = { entityId: string; entityType: string };
 
 const listInput = z.object({
   entityId: text(commonLimits.id),
@@ -148,6 +153,20 @@ export function createCommentService(db: Db, events: Events) {
     if (!actor.userId) await activeMemberId(actor.organizationId, acting);
     if (comment.author.userId !== acting) throw new ForbiddenError("Only the author of a comment can edit or delete it");
     return comment;
+  }
+
+  /** The events of one entity of the caller's organization (404 when it is not there). */
+  async function entityStream<Event extends { entityType: string; entityId: string }>(
+    actor: Actor,
+    args: EntityArgs,
+    source: (organizationId: string) => AsyncIterable<Event>,
+  ) {
+    const input = parseInput(listInput, args);
+    await assertEntityExists(db, actor.organizationId, input.entityType, input.entityId);
+    return pipe(
+      source(actor.organizationId),
+      filter((event: Event) => event.entityType === input.entityType && event.entityId === input.entityId),
+    );
   }
 
   return {
@@ -235,6 +254,12 @@ export function createCommentService(db: Db, events: Events) {
       const comment = await ownComment(actor, args.id, input.userId);
       const where = { id: comment.id, organizationId: actor.organizationId };
       if (comment.content === input.content) return db.comment.findUniqueOrThrow({ ...query, where });
+      const event = {
+        id: comment.id,
+        organizationId: actor.organizationId,
+        entityType: comment.entityType,
+        entityId: comment.entityId,
+      };
       const [updated] = await db.$transaction([
         db.comment.update({ ...query, where, data: { content: input.content } }),
         db.auditEvent.create({
@@ -247,6 +272,7 @@ export function createCommentService(db: Db, events: Events) {
           select: { id: true },
         }),
       ]);
+      events.publish("comment.updated", actor.organizationId, event);
       return updated;
     },
 
@@ -254,7 +280,7 @@ export function createCommentService(db: Db, events: Events) {
      * The author removes the comment with its attachments (rows and bytes) in one transaction; the
      * audit event keeps what was deleted, the text included.
      */
-    async delete(actor: Actor, args: { id: string; userId?: string | null }): Promise<string> {
+    async delete(actor: Actor, args: { id: string; userId?: string | null }): Promise<DeletedComment> {
       const input = parseInput(actingUser, { userId: args.userId });
       const comment = await ownComment(actor, args.id, input.userId);
       await db.$transaction([
@@ -277,7 +303,9 @@ export function createCommentService(db: Db, events: Events) {
           select: { id: true },
         }),
       ]);
-      return comment.id;
+      const deleted = { deletedId: comment.id, entityType: comment.entityType, entityId: comment.entityId };
+      events.publish("comment.deleted", actor.organizationId, { ...deleted, organizationId: actor.organizationId });
+      return deleted;
     },
 
     async list(
@@ -298,14 +326,16 @@ export function createCommentService(db: Db, events: Events) {
     },
 
     /** New comments on one entity of the caller's organization, as they are created. */
-    async subscribe(actor: Actor, args: { entityId: string; entityType: string }) {
-      const input = parseInput(listInput, args);
-      await assertEntityExists(db, actor.organizationId, input.entityType, input.entityId);
-      return pipe(
-        events.subscribe("comment.created", actor.organizationId),
-        filter((event) => event.entityType === input.entityType && event.entityId === input.entityId),
-      );
-    },
+    subscribe: (actor: Actor, args: EntityArgs) =>
+      entityStream(actor, args, (organizationId) => events.subscribe("comment.created", organizationId)),
+
+    /** Edits of the comments on one entity, as they are saved. */
+    subscribeUpdated: (actor: Actor, args: EntityArgs) =>
+      entityStream(actor, args, (organizationId) => events.subscribe("comment.updated", organizationId)),
+
+    /** Deletes of the comments on one entity. */
+    subscribeDeleted: (actor: Actor, args: EntityArgs) =>
+      entityStream(actor, args, (organizationId) => events.subscribe("comment.deleted", organizationId)),
 
     async byId(actor: Actor, id: string, query: CommentQuery) {
       const comment = await db.comment.findUnique({ ...query, where: { id, organizationId: actor.organizationId } });

@@ -1,10 +1,13 @@
-import { authorize } from "../../auth/actor.js";
+import type { GraphQLResolveInfo } from "graphql";
+import { authenticated, authorize, can } from "../../auth/actor.js";
 import { Department as DepartmentValues, MemberRole as MemberRoleValues } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
+import type { Context } from "../../graphql/context.js";
 import { Node } from "../../graphql/node.schema.js";
 import { anyOf, dateBounds, definePage, itemsQuery, listArgs, searchField } from "../../graphql/page.schema.js";
+import { ForbiddenError } from "../../platform/errors.js";
 import { commonLimits, limited } from "../../platform/limits.js";
-import { graphOnly } from "../../rest/rest-schema.js";
+import { graphOnly, nonNullOverRest } from "../../rest/rest-schema.js";
 import { memberLimits, memberList } from "./members.service.js";
 
 export const MemberRole = builder.enumType(MemberRoleValues, {
@@ -35,7 +38,7 @@ export const Department = builder.enumType(DepartmentValues, {
   },
 });
 
-builder.prismaObject("User", {
+const User = builder.prismaObject("User", {
   description: "A person's account; one user can be a member of several organizations.",
   fields: (t) => ({
     id: t.exposeID("id", { description: "User id" }),
@@ -49,34 +52,109 @@ builder.prismaObject("User", {
   }),
 });
 
+/**
+ * The directory: any credential of the organization reads a member's id and name (who is assigned,
+ * who approves, who wrote). The rest of a member needs `member:read`, except the caller's own
+ * membership, and the member a mutation answers to a caller allowed to write members.
+ */
+function mayReadMember(ctx: Context, member: { userId: string }, info: GraphQLResolveInfo): boolean {
+  if (can(ctx, "member:read")) return true;
+  if ("caller" in ctx.auth && ctx.auth.caller.userId !== null && ctx.auth.caller.userId === member.userId) return true;
+  return info.operation.operation === "mutation" && (can(ctx, "member:update") || can(ctx, "member:create"));
+}
+
+/** A field beyond the directory: its value, or FORBIDDEN at its path. */
+function guarded<T>(ctx: Context, member: { userId: string }, info: GraphQLResolveInfo, value: T): T {
+  if (!mayReadMember(ctx, member, info)) {
+    throw new ForbiddenError(`Reading ${info.fieldName} of a member needs the permission member:read`);
+  }
+  return value;
+}
+
+const beyondDirectory = "Needs `member:read` (or being this member): without it, null with FORBIDDEN here";
+
 export const Member = builder.prismaObject("Member", {
-  description: "A person's membership of the organization.",
+  description: `A person's membership of the organization. Any credential of the organization reads its id and name (a directory); ${beyondDirectory.replace("Needs", "the other fields need")}.`,
   interfaces: [Node],
   fields: (t) => ({
     id: t.exposeID("id", { description: "Member id" }),
-    organizationId: t.exposeID("organizationId", { description: "The organization" }),
-    userId: t.exposeID("userId", { description: "The member's user account" }),
-    role: t.expose("role", { type: MemberRole, description: "The member's role in the organization" }),
-    createdAt: t.expose("createdAt", { type: "DateTime", description: "When the person joined the organization" }),
-    department: t.expose("department", { type: Department, description: "The member's department; none by default" }),
-    jobTitle: t.exposeString("jobTitle", { nullable: true, description: "Job title; null when not set" }),
-    isActive: t.exposeBoolean("isActive", {
-      description: "False once the member is deactivated: they can no longer sign in here",
-    }),
-    deviceLabelId: t.exposeInt("deviceLabelId", {
-      nullable: true,
-      description: "Label of the member's managed devices in the device-management system; null when unlinked",
-    }),
-    user: t.relation("user", { description: "The member's user account" }),
-    devices: t.relation("devices", {
+    name: t.string({
       ...graphOnly,
-      description: "The member's managed devices, oldest first",
-      query: { orderBy: [{ createdAt: "asc" }, { id: "asc" }] },
+      description: "The person's display name (their user's name); readable by any credential of the organization",
+      select: { user: { select: { name: true } } },
+      resolve: (member) => member.user.name,
+    }),
+    organizationId: t.id({
+      nullable: true,
+      ...nonNullOverRest,
+      description: `The organization. ${beyondDirectory}`,
+      resolve: (m, _a, ctx, info) => guarded(ctx, m, info, m.organizationId),
+    }),
+    userId: t.id({
+      nullable: true,
+      ...nonNullOverRest,
+      description: `The member's user account. ${beyondDirectory}`,
+      resolve: (m, _a, ctx, info) => guarded(ctx, m, info, m.userId),
+    }),
+    role: t.field({
+      type: MemberRole,
+      nullable: true,
+      ...nonNullOverRest,
+      description: `The member's role in the organization. ${beyondDirectory}`,
+      resolve: (m, _a, ctx, info) => guarded(ctx, m, info, m.role),
+    }),
+    createdAt: t.field({
+      type: "DateTime",
+      nullable: true,
+      ...nonNullOverRest,
+      description: `When the person joined the organization. ${beyondDirectory}`,
+      resolve: (m, _a, ctx, info) => guarded(ctx, m, info, m.createdAt),
+    }),
+    department: t.field({
+      type: Department,
+      nullable: true,
+      ...nonNullOverRest,
+      description: `The member's department; none by default. ${beyondDirectory}`,
+      resolve: (m, _a, ctx, info) => guarded(ctx, m, info, m.department),
+    }),
+    jobTitle: t.string({
+      nullable: true,
+      description: `Job title; null when not set. ${beyondDirectory}`,
+      resolve: (m, _a, ctx, info) => guarded(ctx, m, info, m.jobTitle),
+    }),
+    isActive: t.boolean({
+      nullable: true,
+      ...nonNullOverRest,
+      description: `False once the member is deactivated: they can no longer sign in here. ${beyondDirectory}`,
+      resolve: (m, _a, ctx, info) => guarded(ctx, m, info, m.isActive),
+    }),
+    deviceLabelId: t.int({
+      nullable: true,
+      description: `Label of the member's managed devices in the device-management system; null when unlinked. ${beyondDirectory}`,
+      resolve: (m, _a, ctx, info) => guarded(ctx, m, info, m.deviceLabelId),
+    }),
+    user: t.field({
+      type: User,
+      nullable: true,
+      ...nonNullOverRest,
+      description: `The member's user account. ${beyondDirectory}`,
+      select: (_args, _ctx, nestedSelection) => ({ user: nestedSelection(true) }),
+      resolve: (m, _a, ctx, info) => guarded(ctx, m, info, m.user),
+    }),
+    devices: t.field({
+      type: [Device],
+      nullable: true,
+      ...graphOnly,
+      description: `The member's managed devices, oldest first. ${beyondDirectory}`,
+      select: (_args, _ctx, nestedSelection) => ({
+        devices: nestedSelection({ orderBy: [{ createdAt: "asc" }, { id: "asc" }] }),
+      }),
+      resolve: (m, _a, ctx, info) => guarded(ctx, m, info, m.devices),
     }),
   }),
 });
 
-builder.prismaObject("Device", {
+const Device = builder.prismaObject("Device", {
   description: "A managed device of a member.",
   fields: (t) => ({
     id: t.exposeID("id", { description: "Device id" }),
@@ -120,8 +198,9 @@ const memberListArgs = listArgs("Member", memberList, {
 builder.queryField("members", (t) =>
   t.field({
     type: MemberPage,
+    nullable: true,
     description:
-      "The organization's members, active and deactivated, filtered and sorted (default newest first), with their totalCount. Needs `member:read`.",
+      "The organization's members, active and deactivated, filtered and sorted (default newest first), with their totalCount. Needs `member:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",
     args: memberListArgs,
     resolve: (_root, args, ctx, info) =>
       ctx.services.members.list(authorize(ctx, "member:read"), args, itemsQuery(ctx, info, "Member")),
@@ -133,9 +212,9 @@ builder.queryField("member", (t) =>
     type: "Member",
     nullable: true,
     description:
-      "Get a member by id. Needs `member:read`. Over GraphQL a missing or refused member is null with its error; REST answers 404 or 403.",
+      "Get a member by id. Any credential of the organization reads its id and name; the other fields need `member:read` (null with FORBIDDEN without it). Over GraphQL a missing member is null with its error; REST answers 404, or 403 without `member:read`.",
     args: { id: t.arg.id({ required: true, description: "The member id" }) },
-    resolve: (query, _root, args, ctx) => ctx.services.members.get(authorize(ctx, "member:read"), args.id, query),
+    resolve: (query, _root, args, ctx) => ctx.services.members.get(authenticated(ctx), args.id, query),
   }),
 );
 

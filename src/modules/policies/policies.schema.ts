@@ -9,6 +9,7 @@ import { anyOf, dateBounds, definePage, itemsQuery, listArgs, searchField } from
 import { NotFoundError } from "../../platform/errors.js";
 import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
+import { renewLoaders } from "../request-loaders.js";
 import { policyLimits, policyList, policyVersionList } from "./policies.service.js";
 
 export const PolicyStatus = builder.enumType(PolicyStatusValues, {
@@ -86,6 +87,12 @@ const PolicyVersion = builder.prismaObject("PolicyVersion", {
     approverId: t.exposeID("approverId", {
       nullable: true,
       description: "Member id of the approver named when the version was submitted; null before that",
+    }),
+    approver: t.relation("approver", {
+      nullable: true,
+      ...graphOnly,
+      description:
+        "The approver named when the version was submitted; null before that. Any credential reads its id and name; its other fields need `member:read`",
     }),
     rejectionReason: t.exposeString("rejectionReason", {
       nullable: true,
@@ -207,8 +214,9 @@ builder.queryField("policy", (t) =>
 builder.queryField("policyVersions", (t) =>
   t.field({
     type: PolicyVersionPage,
+    nullable: true,
     description:
-      "The versions of a policy, filtered and sorted (default highest version number first), with their totalCount. Needs `policy:read`.",
+      "The versions of a policy, filtered and sorted (default highest version number first), with their totalCount. Needs `policy:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",
     args: { id: t.arg.id({ required: true, description: "The policy id" }), ...policyVersionListArgs },
     resolve: (_root, args, ctx, info) =>
       ctx.services.policies.versions(authorize(ctx, "policy:read"), args, itemsQuery(ctx, info, "PolicyVersion")),
@@ -237,8 +245,9 @@ const policyListArgs = listArgs("Policy", policyList, {
 builder.queryField("policies", (t) =>
   t.field({
     type: PolicyPage,
+    nullable: true,
     description:
-      "The organization's policies, filtered and sorted (default newest first), with their totalCount. Needs `policy:read`.",
+      "The organization's policies, filtered and sorted (default newest first), with their totalCount. Needs `policy:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",
     args: policyListArgs,
     resolve: (_root, args, ctx, info) =>
       ctx.services.policies.list(authorize(ctx, "policy:read"), args, itemsQuery(ctx, info, "Policy")),
@@ -302,5 +311,20 @@ builder.mutationField("rejectPolicyVersion", (t) =>
       reason: t.arg.string({ required: true, ...limited("Why the version goes back to draft", policyLimits.rejectionReason) }),
     },
     resolve: (query, _root, args, ctx) => ctx.services.policies.rejectVersion(authorize(ctx, "policy:update"), args, query),
+  }),
+);
+
+builder.subscriptionField("policyChanged", (t) =>
+  t.prismaField({
+    type: "Policy",
+    description:
+      "The policy as it is after each change: its name or description, a new version, a review step (submit, approve, reject). Server-sent events. Needs `policy:read`.",
+    args: { id: t.arg.id({ required: true, description: "The policy id" }) },
+    subscribe: (_root, args, ctx) => ctx.services.policies.subscribe(authorize(ctx, "policy:read"), args.id),
+    resolve: (query, _event, args, ctx) => {
+      const actor = authorize(ctx, "policy:read");
+      renewLoaders(ctx, actor.organizationId);
+      return ctx.services.policies.get(actor, args.id, query);
+    },
   }),
 );

@@ -1,3 +1,4 @@
+import { filter, pipe } from "graphql-yoga";
 import { z } from "zod";
 import type { Actor } from "../../auth/actor.js";
 import { rolePermissions } from "../../auth/permissions.js";
@@ -19,6 +20,7 @@ import {
 import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
 import { BadUserInputError, ConflictError, ForbiddenError, NotFoundError } from "../../platform/errors.js";
+import type { Events } from "../../platform/events.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, limit, text } from "../../platform/limits.js";
 import { parseInput, type WithNulls } from "../../platform/validation.js";
@@ -205,11 +207,26 @@ async function assertSeparateApprover(
   );
 }
 
+/**
+ * The version as it is once every write of the step is done (the version, then its policy), read
+ * in the same transaction: a client's cache then stores the policy's new status and current version.
+ */
+function afterWrite(tx: Tx, versionId: string, query: PolicyVersionQuery) {
+  return tx.policyVersion.findUniqueOrThrow({ ...query, where: { id: versionId } });
+}
+
 export type CreatePolicyArgs = { name: string; description?: string | null; content?: unknown };
 type PolicyQuery = { select?: Prisma.PolicySelect; include?: Prisma.PolicyInclude };
 type PolicyVersionQuery = { select?: Prisma.PolicyVersionSelect; include?: Prisma.PolicyVersionInclude };
 
-export function createPolicyService(db: Db) {
+export function createPolicyService(db: Db, events: Events) {
+  /** Tells the subscribers of the policy, once the transaction that changed it has committed. */
+  async function announced<T>(actor: Actor, policyId: string, change: Promise<T>): Promise<T> {
+    const result = await change;
+    events.publish("policy.changed", actor.organizationId, { id: policyId, organizationId: actor.organizationId });
+    return result;
+  }
+
   return {
     /** A published policy with version 1 (published, current), all in one transaction. */
     async create(actor: Actor, args: CreatePolicyArgs, query: PolicyQuery) {
@@ -277,7 +294,8 @@ export function createPolicyService(db: Db) {
     /** Name and description; the text lives in versions and changes through the review. */
     async update(actor: Actor, id: string, args: UpdatePolicyArgs, query: PolicyQuery) {
       const input = parseInput(updatePolicyInput, args);
-      return db.$transaction(async (tx) => {
+      let changed = false;
+      const updated = await db.$transaction(async (tx) => {
         const [current] = await tx.$queryRaw<{ name: string; description: string | null }[]>`
           SELECT "name", "description" FROM "Policy"
           WHERE "id" = ${id} AND "organizationId" = ${actor.organizationId} FOR UPDATE`;
@@ -289,56 +307,73 @@ export function createPolicyService(db: Db) {
         await tx.auditEvent.create({
           data: auditEvent(actor, "policy.updated", { type: "policy", id }, { changes } as Prisma.InputJsonValue),
         });
+        changed = true;
         return updated;
       });
+      if (changed) events.publish("policy.changed", actor.organizationId, { id, organizationId: actor.organizationId });
+      return updated;
+    },
+
+    /** The policy's changes as they commit: its fields, new versions and review steps. */
+    async subscribe(actor: Actor, id: string) {
+      const policy = await db.policy.findUnique({ where: { id, organizationId: actor.organizationId }, select: { id: true } });
+      if (!policy) throw new NotFoundError("Policy", id);
+      return pipe(
+        events.subscribe("policy.changed", actor.organizationId),
+        filter((event) => event.id === id),
+      );
     },
 
     /** A draft goes to review by an active member who may update policies; the policy then needs review. */
     async submitVersion(actor: Actor, args: { id: string; versionId: string; approverId: string }, query: PolicyVersionQuery) {
       const input = parseInput(submitInput, { approverId: args.approverId });
-      return db.$transaction(async (tx) => {
-        await lockPolicy(tx, actor, args.id);
-        const version = await versionOf(tx, args.id, args.versionId);
-        const approver = await tx.member.findUnique({
-          where: { id: input.approverId, organizationId: actor.organizationId, isActive: true },
-          select: { id: true, role: true, userId: true },
-        });
-        if (!approver) throw new NotFoundError("Active member", input.approverId);
-        if (!approverRoles.includes(approver.role)) {
-          throw new BadUserInputError("approverId must name a member whose role may update policies (owner or admin)", [
-            { path: "approverId", message: "must name a member who may update policies" },
-          ]);
-        }
-        assertStatus(version, "draft", "submitted");
-        await assertSeparateApprover(tx, actor, version, approver);
-        const submitted = await tx.policyVersion.update({
-          ...query,
-          where: { id: version.id },
-          data: {
-            status: "in_review",
-            approverId: approver.id,
-            rejectionReason: null,
-            submittedByUserId: actor.userId,
-            submittedByKeyId: actor.apiKeyId,
-          },
-        });
-        await tx.policy.update({ where: { id: args.id }, data: { status: "needs_review" }, select: { id: true } });
-        await tx.auditEvent.create({
-          data: auditEvent(
-            actor,
-            "policy.version_submitted",
-            { type: "policy", id: args.id },
-            {
-              versionId: version.id,
-              version: version.version,
+      return announced(
+        actor,
+        args.id,
+        db.$transaction(async (tx) => {
+          await lockPolicy(tx, actor, args.id);
+          const version = await versionOf(tx, args.id, args.versionId);
+          const approver = await tx.member.findUnique({
+            where: { id: input.approverId, organizationId: actor.organizationId, isActive: true },
+            select: { id: true, role: true, userId: true },
+          });
+          if (!approver) throw new NotFoundError("Active member", input.approverId);
+          if (!approverRoles.includes(approver.role)) {
+            throw new BadUserInputError("approverId must name a member whose role may update policies (owner or admin)", [
+              { path: "approverId", message: "must name a member who may update policies" },
+            ]);
+          }
+          assertStatus(version, "draft", "submitted");
+          await assertSeparateApprover(tx, actor, version, approver);
+          await tx.policyVersion.update({
+            select: { id: true },
+            where: { id: version.id },
+            data: {
+              status: "in_review",
               approverId: approver.id,
-              createdByUserId: version.createdByUserId,
+              rejectionReason: null,
               submittedByUserId: actor.userId,
+              submittedByKeyId: actor.apiKeyId,
             },
-          ),
-        });
-        return submitted;
-      });
+          });
+          await tx.policy.update({ where: { id: args.id }, data: { status: "needs_review" }, select: { id: true } });
+          await tx.auditEvent.create({
+            data: auditEvent(
+              actor,
+              "policy.version_submitted",
+              { type: "policy", id: args.id },
+              {
+                versionId: version.id,
+                version: version.version,
+                approverId: approver.id,
+                createdByUserId: version.createdByUserId,
+                submittedByUserId: actor.userId,
+              },
+            ),
+          });
+          return afterWrite(tx, version.id, query);
+        }),
+      );
     },
 
     /**
@@ -346,73 +381,81 @@ export function createPolicyService(db: Db) {
      * transaction under the policy's lock: of two approvals racing, each sees the other's result.
      */
     async approveVersion(actor: Actor, args: { id: string; versionId: string }, query: PolicyVersionQuery) {
-      return db.$transaction(async (tx) => {
-        const policy = await lockPolicy(tx, actor, args.id);
-        const version = await versionOf(tx, args.id, args.versionId);
-        assertStatus(version, "in_review", "approved");
-        assertApprover(actor, version);
-        const published = await tx.policyVersion.update({
-          ...query,
-          where: { id: version.id },
-          data: { status: "published", publishedAt: new Date() },
-        });
-        const status = await policyStatusAfter(tx, args.id, version.id);
-        await tx.policy.update({
-          where: { id: args.id },
-          data: { currentVersionId: version.id, status },
-          select: { id: true },
-        });
-        await tx.auditEvent.create({
-          data: auditEvent(
-            actor,
-            "policy.version_approved",
-            { type: "policy", id: args.id },
-            {
-              versionId: version.id,
-              version: version.version,
-              approverId: version.approverId,
-              createdByUserId: version.createdByUserId,
-              submittedByUserId: version.submittedByUserId,
-              previousCurrentVersionId: policy.currentVersionId,
-            },
-          ),
-        });
-        return published;
-      });
+      return announced(
+        actor,
+        args.id,
+        db.$transaction(async (tx) => {
+          const policy = await lockPolicy(tx, actor, args.id);
+          const version = await versionOf(tx, args.id, args.versionId);
+          assertStatus(version, "in_review", "approved");
+          assertApprover(actor, version);
+          await tx.policyVersion.update({
+            select: { id: true },
+            where: { id: version.id },
+            data: { status: "published", publishedAt: new Date() },
+          });
+          const status = await policyStatusAfter(tx, args.id, version.id);
+          await tx.policy.update({
+            where: { id: args.id },
+            data: { currentVersionId: version.id, status },
+            select: { id: true },
+          });
+          await tx.auditEvent.create({
+            data: auditEvent(
+              actor,
+              "policy.version_approved",
+              { type: "policy", id: args.id },
+              {
+                versionId: version.id,
+                version: version.version,
+                approverId: version.approverId,
+                createdByUserId: version.createdByUserId,
+                submittedByUserId: version.submittedByUserId,
+                previousCurrentVersionId: policy.currentVersionId,
+              },
+            ),
+          });
+          return afterWrite(tx, version.id, query);
+        }),
+      );
     },
 
     /** The approver sends the version back to draft with the reason. */
     async rejectVersion(actor: Actor, args: { id: string; versionId: string; reason: string }, query: PolicyVersionQuery) {
       const input = parseInput(rejectInput, { reason: args.reason });
-      return db.$transaction(async (tx) => {
-        const policy = await lockPolicy(tx, actor, args.id);
-        const version = await versionOf(tx, args.id, args.versionId);
-        assertStatus(version, "in_review", "rejected");
-        assertApprover(actor, version);
-        const rejected = await tx.policyVersion.update({
-          ...query,
-          where: { id: version.id },
-          data: { status: "draft", rejectionReason: input.reason },
-        });
-        const status = await policyStatusAfter(tx, args.id, policy.currentVersionId);
-        await tx.policy.update({ where: { id: args.id }, data: { status }, select: { id: true } });
-        await tx.auditEvent.create({
-          data: auditEvent(
-            actor,
-            "policy.version_rejected",
-            { type: "policy", id: args.id },
-            {
-              versionId: version.id,
-              version: version.version,
-              approverId: version.approverId,
-              createdByUserId: version.createdByUserId,
-              submittedByUserId: version.submittedByUserId,
-              reason: input.reason,
-            },
-          ),
-        });
-        return rejected;
-      });
+      return announced(
+        actor,
+        args.id,
+        db.$transaction(async (tx) => {
+          const policy = await lockPolicy(tx, actor, args.id);
+          const version = await versionOf(tx, args.id, args.versionId);
+          assertStatus(version, "in_review", "rejected");
+          assertApprover(actor, version);
+          await tx.policyVersion.update({
+            select: { id: true },
+            where: { id: version.id },
+            data: { status: "draft", rejectionReason: input.reason },
+          });
+          const status = await policyStatusAfter(tx, args.id, policy.currentVersionId);
+          await tx.policy.update({ where: { id: args.id }, data: { status }, select: { id: true } });
+          await tx.auditEvent.create({
+            data: auditEvent(
+              actor,
+              "policy.version_rejected",
+              { type: "policy", id: args.id },
+              {
+                versionId: version.id,
+                version: version.version,
+                approverId: version.approverId,
+                createdByUserId: version.createdByUserId,
+                submittedByUserId: version.submittedByUserId,
+                reason: input.reason,
+              },
+            ),
+          });
+          return afterWrite(tx, version.id, query);
+        }),
+      );
     },
 
     /** The policy's versions, highest number first (version numbers are unique per policy). */
@@ -442,51 +485,55 @@ export function createPolicyService(db: Db) {
      */
     async createVersion(actor: Actor, policyId: string, args: { sourceVersionId?: string | null; changelog?: string | null }) {
       const input = parseInput(createVersionInput, args);
-      return db.$transaction(async (tx) => {
-        const policy = await tx.policy.findUnique({
-          where: { id: policyId, organizationId: actor.organizationId },
-          select: { currentVersionId: true },
-        });
-        if (!policy) throw new NotFoundError("Policy", policyId);
-        const sourceId = input.sourceVersionId ?? policy.currentVersionId;
-        const source = sourceId
-          ? await tx.policyVersion.findUnique({ where: { id: sourceId, policyId }, select: { id: true, content: true } })
-          : null;
-        if (input.sourceVersionId && !source) throw new NotFoundError("Policy version", input.sourceVersionId);
-        const { lastVersionNumber: version } = await tx.policy.update({
-          where: { id: policyId },
-          data: { lastVersionNumber: { increment: 1 } },
-          select: { lastVersionNumber: true },
-        });
-        const created = await tx.policyVersion.create({
-          data: {
-            id: newId("pv"),
-            organizationId: actor.organizationId,
-            policyId,
-            version,
-            status: "draft",
-            content: (source?.content ?? []) as Prisma.InputJsonValue,
-            changelog: input.changelog ?? null,
-            sourceVersionId: source?.id ?? null,
-            createdByUserId: actor.userId,
-            createdByKeyId: actor.apiKeyId,
-          },
-          select: { id: true, version: true },
-        });
-        await tx.auditEvent.create({
-          data: auditEvent(
-            actor,
-            "policy.version_created",
-            { type: "policy", id: policyId },
-            {
-              versionId: created.id,
+      return announced(
+        actor,
+        policyId,
+        db.$transaction(async (tx) => {
+          const policy = await tx.policy.findUnique({
+            where: { id: policyId, organizationId: actor.organizationId },
+            select: { currentVersionId: true },
+          });
+          if (!policy) throw new NotFoundError("Policy", policyId);
+          const sourceId = input.sourceVersionId ?? policy.currentVersionId;
+          const source = sourceId
+            ? await tx.policyVersion.findUnique({ where: { id: sourceId, policyId }, select: { id: true, content: true } })
+            : null;
+          if (input.sourceVersionId && !source) throw new NotFoundError("Policy version", input.sourceVersionId);
+          const { lastVersionNumber: version } = await tx.policy.update({
+            where: { id: policyId },
+            data: { lastVersionNumber: { increment: 1 } },
+            select: { lastVersionNumber: true },
+          });
+          const created = await tx.policyVersion.create({
+            data: {
+              id: newId("pv"),
+              organizationId: actor.organizationId,
+              policyId,
               version,
+              status: "draft",
+              content: (source?.content ?? []) as Prisma.InputJsonValue,
+              changelog: input.changelog ?? null,
               sourceVersionId: source?.id ?? null,
+              createdByUserId: actor.userId,
+              createdByKeyId: actor.apiKeyId,
             },
-          ),
-        });
-        return { versionId: created.id, version: created.version };
-      });
+            select: { id: true, version: true },
+          });
+          await tx.auditEvent.create({
+            data: auditEvent(
+              actor,
+              "policy.version_created",
+              { type: "policy", id: policyId },
+              {
+                versionId: created.id,
+                version,
+                sourceVersionId: source?.id ?? null,
+              },
+            ),
+          });
+          return { versionId: created.id, version: created.version };
+        }),
+      );
     },
   };
 }

@@ -135,8 +135,9 @@ builder.queryField("risk", (t) =>
 builder.queryField("risks", (t) =>
   t.field({
     type: RiskPage,
+    nullable: true,
     description:
-      "The organization's risks, filtered and sorted (default newest first), with their totalCount. Needs `risk:read`.",
+      "The organization's risks, filtered and sorted (default newest first), with their totalCount. Needs `risk:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",
     args: riskListArgs,
     resolve: (_root, args, ctx, info) =>
       ctx.services.risks.list(authorize(ctx, "risk:read"), args, itemsQuery(ctx, info, "Risk")),

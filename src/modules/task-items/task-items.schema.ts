@@ -1,4 +1,4 @@
-import { authorize, can } from "../../auth/actor.js";
+import { authorize } from "../../auth/actor.js";
 import type { Permission } from "../../auth/permissions.js";
 import {
   TaskItemEntityType as TaskItemEntityTypeValues,
@@ -6,13 +6,14 @@ import {
   TaskItemStatus as TaskItemStatusValues,
 } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
+import type { Context } from "../../graphql/context.js";
 import { Node, objectRefOf } from "../../graphql/node.schema.js";
 import { anyOf, assigneeField, dateBounds, definePage, itemsQuery, listArgs, searchField } from "../../graphql/page.schema.js";
 import { nodeTypeOf } from "../../platform/ids.js";
 import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 import { Member } from "../members/members.schema.js";
-import { type TaskItemStats, taskItemList } from "./task-items.service.js";
+import { type DeletedTaskItem, type TaskItemStats, taskItemList } from "./task-items.service.js";
 
 export const TaskItemEntityType = builder.enumType(TaskItemEntityTypeValues, {
   name: "TaskItemEntityType",
@@ -49,6 +50,13 @@ const TaskItemEntity = builder.unionType("TaskItemEntity", {
   resolveType: (entity) => nodeTypeOf(entity.id),
 });
 
+/** The vendor or risk of a task item, when the caller may read that type (else FORBIDDEN). */
+function taskItemEntity(ctx: Context, item: { entityType: TaskItemEntityTypeValues; entityId: string }) {
+  authorize(ctx, entityReadPermission[item.entityType]);
+  const loaders = item.entityType === "vendor" ? ctx.loaders.vendors : ctx.loaders.risks;
+  return loaders.byId.load({ id: item.entityId });
+}
+
 const TaskItem = builder.prismaObject("TaskItem", {
   description: "A follow-up item on a vendor or a risk.",
   interfaces: [Node],
@@ -68,28 +76,21 @@ const TaskItem = builder.prismaObject("TaskItem", {
       ...graphOnly,
       description:
         "The vendor or risk the item belongs to. Needs that type's `:read` permission: without it, null with FORBIDDEN here",
-      resolve: (item, _args, ctx) => {
-        authorize(ctx, entityReadPermission[item.entityType]);
-        const loaders = item.entityType === "vendor" ? ctx.loaders.vendors : ctx.loaders.risks;
-        return loaders.byId.load({ id: item.entityId });
-      },
+      resolve: (item, _args, ctx) => taskItemEntity(ctx, item),
     }),
     assigneeId: t.exposeID("assigneeId", {
       nullable: true,
       description: "Member id of the person responsible; null when unassigned",
     }),
-    // The member is joined into the parent's query (no query of its own), and only when the caller may read members.
+    // The member is joined into the parent's query (no query of its own).
     assignee: t.field({
       type: Member,
       nullable: true,
       ...graphOnly,
       description:
-        "The member responsible; null when unassigned. Needs `member:read`: without it, null with a FORBIDDEN error at this path. Not in REST answers.",
-      select: (_args, ctx, nestedSelection) => (can(ctx, "member:read") ? { assignee: nestedSelection(true) } : {}),
-      resolve: (parent, _args, ctx) => {
-        authorize(ctx, "member:read");
-        return (parent as { assignee?: unknown }).assignee as never;
-      },
+        "The member responsible; null when unassigned. Any credential reads its id and name; its other fields need `member:read`. Not in REST answers.",
+      select: (_args, _ctx, nestedSelection) => ({ assignee: nestedSelection(true) }),
+      resolve: (parent) => (parent as { assignee?: unknown }).assignee as never,
     }),
   }),
 });
@@ -221,8 +222,9 @@ builder.mutationField("createTaskItem", (t) =>
 builder.queryField("taskItems", (t) =>
   t.field({
     type: TaskItemPage,
+    nullable: true,
     description:
-      "The task items of a vendor or risk, filtered and sorted (default newest first), with their totalCount. Needs `task:read`.",
+      "The task items of a vendor or risk, filtered and sorted (default newest first), with their totalCount. Needs `task:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",
     args: {
       entityId: t.arg.id({ required: true, ...limited("Id of the vendor or risk", commonLimits.id) }),
       entityType: t.arg({ type: TaskItemEntityType, required: true, description: "Whether entityId names a vendor or a risk" }),
@@ -252,10 +254,26 @@ builder.mutationField("updateTaskItem", (t) =>
   }),
 );
 
+const DeleteTaskItemPayload = builder.objectRef<DeletedTaskItem>("DeleteTaskItemPayload").implement({
+  description: "A deleted task item: its id, to evict it from a cache, and the vendor or risk it belonged to, to refresh.",
+  fields: (t) => ({
+    deletedId: t.exposeID("deletedId", { description: "Id of the deleted task item" }),
+    entity: t.field({
+      type: TaskItemEntity,
+      nullable: true,
+      ...graphOnly,
+      description:
+        "The vendor or risk the item belonged to, as it is after the delete. Needs that type's `:read` permission: without it, null with FORBIDDEN here",
+      resolve: (deleted, _args, ctx) => taskItemEntity(ctx, deleted),
+    }),
+  }),
+});
+
 builder.mutationField("deleteTaskItem", (t) =>
   t.field({
-    type: "ID",
-    description: "Delete a task item; returns its id (over REST: 204 with no body). Needs `task:update`.",
+    type: DeleteTaskItemPayload,
+    description:
+      "Delete a task item; answers its id and the vendor or risk it belonged to (over REST: 204 with no body). Needs `task:update`.",
     args: { id: t.arg.id({ required: true, description: "The task item id" }) },
     resolve: (_root, args, ctx) => ctx.services.taskItems.delete(authorize(ctx, "task:update"), args.id),
   }),

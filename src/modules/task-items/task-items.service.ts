@@ -99,6 +99,9 @@ type Editable = {
   assigneeId: string | null;
 };
 
+/** What remains of a deleted task item: its id and the vendor or risk it belonged to. */
+export type DeletedTaskItem = { deletedId: string; entityType: TaskItemEntityType; entityId: string };
+
 export function createTaskItemService(db: Db) {
   return {
     async stats(actor: Actor, entityId: string, entityType: TaskItemEntityType): Promise<TaskItemStats> {
@@ -186,7 +189,7 @@ export function createTaskItemService(db: Db) {
     },
 
     /** Removes the item; the audit event keeps what it was, and the entity's statistics no longer count it. */
-    async delete(actor: Actor, id: string): Promise<string> {
+    async delete(actor: Actor, id: string): Promise<DeletedTaskItem> {
       return db.$transaction(async (tx) => {
         const [item] = await tx.$queryRaw<(Editable & { entityId: string; entityType: string })[]>`
           SELECT "title", "status"::text AS "status", "priority"::text AS "priority", "description", "assigneeId",
@@ -195,7 +198,7 @@ export function createTaskItemService(db: Db) {
         if (!item) throw new NotFoundError("Task item", id);
         await tx.taskItem.delete({ where: { id, organizationId: actor.organizationId }, select: { id: true } });
         await tx.auditEvent.create({ data: auditEvent(actor, "task_item.deleted", { type: "task_item", id }, item) });
-        return id;
+        return { deletedId: id, entityType: item.entityType as TaskItemEntityType, entityId: item.entityId };
       });
     },
   };

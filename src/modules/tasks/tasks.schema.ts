@@ -1,4 +1,4 @@
-import { authorize, can } from "../../auth/actor.js";
+import { authorize } from "../../auth/actor.js";
 import { TaskStatus as TaskStatusValues } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
 import { Node } from "../../graphql/node.schema.js";
@@ -39,18 +39,15 @@ const Task = builder.prismaObject("Task", {
       nullable: true,
       description: "Member id of the person responsible; null when unassigned",
     }),
-    // The member is joined into the parent's query (no query of its own), and only when the caller may read members.
+    // The member is joined into the parent's query (no query of its own).
     assignee: t.field({
       type: Member,
       nullable: true,
       ...graphOnly,
       description:
-        "The member responsible; null when unassigned. Needs `member:read`: without it, null with a FORBIDDEN error at this path. Not in REST answers.",
-      select: (_args, ctx, nestedSelection) => (can(ctx, "member:read") ? { assignee: nestedSelection(true) } : {}),
-      resolve: (parent, _args, ctx) => {
-        authorize(ctx, "member:read");
-        return (parent as { assignee?: unknown }).assignee as never;
-      },
+        "The member responsible; null when unassigned. Any credential reads its id and name; its other fields need `member:read`. Not in REST answers.",
+      select: (_args, _ctx, nestedSelection) => ({ assignee: nestedSelection(true) }),
+      resolve: (parent) => (parent as { assignee?: unknown }).assignee as never,
     }),
   }),
 });
@@ -89,8 +86,9 @@ builder.queryField("task", (t) =>
 builder.queryField("tasks", (t) =>
   t.field({
     type: TaskPage,
+    nullable: true,
     description:
-      "The organization's tasks, filtered and sorted (default newest first), with their totalCount. Needs `task:read`.",
+      "The organization's tasks, filtered and sorted (default newest first), with their totalCount. Needs `task:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",
     args: taskListArgs,
     resolve: (_root, args, ctx, info) =>
       ctx.services.tasks.list(authorize(ctx, "task:read"), args, itemsQuery(ctx, info, "Task")),

@@ -110,8 +110,9 @@ builder.queryField("vendor", (t) =>
 builder.queryField("vendors", (t) =>
   t.field({
     type: VendorPage,
+    nullable: true,
     description:
-      "The organization's vendors, filtered and sorted (default newest first), with their totalCount. Needs `vendor:read`.",
+      "The organization's vendors, filtered and sorted (default newest first), with their totalCount. Needs `vendor:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",
     args: vendorListArgs,
     resolve: (_root, args, ctx, info) =>
       ctx.services.vendors.list(authorize(ctx, "vendor:read"), args, itemsQuery(ctx, info, "Vendor")),

@@ -1,0 +1,226 @@
+import {
+  type GraphQLField,
+  type GraphQLOutputType,
+  getNamedType,
+  isAbstractType,
+  isInterfaceType,
+  isNonNullType,
+  isObjectType,
+  isUnionType,
+} from "graphql";
+import { beforeAll, describe, expect, it } from "vitest";
+import { createSession } from "../../src/auth/sessions.js";
+import { schema } from "../../src/schema.js";
+import { openFixture } from "../helpers/fixtures.js";
+
+const { t, org } = await openFixture({ organizations: 1 });
+let admin: Record<string, string> = {};
+beforeAll(async () => {
+  const session = await createSession(t.db, org.userIds[1] as string, 3_600_000);
+  admin = { authorization: `Bearer ${session.token}`, "x-organization-id": org.organizationId };
+});
+
+/**
+ * Every field of a type and of the records it links to, three levels down, relations and pages
+ * included (the graph-only fields too: a stale relation is what a normalized cache would keep).
+ */
+function selectionOf(type: GraphQLOutputType, depth = 0, aliased = new Set<string>(), prefix = ""): string {
+  const named = getNamedType(type);
+  if (isUnionType(named)) {
+    // Fields of one name and different types in two members (status) need an alias each.
+    const typesOf = new Map<string, Set<string>>();
+    for (const member of named.getTypes())
+      for (const f of Object.values(member.getFields())) typesOf.set(f.name, (typesOf.get(f.name) ?? new Set()).add(`${f.type}`));
+    const conflicting = new Set([...typesOf].filter(([, types]) => types.size > 1).map(([name]) => name));
+    return `{ __typename ${named
+      .getTypes()
+      .map((member) => `... on ${member.name} ${selectionOf(member, depth, conflicting, member.name.toLowerCase())}`)
+      .join(" ")} }`;
+  }
+  if (!isObjectType(named) && !isInterfaceType(named)) return "";
+  const parts = ["__typename"];
+  for (const field of Object.values(named.getFields())) {
+    if (field.args.some((a) => isNonNullType(a.type) && a.defaultValue === undefined)) continue;
+    const fieldType = getNamedType(field.type);
+    const key = aliased.has(field.name) ? `${prefix}_${field.name}: ${field.name}` : field.name;
+    if (isObjectType(fieldType) || isAbstractType(fieldType)) {
+      if (depth < 3) parts.push(`${key} ${selectionOf(field.type, depth + 1)}`);
+    } else parts.push(key);
+  }
+  return `{ ${parts.join(" ")} }`;
+}
+
+const mutations = schema.getMutationType()?.getFields() ?? {};
+
+function mutationDocument(field: GraphQLField<unknown, unknown>, variables: Record<string, unknown>, selection: string) {
+  const given = field.args.filter((a) => a.name in variables);
+  const definitions = given.map((a) => `$${a.name}: ${a.type}`).join(", ");
+  const call = given.map((a) => `${a.name}: $${a.name}`).join(", ");
+  return `mutation${definitions ? `(${definitions})` : ""} { ${field.name}${call ? `(${call})` : ""} ${selection} }`;
+}
+
+/** The record as a fresh request reads it, with the same selection. */
+async function freshRead(id: string, typeName: string, selection: string) {
+  const res = await t.gql(`query($id: ID!) { node(id: $id) { ... on ${typeName} ${selection} } }`, { id }, { key: org.apiKey });
+  expect(res.body.errors, JSON.stringify(res.body.errors)).toBeUndefined();
+  return res.body.data.node;
+}
+
+async function run(name: string, variables: Record<string, unknown>, headers: Record<string, string> = {}) {
+  const field = mutations[name];
+  if (!field) throw new Error(`no mutation ${name}`);
+  const selection = selectionOf(field.type);
+  const res = await t.gql(mutationDocument(field, variables, selection), variables, {
+    key: headers.authorization ? undefined : org.apiKey,
+    headers,
+  });
+  expect(res.status).toBe(200);
+  expect(res.body.errors, JSON.stringify(res.body.errors)).toBeUndefined();
+  return { answer: res.body.data[name], field };
+}
+
+const gqlId = async (query: string, variables: Record<string, unknown>) => {
+  const res = await t.gql(query, variables, { key: org.apiKey });
+  expect(res.body.errors, JSON.stringify(res.body.errors)).toBeUndefined();
+  return Object.values(res.body.data)[0] as Record<string, unknown>;
+};
+const newComment = async () =>
+  (
+    await gqlId(
+      'mutation($e: ID!, $u: ID) { createComment(content: "first", entityId: $e, entityType: vendor, userId: $u) { id } }',
+      { e: org.vendorIds[0], u: org.userIds[0] },
+    )
+  ).id as string;
+const newPolicy = async () =>
+  (await gqlId('mutation { createPolicy(name: "Payloads", content: [{ type: "p" }]) { id } }', {})).id as string;
+const newDraft = async (id: string) =>
+  (await gqlId("mutation($id: ID!) { createPolicyVersion(id: $id) { versionId } }", { id })).versionId as string;
+async function inReview() {
+  const id = await newPolicy();
+  const versionId = await newDraft(id);
+  await gqlId("mutation($id: ID!, $v: ID!, $a: ID!) { submitPolicyVersion(id: $id, versionId: $v, approverId: $a) { id } }", {
+    id,
+    v: versionId,
+    a: org.memberIds[1],
+  });
+  return { id, versionId };
+}
+const unique = () => Math.random().toString(36).slice(2, 8);
+
+type Case = () => Promise<{ variables: Record<string, unknown>; headers?: Record<string, string> }>;
+
+/** How to call each mutation of the schema; a mutation missing here fails the coverage test. */
+const cases: Record<string, Case> = {
+  createComment: async () => ({
+    variables: { content: "Looks fine", entityId: org.vendorIds[0], entityType: "vendor", userId: org.userIds[0] },
+  }),
+  updateComment: async () => ({ variables: { id: await newComment(), content: "Edited", userId: org.userIds[0] } }),
+  deleteComment: async () => ({ variables: { id: await newComment(), userId: org.userIds[0] } }),
+  createMember: async () => ({ variables: { email: `new.${unique()}@example.com`, name: "New Person", role: "employee" } }),
+  updateMember: async () => ({ variables: { id: org.memberIds[3], jobTitle: `Engineer ${unique()}` } }),
+  unlinkDevice: async () => ({ variables: { id: org.memberIds[3] } }),
+  createPolicy: async () => ({ variables: { name: "Backups", content: [{ type: "p" }] } }),
+  updatePolicy: async () => ({ variables: { id: await newPolicy(), name: "Renamed" } }),
+  createPolicyVersion: async () => ({ variables: { id: await newPolicy(), changelog: "Tighten" } }),
+  submitPolicyVersion: async () => {
+    const id = await newPolicy();
+    return { variables: { id, versionId: await newDraft(id), approverId: org.memberIds[1] } };
+  },
+  approvePolicyVersion: async () => ({ variables: await inReview(), headers: admin }),
+  rejectPolicyVersion: async () => ({ variables: { ...(await inReview()), reason: "Too vague" }, headers: admin }),
+  createTask: async () => ({ variables: { title: "Rotate keys", assigneeId: org.memberIds[3] } }),
+  updateTask: async () => ({ variables: { taskId: org.taskIds[0], status: "in_progress", assigneeId: org.memberIds[2] } }),
+  createTaskItem: async () => ({ variables: { title: "Ask for SOC 2", entityId: org.vendorIds[0], entityType: "vendor" } }),
+  updateTaskItem: async () => ({ variables: { id: org.taskItemIds[0], status: "done" } }),
+  deleteTaskItem: async () => ({
+    variables: {
+      id: (
+        await gqlId('mutation($e: ID!) { createTaskItem(title: "Temporary", entityId: $e, entityType: vendor) { id } }', {
+          e: org.vendorIds[0],
+        })
+      ).id,
+    },
+  }),
+  createVendor: async () => ({ variables: { name: "Acme Cloud" } }),
+  updateVendor: async () => ({ variables: { id: org.vendorIds[1] ?? org.vendorIds[0], name: `Acme ${unique()}` } }),
+  createRisk: async () => ({ variables: { title: "Key leak" } }),
+  updateRisk: async () => ({ variables: { id: org.riskIds[0], title: `Key leak ${unique()}` } }),
+};
+
+describe("mutation payloads", () => {
+  it("covers every mutation of the schema", () => {
+    expect(Object.keys(cases).sort()).toEqual(Object.keys(mutations).sort());
+  });
+
+  for (const name of Object.keys(mutations)) {
+    it(`${name} answers the state after its write, equal to a fresh read`, async () => {
+      const setup = cases[name];
+      if (!setup) throw new Error(`no case for ${name}: add one`);
+      const { variables, headers } = await setup();
+      const { answer, field } = await run(name, variables, headers);
+      const typeName = getNamedType(field.type).name;
+      if (typeName === "PolicyVersionCreated") {
+        const selection = selectionOf(schema.getType("PolicyVersion") as GraphQLOutputType, 1);
+        expect(answer.policyVersion).toEqual(await freshRead(answer.versionId, "PolicyVersion", selection));
+        expect(answer.policyVersion.status).toBe("draft");
+      } else if (typeName.startsWith("Delete")) {
+        expect(await freshRead(answer.deletedId, "Node", "{ id }")).toBeNull();
+        const entityType = answer.entity.__typename;
+        const entitySelection = selectionOf(schema.getType(entityType) as GraphQLOutputType, 1);
+        expect(answer.entity).toEqual(await freshRead(answer.entity.id, entityType, entitySelection));
+      } else {
+        expect(answer.id).toEqual(expect.any(String));
+        expect(answer).toEqual(await freshRead(answer.id, typeName, selectionOf(field.type)));
+      }
+    });
+  }
+});
+
+describe("what a cache learns from a payload", () => {
+  it("a review step answers the policy's new status and current version", async () => {
+    const select = "{ id status policy { id status currentVersion { id status } } }";
+    const { id, versionId } = await inReview();
+    const rejected = await t.gql(
+      `mutation($id: ID!, $v: ID!) { rejectPolicyVersion(id: $id, versionId: $v, reason: "Vague") ${select} }`,
+      { id, v: versionId },
+      { headers: admin },
+    );
+    expect(rejected.body.data.rejectPolicyVersion).toMatchObject({ status: "draft", policy: { status: "published" } });
+    const submitted = await t.gql(
+      `mutation($id: ID!, $v: ID!, $a: ID!) { submitPolicyVersion(id: $id, versionId: $v, approverId: $a) ${select} }`,
+      { id, v: versionId, a: org.memberIds[1] },
+      { key: org.apiKey },
+    );
+    expect(submitted.body.data.submitPolicyVersion).toMatchObject({ status: "in_review", policy: { status: "needs_review" } });
+    const approved = await t.gql(
+      `mutation($id: ID!, $v: ID!) { approvePolicyVersion(id: $id, versionId: $v) ${select} }`,
+      { id, v: versionId },
+      { headers: admin },
+    );
+    expect(approved.body.data.approvePolicyVersion).toEqual({
+      id: versionId,
+      status: "published",
+      policy: { id, status: "published", currentVersion: { id: versionId, status: "published" } },
+    });
+  });
+
+  it("createComment answers the comment with its entity, whose page shows it; deleteComment answers the page without it", async () => {
+    const select = "entity { ... on Vendor { id comments(limit: 1) { totalCount items { id } } } }";
+    const created = await t.gql(
+      `mutation($e: ID!, $u: ID) { createComment(content: "New", entityId: $e, entityType: vendor, userId: $u) { id ${select} } }`,
+      { e: org.vendorIds[0], u: org.userIds[0] },
+      { key: org.apiKey },
+    );
+    const comment = created.body.data.createComment;
+    expect(comment.entity.comments.items).toEqual([{ id: comment.id }]);
+    const deleted = await t.gql(
+      `mutation($id: ID!, $u: ID) { deleteComment(id: $id, userId: $u) { deletedId ${select} } }`,
+      { id: comment.id, u: org.userIds[0] },
+      { key: org.apiKey },
+    );
+    const payload = deleted.body.data.deleteComment;
+    expect(payload.deletedId).toBe(comment.id);
+    expect(payload.entity.comments.totalCount).toBe(comment.entity.comments.totalCount - 1);
+    expect(payload.entity.comments.items).not.toContainEqual({ id: comment.id });
+  });
+});
