@@ -167,7 +167,9 @@ describe("mutation payloads", () => {
         expect(await freshRead(answer.deletedId, "Node", "{ id }")).toBeNull();
         const entityType = answer.entity.__typename;
         const entitySelection = selectionOf(schema.getType(entityType) as GraphQLOutputType, 1);
-        expect(answer.entity).toEqual(await freshRead(answer.entity.id, entityType, entitySelection));
+        // Fields of one name and different types in two union members are aliased `<member>_<field>`.
+        const entity = Object.fromEntries(Object.entries(answer.entity).map(([k, v]) => [k.replace(/^[a-z]+_/, ""), v]));
+        expect(entity).toEqual(await freshRead(answer.entity.id, entityType, entitySelection));
       } else {
         expect(answer.id).toEqual(expect.any(String));
         expect(answer).toEqual(await freshRead(answer.id, typeName, selectionOf(field.type)));
