@@ -12,6 +12,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import pg from "pg";
+import { buildGuardsBundle, GUARD_STEPS, guardTable, priceGuards } from "./guards.mjs";
 import {
   ensurePeer,
   noTask,
@@ -49,7 +50,19 @@ const settings = {
   // The peer (PostGraphile) and the framework ceiling run beside service and floor on PostgreSQL;
   // off by default in A/B mode, where only the two builds matter. BENCH_PEER=0 / 1 decides.
   peer: env.BENCH_PEER ? env.BENCH_PEER !== "0" : !env.BENCH_AGAINST,
+  // The price of each per-request step (bench/guards.mjs), on PostgreSQL after the scenarios: on
+  // unless BENCH_GUARDS=0 (and in A/B mode); a list of step ids prices only those.
+  guards: env.BENCH_GUARDS ? env.BENCH_GUARDS !== "0" : !env.BENCH_AGAINST,
+  guardSteps: env.BENCH_GUARDS && !["0", "1"].includes(env.BENCH_GUARDS) ? env.BENCH_GUARDS.split(",") : null,
+  guardRounds: Number(env.BENCH_GUARD_ROUNDS ?? 4),
+  guardDurationS: Number(env.BENCH_GUARD_DURATION ?? 2),
 };
+for (const id of settings.guardSteps ?? []) {
+  if (!GUARD_STEPS.some((s) => s.id === id)) {
+    console.error(`BENCH_GUARDS: unknown step ${id} (known: ${GUARD_STEPS.map((s) => s.id).join(", ")})`);
+    process.exit(2);
+  }
+}
 /** Peer and framework ceiling are measured at this connection count only (the targets' one). */
 const PEER_CONNECTIONS = 32;
 
@@ -731,6 +744,60 @@ async function benchDatabase(kind, workDir) {
     if (settings.profile && !settings.against && activeScenarios.some((s) => s.id === "rest-task")) {
       out.profile = await profileRun(reqs["rest-task"], workDir, startService);
     }
+    const guardScenarios = activeScenarios.filter((s) => s.peer);
+    if (settings.guards && !settings.against && guardScenarios.length) {
+      log(
+        `\nThe price of each per-request step (bench/guards.mjs): ${guardScenarios.map((s) => s.id).join(", ")}, 32 connections, ` +
+          `${settings.guardRounds} rounds of ${settings.guardDurationS} s, both processes under load at once (16 connections each), each pair started afresh`,
+      );
+      const scenarios = guardScenarios.map((s) => ({
+        id: s.id,
+        label: s.label,
+        request: reqs[s.id],
+        expectBody: out.responses.service[s.id].body,
+      }));
+      out.guards = {
+        scenarios: scenarios.map(({ id, label }) => ({ id, label })),
+        rows: await priceGuards({
+          bundle: guardsBundle,
+          start: ({ bundle, without, name }) =>
+            startProcess({
+              name,
+              args: serviceArgs([], bundle),
+              env: { ...serviceEnv(database), BENCH_WITHOUT: without },
+              logFile,
+              probe,
+            }),
+          stop: stopProcess,
+          log,
+          cpuMsOf: processCpuMs,
+          // Cores busy with anything but the two servers, PostgreSQL and the load generator, over a round.
+          busyCores: (pids) => {
+            const servers = () => pids.reduce((sum, pid) => sum + processCpuMs(pid), 0);
+            const before = {
+              system: systemBusyMs(),
+              wall: performance.now(),
+              self: process.cpuUsage(),
+              postgres: postgresCpuMs(),
+              servers: servers(),
+            };
+            return () => {
+              const self = process.cpuUsage(before.self);
+              let postgresMs = 0;
+              for (const [p, ms] of postgresCpuMs()) postgresMs += ms - (before.postgres.get(p) ?? 0);
+              const ownMs = (self.user + self.system) / 1000 + postgresMs + servers() - before.servers;
+              return Math.max(0, systemBusyMs() - before.system - ownMs) / (performance.now() - before.wall);
+            };
+          },
+          scenarios,
+          steps: settings.guardSteps,
+          rounds: settings.guardRounds,
+          durationS: settings.guardDurationS,
+          warmupS: settings.warmupS,
+          connections: PEER_CONNECTIONS,
+        }),
+      };
+    }
   } else {
     // One process at a time: alternate whole phases, ABBA (service, floor, floor, service, ...).
     await stopProcess(floor);
@@ -1177,6 +1244,9 @@ process.on("SIGINT", async () => {
   process.exit(130);
 });
 
+/** The bench-only bundle whose steps can be switched off (bench/guards.mjs), when guards are priced. */
+let guardsBundle = null;
+
 async function main() {
   const workDir = mkdtempSync(path.join(tmpdir(), "bench-run-"));
   cleanups.push(async () => rmSync(workDir, { recursive: true, force: true }));
@@ -1189,6 +1259,10 @@ async function main() {
   const build = spawnSync(process.execPath, ["scripts/build.mjs"], { cwd: root, stdio: "inherit" });
   if (build.status !== 0) throw new Error("build failed");
   log(`built dist/server.js in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  if (settings.guards && !settings.against && settings.databases.includes("postgres")) {
+    guardsBundle = await buildGuardsBundle(root);
+    log(`built the bench-only bundle with switchable steps: ${path.relative(root, guardsBundle)}`);
+  }
 
   const results = {
     startedAt: startedAt.toISOString(),
@@ -1237,6 +1311,14 @@ async function main() {
           (service ? `; the service reaches ${((service / f.framework) * 100).toFixed(0)}% of the framework alone` : ""),
       );
     }
+  }
+  const guards = results.databases.find((d) => d.guards)?.guards;
+  if (guards) {
+    log(
+      "\nThe price of each per-request step (PostgreSQL, 32 conn; CPU ms of the server process per request, every step on → this one off, medians; " +
+        "same bundle, same run, ABBA; the A/A row is the noise):",
+    );
+    log(guardTable(guards.rows, guards.scenarios));
   }
   if (report.errors.length) log(`\nService errors under load:\n  ${report.errors.join("\n  ")}`);
   if (profile?.summary) {
