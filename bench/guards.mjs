@@ -3,6 +3,7 @@
 // bundle with every step on, in the same run, on both transports. Nothing here reaches the
 // production bundle: the switches are esbuild stand-ins for one export of a module each, built
 // into bench/.guards/ (git-ignored), and src/ has no trace of them.
+import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import autocannon from "autocannon";
 import { build } from "esbuild";
@@ -121,11 +122,17 @@ function switchesPlugin(root) {
       b.onLoad({ filter: /.*/, namespace: NAMESPACE }, (args) => {
         const { step } = args.pluginData;
         const from = JSON.stringify(step.module.startsWith("src/") ? args.path : step.module);
+        // Decided at each call: by BENCH_WITHOUT for a whole process, or by `globalThis.__benchWithout`
+        // (a Set) for the app being built or the request being served (the in-process runner).
+        const id = JSON.stringify(step.id);
         const lines = [
           `import * as real from ${from};`,
           step.reexport ? `export { ${step.reexport.join(", ")} } from ${from};` : `export * from ${from};`,
-          `const off = (process.env.BENCH_WITHOUT ?? "").split(",").some((id) => id === ${JSON.stringify(step.id)} || id === "all");`,
-          ...Object.entries(step.stubs).map(([name, stub]) => `export const ${name} = off ? ${stub} : real.${name};`),
+          `const fromEnv = new Set((process.env.BENCH_WITHOUT ?? "").split(",").filter(Boolean));`,
+          `const off = () => { const w = globalThis.__benchWithout ?? fromEnv; return w.has(${id}) || w.has("all"); };`,
+          ...Object.entries(step.stubs).map(
+            ([name, stub]) => `export const ${name} = (...args) => (off() ? (${stub})(...args) : real.${name}(...args));`,
+          ),
         ];
         return { contents: lines.join("\n"), loader: "js", resolveDir: path.join(root, "src") };
       });
@@ -139,8 +146,21 @@ function switchesPlugin(root) {
  */
 export async function buildGuardsBundle(root) {
   const outdir = path.join(root, "bench", ".guards");
+  mkdirSync(outdir, { recursive: true });
+  // The in-process runner's entry: the app and what it needs, without the HTTP server.
+  const appEntry = path.join(outdir, "app-entry.ts");
+  writeFileSync(
+    appEntry,
+    [
+      'import "../../src/platform/engine-flags.ts";',
+      'export { createApp } from "../../src/app.ts";',
+      'export { loadConfig } from "../../src/platform/config.ts";',
+      'export { openDatabase } from "../../src/platform/db/database.ts";',
+      "",
+    ].join("\n"),
+  );
   await build({
-    entryPoints: { server: path.join(root, "src/server.ts") },
+    entryPoints: { server: path.join(root, "src/server.ts"), app: appEntry },
     outdir,
     bundle: true,
     platform: "node",
@@ -151,7 +171,7 @@ export async function buildGuardsBundle(root) {
     logLevel: "warning",
     plugins: [switchesPlugin(root)],
   });
-  return path.join(outdir, "server.js");
+  return { server: path.join(outdir, "server.js"), app: path.join(outdir, "app.js") };
 }
 
 const median = (xs) => {
@@ -270,7 +290,9 @@ export async function priceGuards({
 export function guardTable(rows, scenarios) {
   const cell = (t) =>
     t
-      ? `${t.cpuBase.toFixed(2)} → ${t.cpuWithout.toFixed(2)}: **${t.priceMs >= 0 ? "+" : "−"}${Math.abs(t.priceMs).toFixed(3)}** (${(100 * t.pricePct).toFixed(0)} %)` +
+      ? `${t.cpuBase.toFixed(2)} → ${t.cpuWithout.toFixed(2)}: **${t.priceMs >= 0 ? "+" : "−"}${Math.abs(t.priceMs).toFixed(3)}**` +
+        (t.standardErrorMs !== undefined ? ` ± ${(2 * t.standardErrorMs).toFixed(3)}` : "") +
+        ` (${(100 * t.pricePct).toFixed(0)} %)` +
         (t.errorsBase + t.errorsWithout ? ` ⚠ ${t.errorsBase}/${t.errorsWithout} errors` : "")
       : "–";
   const lines = [

@@ -54,8 +54,13 @@ const settings = {
   // unless BENCH_GUARDS=0 (and in A/B mode); a list of step ids prices only those.
   guards: env.BENCH_GUARDS ? env.BENCH_GUARDS !== "0" : !env.BENCH_AGAINST,
   guardSteps: env.BENCH_GUARDS && !["0", "1"].includes(env.BENCH_GUARDS) ? env.BENCH_GUARDS.split(",") : null,
-  guardRounds: Number(env.BENCH_GUARD_ROUNDS ?? 4),
+  // In process (app.fetch, one request at a time, fine-grained rotation: robust on a busy machine),
+  // or over HTTP (two processes under load at once).
+  guardsMode: env.BENCH_GUARDS_MODE === "http" ? "http" : "inprocess",
+  guardRounds: Number(env.BENCH_GUARD_ROUNDS ?? 5),
   guardDurationS: Number(env.BENCH_GUARD_DURATION ?? 2),
+  guardBlocks: Number(env.BENCH_GUARD_BLOCKS ?? 60),
+  guardRequests: Number(env.BENCH_GUARD_REQUESTS ?? 10),
 };
 for (const id of settings.guardSteps ?? []) {
   if (!GUARD_STEPS.some((s) => s.id === id)) {
@@ -542,6 +547,12 @@ async function benchDatabase(kind, workDir) {
     await adminClient.query(`CREATE DATABASE "${name}"`);
     // The secured peer's tenant role (roles are cluster-wide: dropped once the database is gone).
     database.tenantRole = `${name}_tenant`;
+    // Tenant roles of earlier runs whose database is gone (a run killed before its cleanup).
+    const stale = await adminClient.query(
+      `SELECT rolname FROM pg_roles r WHERE rolname ~ '^bench_[0-9]+_[0-9a-f]+_tenant$'
+         AND NOT EXISTS (SELECT 1 FROM pg_database d WHERE d.datname || '_tenant' = r.rolname)`,
+    );
+    for (const { rolname } of stale.rows) await adminClient.query(`DROP ROLE IF EXISTS "${rolname}"`).catch(() => {});
     const url = new URL(settings.postgresUrl);
     url.pathname = `/${name}`;
     database.url = url.toString();
@@ -746,20 +757,26 @@ async function benchDatabase(kind, workDir) {
     }
     const guardScenarios = activeScenarios.filter((s) => s.peer);
     if (settings.guards && !settings.against && guardScenarios.length) {
-      log(
-        `\nThe price of each per-request step (bench/guards.mjs): ${guardScenarios.map((s) => s.id).join(", ")}, 32 connections, ` +
-          `${settings.guardRounds} rounds of ${settings.guardDurationS} s, both processes under load at once (16 connections each), each pair started afresh`,
-      );
       const scenarios = guardScenarios.map((s) => ({
         id: s.id,
         label: s.label,
         request: reqs[s.id],
         expectBody: out.responses.service[s.id].body,
       }));
-      out.guards = {
-        scenarios: scenarios.map(({ id, label }) => ({ id, label })),
-        rows: await priceGuards({
-          bundle: guardsBundle,
+      out.guards = { mode: settings.guardsMode, scenarios: scenarios.map(({ id, label }) => ({ id, label })) };
+      if (settings.guardsMode === "inprocess") {
+        log(
+          `\nThe price of each per-request step (bench/guards.mjs, in process): ${guardScenarios.map((s) => s.id).join(", ")}, ` +
+            `${settings.guardBlocks} blocks of ${settings.guardRequests} requests one at a time per side, alternating (ABBA)`,
+        );
+        out.guards.rows = await priceGuardsInProcess(database, scenarios, workDir);
+      } else {
+        log(
+          `\nThe price of each per-request step (bench/guards.mjs, over HTTP): ${guardScenarios.map((s) => s.id).join(", ")}, 32 connections, ` +
+            `${settings.guardRounds} rounds of ${settings.guardDurationS} s, both processes under load at once (16 connections each), each pair started afresh`,
+        );
+        out.guards.rows = await priceGuards({
+          bundle: guardsBundle.server,
           start: ({ bundle, without, name }) =>
             startProcess({
               name,
@@ -795,8 +812,8 @@ async function benchDatabase(kind, workDir) {
           durationS: settings.guardDurationS,
           warmupS: settings.warmupS,
           connections: PEER_CONNECTIONS,
-        }),
-      };
+        });
+      }
     }
   } else {
     // One process at a time: alternate whole phases, ABBA (service, floor, floor, service, ...).
@@ -855,6 +872,48 @@ async function benchDatabase(kind, workDir) {
   );
   out.serviceRssMaxMb = serviceRss.length ? Math.max(...serviceRss) : null;
   return out;
+}
+
+/**
+ * The in-process pricing (bench/guards-inprocess.mjs) in a process of its own, started with the
+ * service's Node flags and environment; its rows in the shape of the HTTP pricing's.
+ */
+async function priceGuardsInProcess(database, scenarios, workDir) {
+  const input = path.join(workDir, "guards-input.json");
+  const output = path.join(workDir, "guards-output.json");
+  const steps = GUARD_STEPS.filter((s) => !settings.guardSteps || settings.guardSteps.includes(s.id));
+  writeFileSync(
+    input,
+    JSON.stringify({
+      app: guardsBundle.app,
+      steps: steps.map((s) => s.id),
+      scenarios: scenarios.map((s) => ({ id: s.id, ...s.request, expectBody: s.expectBody })),
+      blocks: settings.guardBlocks,
+      requestsPerSlot: settings.guardRequests,
+      warmupRequests: 300,
+    }),
+  );
+  const child = spawn(process.execPath, [...serviceArgs([], path.join(benchDir, "guards-inprocess.mjs")), input, output], {
+    cwd: root,
+    env: serviceEnv(database),
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  children.add(child);
+  const code = await new Promise((resolve) => child.once("exit", resolve));
+  children.delete(child);
+  if (code !== 0) throw new Error(`the in-process pricing exited with ${code}`);
+  const byTransport = JSON.parse(readFileSync(output, "utf8"));
+  const label = (id) =>
+    id === "none"
+      ? "A/A: nothing off (the noise)"
+      : id === "all"
+        ? "every step of the list off at once (a bound)"
+        : GUARD_STEPS.find((s) => s.id === id).label;
+  return ["none", ...steps.map((s) => s.id), "all"].map((id) => ({
+    id,
+    label: label(id),
+    transports: Object.fromEntries(scenarios.map((s) => [s.id, byTransport[s.id][id]])),
+  }));
 }
 
 /**
@@ -1261,7 +1320,9 @@ async function main() {
   log(`built dist/server.js in ${((performance.now() - t) / 1000).toFixed(1)} s`);
   if (settings.guards && !settings.against && settings.databases.includes("postgres")) {
     guardsBundle = await buildGuardsBundle(root);
-    log(`built the bench-only bundle with switchable steps: ${path.relative(root, guardsBundle)}`);
+    log(
+      `built the bench-only bundles with switchable steps: ${path.relative(root, guardsBundle.server)}, ${path.relative(root, guardsBundle.app)}`,
+    );
   }
 
   const results = {
