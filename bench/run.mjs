@@ -1376,8 +1376,11 @@ async function main() {
   const guards = results.databases.find((d) => d.guards)?.guards;
   if (guards) {
     log(
-      "\nThe price of each per-request step (PostgreSQL, 32 conn; CPU ms of the server process per request, every step on → this one off, medians; " +
-        "same bundle, same run, ABBA; the A/A row is the noise):",
+      guards.mode === "inprocess"
+        ? "\nThe price of each per-request step (PostgreSQL, in process, one request at a time; CPU ms per request, every step on → this one off, " +
+            "means over alternating blocks, ± two standard errors; same bundle, same run; the A/A row is the noise):"
+        : "\nThe price of each per-request step (PostgreSQL, over HTTP, 16 + 16 connections at once; CPU ms of the server process per request, " +
+            "every step on → this one off, medians of the rounds; same bundle, same run; the A/A row is the noise):",
     );
     log(guardTable(guards.rows, guards.scenarios));
   }
