@@ -69,8 +69,8 @@ const median = (xs) => {
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 // For each variant: blocks of `requestsPerSlot` requests, base and variant back to back (ABBA by
-// block), so that the two see the same seconds of the machine; the price is the mean difference
-// over the blocks, with its standard error (two of them either side is the table's ±).
+// block), so that the two see the same seconds of the machine; the price is the median difference
+// over the blocks, with its 95 % interval (the mean and its standard error are kept beside it).
 const results = {};
 for (const scenario of input.scenarios) {
   for (const variant of variants) await slot(variant, scenario, input.warmupRequests);
@@ -96,15 +96,23 @@ for (const scenario of input.scenarios) {
       errorsWithout += measured.off.errors;
     }
     const otherCores = (busyMs() - busy - (cpuMs() - own)) / (performance.now() - wall);
-    const priceMs = mean(diffs);
-    const sd = Math.sqrt(diffs.reduce((a, d) => a + (d - priceMs) ** 2, 0) / (diffs.length - 1));
+    const meanMs = mean(diffs);
+    const sd = Math.sqrt(diffs.reduce((a, d) => a + (d - meanMs) ** 2, 0) / (diffs.length - 1));
+    // The price is the median of the block differences: a block that a burst of the machine or a
+    // major collection hit moves a mean far more than a median. Its 95 % interval from the order
+    // statistics (the sign test's: ranks n/2 ± 0.98 √n).
+    const sorted = diffs.toSorted((a, b) => a - b);
+    const k = Math.max(0, Math.floor(sorted.length / 2 - 0.98 * Math.sqrt(sorted.length)));
+    const priceMs = median(diffs);
     results[scenario.id][variant.id] = {
-      cpuBase: mean(on),
-      cpuWithout: mean(off),
+      cpuBase: median(on),
+      cpuWithout: median(off),
       priceMs,
-      pricePct: priceMs / mean(on),
+      pricePct: priceMs / median(on),
+      lowMs: sorted[k],
+      highMs: sorted[sorted.length - 1 - k],
+      meanMs,
       standardErrorMs: sd / Math.sqrt(diffs.length),
-      medianBlockDiffMs: median(diffs),
       otherCores,
       errorsBase,
       errorsWithout,
@@ -113,7 +121,8 @@ for (const scenario of input.scenarios) {
     const r = results[scenario.id][variant.id];
     process.stdout.write(
       `  ${variant.id.padEnd(17)} ${scenario.id.padEnd(13)} CPU ms/req on ${r.cpuBase.toFixed(3)}, off ${r.cpuWithout.toFixed(3)}: ` +
-        `price ${r.priceMs >= 0 ? "+" : ""}${r.priceMs.toFixed(3)} ± ${(2 * r.standardErrorMs).toFixed(3)} ms (${(100 * r.pricePct).toFixed(1)} %); ` +
+        `price ${r.priceMs >= 0 ? "+" : ""}${r.priceMs.toFixed(3)} ms [${r.lowMs.toFixed(3)}, ${r.highMs.toFixed(3)}] (${(100 * r.pricePct).toFixed(1)} %; ` +
+        `mean ${r.meanMs.toFixed(3)} ± ${(2 * r.standardErrorMs).toFixed(3)}); ` +
         `errors ${errorsBase}/${errorsWithout}; other cores ${otherCores.toFixed(2)}\n`,
     );
   }

@@ -291,7 +291,7 @@ export function guardTable(rows, scenarios) {
   const cell = (t) =>
     t
       ? `${t.cpuBase.toFixed(2)} → ${t.cpuWithout.toFixed(2)}: **${t.priceMs >= 0 ? "+" : "−"}${Math.abs(t.priceMs).toFixed(3)}**` +
-        (t.standardErrorMs !== undefined ? ` ± ${(2 * t.standardErrorMs).toFixed(3)}` : "") +
+        (t.lowMs !== undefined ? ` [${t.lowMs.toFixed(3)}, ${t.highMs.toFixed(3)}]` : "") +
         ` (${(100 * t.pricePct).toFixed(0)} %)` +
         (t.errorsBase + t.errorsWithout ? ` ⚠ ${t.errorsBase}/${t.errorsWithout} errors` : "")
       : "–";

@@ -1378,7 +1378,7 @@ async function main() {
     log(
       guards.mode === "inprocess"
         ? "\nThe price of each per-request step (PostgreSQL, in process, one request at a time; CPU ms per request, every step on → this one off, " +
-            "means over alternating blocks, ± two standard errors; same bundle, same run; the A/A row is the noise):"
+            "medians of the differences of alternating blocks [95 % interval]; same bundle, same run; the A/A row is the noise):"
         : "\nThe price of each per-request step (PostgreSQL, over HTTP, 16 + 16 connections at once; CPU ms of the server process per request, " +
             "every step on → this one off, medians of the rounds; same bundle, same run; the A/A row is the noise):",
     );
