@@ -47,18 +47,93 @@ export function peerProcess(databaseUrl) {
   };
 }
 
+// ------------------------------------------------------------------------------------------------
+// PostGraphile as a multi-tenant deployment runs it: a JWT on every request, its claims handed to
+// PostgreSQL as settings (`begin; select set_config(...); <query>; commit`), the role it names
+// switched to for the transaction, and row-level security keeping each organization to its rows.
+
+/** The claim PostGraphile turns into the setting `jwt.claims.organization_id`. */
+export const ORGANIZATION_CLAIM = "organization_id";
+
+/**
+ * The tenancy of the peer's database: a NOLOGIN role with SELECT on the task table, and a policy
+ * that shows a role's transaction only the tasks of the organization its token names. The table's
+ * owner (the service, the floor and the anonymous peer connect as it) is not subject to the policy.
+ * `client` is connected to the bench's database; `role` is cluster-wide, so the caller drops it.
+ */
+export async function setUpTenancy(client, role) {
+  await client.query(`CREATE ROLE "${role}" NOLOGIN`);
+  await client.query(`GRANT USAGE ON SCHEMA public TO "${role}"`);
+  await client.query(`GRANT SELECT ON "Task" TO "${role}"`);
+  await client.query(`ALTER TABLE "Task" ENABLE ROW LEVEL SECURITY`);
+  await client.query(
+    `CREATE POLICY "task_of_the_token_organization" ON "Task" FOR SELECT TO "${role}"
+       USING ("organizationId" = current_setting('jwt.claims.${ORGANIZATION_CLAIM}', true))`,
+  );
+}
+
+/**
+ * The secured peer: PostGraphile's CLI with the Amber and lazy-jwt presets and
+ * `grafserv.pgJwtSecret`, from a config file written into bench/.peer (it imports the presets
+ * from PostGraphile's own node_modules). Connected as the same owner as the anonymous peer; the
+ * token's `role` claim is what drops each transaction to the tenant role.
+ */
+export function peerJwtProcess(databaseUrl, secret) {
+  const config = path.join(peerDir, "jwt.config.mjs");
+  writeFileSync(
+    config,
+    [
+      "// Written by bench/peer.mjs: PostGraphile as a multi-tenant deployment runs it.",
+      'import { PostGraphileAmberPreset } from "postgraphile/presets/amber";',
+      'import { PgLazyJWTPreset } from "postgraphile/presets/lazy-jwt";',
+      "export default {",
+      "  extends: [PostGraphileAmberPreset, PgLazyJWTPreset],",
+      "  grafserv: { pgJwtSecret: process.env.PEER_JWT_SECRET },",
+      "};",
+      "",
+    ].join("\n"),
+  );
+  return {
+    cwd: peerDir,
+    args: (port) => [cli, "-C", config, "-c", databaseUrl, "-s", "public", "-p", String(port)],
+    env: { ...process.env, GRAPHILE_ENV: "production", NODE_ENV: "production", PEER_JWT_SECRET: secret },
+  };
+}
+
+/** An HS256 token as the lazy-jwt preset verifies it (audience `postgraphile`): a role and an organization. */
+export async function peerToken(secret, { role, organizationId }) {
+  const { SignJWT } = await import("jose");
+  return new SignJWT({ role, [ORGANIZATION_CLAIM]: organizationId })
+    .setProtectedHeader({ alg: "HS256" })
+    .setAudience("postgraphile")
+    .setIssuedAt()
+    .setExpirationTime("1d")
+    .sign(new TextEncoder().encode(secret));
+}
+
 /** The same seven fields as the service's GraphQL get task; the task's `id` column is `rowId` there. */
 export const PEER_TASK_QUERY =
   "query($id: String!) { taskByRowId(rowId: $id) { rowId title status description taskTemplateId createdAt updatedAt } }";
 
-export function peerTaskRequest(taskId) {
+/** The peer's get task by id; with a token, as the secured peer's callers send it. */
+export function peerTaskRequest(taskId, token) {
   return {
     method: "POST",
     path: "/graphql",
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
     body: JSON.stringify({ query: PEER_TASK_QUERY, variables: { id: taskId } }),
     deterministic: true,
   };
+}
+
+/** Whether PostGraphile answered the task as not there (row-level security hid it), with no error. */
+export function noTask(peerBody) {
+  try {
+    const body = JSON.parse(peerBody);
+    return body?.data?.taskByRowId === null && !body.errors;
+  } catch {
+    return false;
+  }
 }
 
 /**

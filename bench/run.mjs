@@ -12,8 +12,19 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import pg from "pg";
+import { buildGuardsBundle, GUARD_STEPS, guardTable, priceGuards } from "./guards.mjs";
 import { runListPageBench } from "./list-page.mjs";
-import { ensurePeer, PEER_VERSION, peerProcess, peerTaskRequest, sameTask } from "./peer.mjs";
+import {
+  ensurePeer,
+  noTask,
+  PEER_VERSION,
+  peerJwtProcess,
+  peerProcess,
+  peerTaskRequest,
+  peerToken,
+  sameTask,
+  setUpTenancy,
+} from "./peer.mjs";
 import { benchPgBouncer, pgbouncerBenchMissing } from "./pgbouncer.mjs";
 import { formatSummary, summarizeProfile } from "./profile.mjs";
 import { createVendorPage, vendorPageRequest } from "./vendor-page.mjs";
@@ -41,7 +52,24 @@ const settings = {
   // The peer (PostGraphile) and the framework ceiling run beside service and floor on PostgreSQL;
   // off by default in A/B mode, where only the two builds matter. BENCH_PEER=0 / 1 decides.
   peer: env.BENCH_PEER ? env.BENCH_PEER !== "0" : !env.BENCH_AGAINST,
+  // The price of each per-request step (bench/guards.mjs), on PostgreSQL after the scenarios: on
+  // unless BENCH_GUARDS=0 (and in A/B mode); a list of step ids prices only those.
+  guards: env.BENCH_GUARDS ? env.BENCH_GUARDS !== "0" : !env.BENCH_AGAINST,
+  guardSteps: env.BENCH_GUARDS && !["0", "1"].includes(env.BENCH_GUARDS) ? env.BENCH_GUARDS.split(",") : null,
+  // In process (app.fetch, one request at a time, fine-grained rotation: robust on a busy machine),
+  // or over HTTP (two processes under load at once).
+  guardsMode: env.BENCH_GUARDS_MODE === "http" ? "http" : "inprocess",
+  guardRounds: Number(env.BENCH_GUARD_ROUNDS ?? 5),
+  guardDurationS: Number(env.BENCH_GUARD_DURATION ?? 2),
+  guardBlocks: Number(env.BENCH_GUARD_BLOCKS ?? 60),
+  guardRequests: Number(env.BENCH_GUARD_REQUESTS ?? 10),
 };
+for (const id of settings.guardSteps ?? []) {
+  if (!GUARD_STEPS.some((s) => s.id === id)) {
+    console.error(`BENCH_GUARDS: unknown step ${id} (known: ${GUARD_STEPS.map((s) => s.id).join(", ")})`);
+    process.exit(2);
+  }
+}
 /** Peer and framework ceiling are measured at this connection count only (the targets' one). */
 const PEER_CONNECTIONS = 32;
 
@@ -480,6 +508,7 @@ function aggregate(runs) {
     mismatches: sum("mismatches"),
     rssMb: Math.max(...runs.map((r) => r.rssMb ?? 0)),
     cpuMsPerRequest: median(runs.map((r) => r.cpuMsPerRequest)),
+    dbCpuMsPerRequest: median(runs.map((r) => r.dbCpuMsPerRequest)),
     otherCores: median(runs.map((r) => r.cpu.otherCores)),
   };
 }
@@ -518,6 +547,14 @@ async function benchDatabase(kind, workDir) {
     }
     const name = `bench_${process.pid}_${randomBytes(4).toString("hex")}`;
     await adminClient.query(`CREATE DATABASE "${name}"`);
+    // The secured peer's tenant role (roles are cluster-wide: dropped once the database is gone).
+    database.tenantRole = `${name}_tenant`;
+    // Tenant roles of earlier runs whose database is gone (a run killed before its cleanup).
+    const stale = await adminClient.query(
+      `SELECT rolname FROM pg_roles r WHERE rolname ~ '^bench_[0-9]+_[0-9a-f]+_tenant$'
+         AND NOT EXISTS (SELECT 1 FROM pg_database d WHERE d.datname || '_tenant' = r.rolname)`,
+    );
+    for (const { rolname } of stale.rows) await adminClient.query(`DROP ROLE IF EXISTS "${rolname}"`).catch(() => {});
     const url = new URL(settings.postgresUrl);
     url.pathname = `/${name}`;
     database.url = url.toString();
@@ -525,6 +562,9 @@ async function benchDatabase(kind, workDir) {
     database.admin = adminClient;
     cleanups.push(async () => {
       await adminClient.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch((e) => log(`drop ${name}: ${e.message}`));
+      await adminClient
+        .query(`DROP ROLE IF EXISTS "${database.tenantRole}"`)
+        .catch((e) => log(`drop role ${database.tenantRole}: ${e.message}`));
       await adminClient.end().catch(() => {});
     });
     out.database = name;
@@ -603,8 +643,10 @@ async function benchDatabase(kind, workDir) {
   }
   // The peer and the framework ceiling, on PostgreSQL, for the scenarios marked `peer`.
   let peer = null;
+  let peerJwt = null;
   let framework = null;
   const peerRequest = peerTaskRequest(seed.taskIds[0]);
+  let peerJwtRequest = null;
   if (kind === "postgres" && settings.peer && activeScenarios.some((s) => s.peer)) {
     out.peer = { version: PEER_VERSION, install: ensurePeer(log) };
     const how = peerProcess(database.url);
@@ -620,6 +662,7 @@ async function benchDatabase(kind, workDir) {
       `  PostGraphile taskByRowId: ${out.responses.peer.status} ${out.responses.peer.body.length} B — ${out.peer.sameTask ? "the same task" : "DIFFERENT"}`,
     );
     if (!out.peer.sameTask) log(`    PostGraphile: ${out.responses.peer.body.slice(0, 300)}`);
+    ({ peerJwt, peerJwtRequest } = await startPeerJwt(database, seed, out, logFile));
     framework = await startFramework(reqs, out.responses.service, logFile);
   }
 
@@ -630,6 +673,12 @@ async function benchDatabase(kind, workDir) {
       out.sql.peer = await sqlProbe(database, peer, peerRequest, 100);
       log(
         `  SQL per request, PostGraphile taskByRowId: ${out.sql.peer.xactsPerRequest.toFixed(2)} transactions, ${out.sql.peer.scansPerRequest.toFixed(2)} table scans`,
+      );
+    }
+    if (peerJwt) {
+      out.sql.peerJwt = await sqlProbe(database, peerJwt, peerJwtRequest, 100);
+      log(
+        `  SQL per request, PostGraphile with JWT + RLS: ${out.sql.peerJwt.xactsPerRequest.toFixed(2)} transactions, ${out.sql.peerJwt.scansPerRequest.toFixed(2)} table scans`,
       );
     }
     for (const s of activeScenarios) {
@@ -644,6 +693,7 @@ async function benchDatabase(kind, workDir) {
   }
   const expected = (target, id) => {
     if (target === "peer") return out.responses.peer.body;
+    if (target === "peerJwt") return out.responses.peerJwt.body;
     if (target === "framework") return undefined;
     return reqs[id].deterministic ? out.responses[target][id].body : undefined;
   };
@@ -656,7 +706,13 @@ async function benchDatabase(kind, workDir) {
   };
   /** Who else runs in a scenario's alternation: the peer and the framework ceiling, when up. */
   const extras = (s) =>
-    s.peer ? [peer && ["peer", peer, peerRequest], framework && ["framework", framework, reqs[s.id]]].filter(Boolean) : [];
+    s.peer
+      ? [
+          peer && ["peer", peer, peerRequest],
+          peerJwt && ["peerJwt", peerJwt, peerJwtRequest],
+          framework && ["framework", framework, reqs[s.id]],
+        ].filter(Boolean)
+      : [];
 
   if (kind === "postgres") {
     // Both processes up; alternate service and floor run by run.
@@ -684,7 +740,7 @@ async function benchDatabase(kind, workDir) {
           if (lineup.length > 2) {
             const of = (target) => (runs[target] ? `${ratioPct(runs.service.rps / runs[target].rps)} of ${target}` : null);
             log(
-              `  ${"".padEnd(14)} round #${round}: service at ${["peer", "floor", "framework"].map(of).filter(Boolean).join(", ")}`,
+              `  ${"".padEnd(14)} round #${round}: service at ${["peerJwt", "peer", "floor", "framework"].map(of).filter(Boolean).join(", ")}`,
             );
           }
         }
@@ -692,12 +748,74 @@ async function benchDatabase(kind, workDir) {
     }
     out.finalMemory = { service: memoryMb(service.pid), floor: memoryMb(floor.pid) };
     if (peer) out.finalMemory.peer = memoryMb(peer.pid);
+    if (peerJwt) out.finalMemory.peerJwt = memoryMb(peerJwt.pid);
     await stopProcess(framework);
+    await stopProcess(peerJwt);
     await stopProcess(peer);
     await stopProcess(floor);
     await stopProcess(service);
     if (settings.profile && !settings.against && activeScenarios.some((s) => s.id === "rest-task")) {
       out.profile = await profileRun(reqs["rest-task"], workDir, startService);
+    }
+    const guardScenarios = activeScenarios.filter((s) => s.peer);
+    if (settings.guards && !settings.against && guardScenarios.length) {
+      const scenarios = guardScenarios.map((s) => ({
+        id: s.id,
+        label: s.label,
+        request: reqs[s.id],
+        expectBody: out.responses.service[s.id].body,
+      }));
+      out.guards = { mode: settings.guardsMode, scenarios: scenarios.map(({ id, label }) => ({ id, label })) };
+      if (settings.guardsMode === "inprocess") {
+        log(
+          `\nThe price of each per-request step (bench/guards.mjs, in process): ${guardScenarios.map((s) => s.id).join(", ")}, ` +
+            `${settings.guardBlocks} blocks of ${settings.guardRequests} requests one at a time per side, alternating (ABBA)`,
+        );
+        out.guards.rows = await priceGuardsInProcess(database, scenarios, workDir);
+      } else {
+        log(
+          `\nThe price of each per-request step (bench/guards.mjs, over HTTP): ${guardScenarios.map((s) => s.id).join(", ")}, 32 connections, ` +
+            `${settings.guardRounds} rounds of ${settings.guardDurationS} s, both processes under load at once (16 connections each), each pair started afresh`,
+        );
+        out.guards.rows = await priceGuards({
+          bundle: guardsBundle.server,
+          start: ({ bundle, without, name }) =>
+            startProcess({
+              name,
+              args: serviceArgs([], bundle),
+              env: { ...serviceEnv(database), BENCH_WITHOUT: without },
+              logFile,
+              probe,
+            }),
+          stop: stopProcess,
+          log,
+          cpuMsOf: processCpuMs,
+          // Cores busy with anything but the two servers, PostgreSQL and the load generator, over a round.
+          busyCores: (pids) => {
+            const servers = () => pids.reduce((sum, pid) => sum + processCpuMs(pid), 0);
+            const before = {
+              system: systemBusyMs(),
+              wall: performance.now(),
+              self: process.cpuUsage(),
+              postgres: postgresCpuMs(),
+              servers: servers(),
+            };
+            return () => {
+              const self = process.cpuUsage(before.self);
+              let postgresMs = 0;
+              for (const [p, ms] of postgresCpuMs()) postgresMs += ms - (before.postgres.get(p) ?? 0);
+              const ownMs = (self.user + self.system) / 1000 + postgresMs + servers() - before.servers;
+              return Math.max(0, systemBusyMs() - before.system - ownMs) / (performance.now() - before.wall);
+            };
+          },
+          scenarios,
+          steps: settings.guardSteps,
+          rounds: settings.guardRounds,
+          durationS: settings.guardDurationS,
+          warmupS: settings.warmupS,
+          connections: PEER_CONNECTIONS,
+        });
+      }
     }
   } else {
     // One process at a time: alternate whole phases, ABBA (service, floor, floor, service, ...).
@@ -733,6 +851,10 @@ async function benchDatabase(kind, workDir) {
         cell.peerMedian = aggregate(cell.peer);
         cell.ratioToPeer = ratios(cell.serviceMedian, cell.peerMedian);
       }
+      if (cell.peerJwt) {
+        cell.peerJwtMedian = aggregate(cell.peerJwt);
+        cell.ratioToPeerJwt = ratios(cell.serviceMedian, cell.peerJwtMedian);
+      }
       if (cell.framework) cell.frameworkMedian = aggregate(cell.framework);
     }
   }
@@ -752,6 +874,94 @@ async function benchDatabase(kind, workDir) {
   );
   out.serviceRssMaxMb = serviceRss.length ? Math.max(...serviceRss) : null;
   return out;
+}
+
+/**
+ * The in-process pricing (bench/guards-inprocess.mjs) in a process of its own, started with the
+ * service's Node flags and environment; its rows in the shape of the HTTP pricing's.
+ */
+async function priceGuardsInProcess(database, scenarios, workDir) {
+  const input = path.join(workDir, "guards-input.json");
+  const output = path.join(workDir, "guards-output.json");
+  const steps = GUARD_STEPS.filter((s) => !settings.guardSteps || settings.guardSteps.includes(s.id));
+  writeFileSync(
+    input,
+    JSON.stringify({
+      app: guardsBundle.app,
+      steps: steps.map((s) => s.id),
+      scenarios: scenarios.map((s) => ({ id: s.id, ...s.request, expectBody: s.expectBody })),
+      blocks: settings.guardBlocks,
+      requestsPerSlot: settings.guardRequests,
+      warmupRequests: 300,
+    }),
+  );
+  const child = spawn(process.execPath, [...serviceArgs([], path.join(benchDir, "guards-inprocess.mjs")), input, output], {
+    cwd: root,
+    env: serviceEnv(database),
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  children.add(child);
+  const code = await new Promise((resolve) => child.once("exit", resolve));
+  children.delete(child);
+  if (code !== 0) throw new Error(`the in-process pricing exited with ${code}`);
+  const byTransport = JSON.parse(readFileSync(output, "utf8"));
+  const label = (id) =>
+    id === "none"
+      ? "A/A: nothing off (the noise)"
+      : id === "all"
+        ? "every step of the list off at once (a bound)"
+        : GUARD_STEPS.find((s) => s.id === id).label;
+  return ["none", ...steps.map((s) => s.id), "all"].map((id) => ({
+    id,
+    label: label(id),
+    transports: Object.fromEntries(scenarios.map((s) => [s.id, byTransport[s.id][id]])),
+  }));
+}
+
+/**
+ * PostGraphile as a multi-tenant deployment runs it (bench/peer.mjs): the tenant role and the
+ * row-level-security policy, then the peer with the lazy-jwt preset. Checked before any load: a
+ * token of the task's organization gets the service's task, a token of another organization null.
+ */
+async function startPeerJwt(database, seed, out, logFile) {
+  const client = new pg.Client({ connectionString: database.url });
+  await client.connect();
+  try {
+    await setUpTenancy(client, database.tenantRole);
+  } finally {
+    await client.end();
+  }
+  const secret = randomBytes(32).toString("base64url");
+  const token = await peerToken(secret, { role: database.tenantRole, organizationId: seed.organizationId });
+  const peerJwtRequest = peerTaskRequest(seed.taskIds[0], token);
+  const peerJwt = await startProcess({
+    name: "PostGraphile (JWT + RLS)",
+    ...peerJwtProcess(database.url, secret),
+    logFile,
+    probe: peerJwtRequest,
+    readyPath: null,
+  });
+  out.coldStart.peerJwt = peerJwt.coldStart;
+  const ask = async (request) => {
+    const response = await fetch(peerJwt.base + request.path, request);
+    return { status: response.status, body: await response.text() };
+  };
+  out.responses.peerJwt = await ask(peerJwtRequest);
+  const otherToken = await peerToken(secret, { role: database.tenantRole, organizationId: `${seed.organizationId}_other` });
+  const other = await ask(peerTaskRequest(seed.taskIds[0], otherToken));
+  out.peerJwt = {
+    role: database.tenantRole,
+    sameTask: sameTask(out.responses.service["rest-task"]?.body ?? "{}", out.responses.peerJwt.body),
+    otherOrganizationGetsNull: other.status === 200 && noTask(other.body),
+  };
+  log(
+    `PostGraphile with JWT + RLS (lazy-jwt, role ${database.tenantRole}) cold start: first answer ${peerJwt.coldStart.firstRequestMs.toFixed(0)} ms; ` +
+      `its organization's token: ${out.peerJwt.sameTask ? "the same task" : "DIFFERENT"}; ` +
+      `another organization's token: ${out.peerJwt.otherOrganizationGetsNull ? "null (row-level security holds)" : `NOT null: ${other.status} ${other.body.slice(0, 200)}`}`,
+  );
+  if (!out.peerJwt.sameTask) log(`    PostGraphile (JWT): ${out.responses.peerJwt.body.slice(0, 300)}`);
+  if (!out.peerJwt.otherOrganizationGetsNull) throw new Error("the secured peer showed a task to another organization's token");
+  return { peerJwt, peerJwtRequest };
 }
 
 /**
@@ -918,43 +1128,55 @@ function table(results) {
   return lines.join("\n");
 }
 
-/** Service, PostGraphile, floor and framework ceiling side by side, for the `peer` scenarios. */
+/** Service, PostGraphile (secured and anonymous), floor and framework ceiling side by side, for the `peer` scenarios. */
 function peerTable(results) {
   const db = results.databases.find((d) => d.kind === "postgres" && !d.skipped);
   const rows = activeScenarios.map((s) => [s, db?.scenarios[s.id]?.[PEER_CONNECTIONS]]).filter(([, c]) => c?.peerMedian);
   if (!rows.length) return null;
   const header = [
-    ["scenario", 20, "l"],
+    ["scenario", 17, "l"],
     ["svc req/s", 9],
-    ["PostGraphile", 12],
+    ["PG+JWT", 7],
+    ["svc/JWT", 7],
+    ["PG anon", 7],
     ["svc/PG", 7],
-    ["floor", 7],
+    ["floor", 6],
     ["svc/floor", 9],
-    ["framework", 9],
-    ["svc/fw", 7],
-    ["p99 svc", 8],
-    ["PG", 6],
+    ["fw", 6],
+    ["svc/fw", 6],
+    ["p99 svc", 7],
+    ["JWT", 5],
+    ["PG", 5],
     ["CPU ms/req svc", 14],
+    ["JWT", 5],
     ["PG", 5],
     ["floor", 5],
     ["fw", 5],
-    ["err svc/PG", 10],
+    ["DB CPU svc", 10],
+    ["JWT", 5],
+    ["PG", 5],
+    ["err svc/JWT/PG", 14],
   ];
   const row = (cells) =>
     cells.map((c, i) => (header[i][2] === "l" ? String(c).padEnd(header[i][1]) : String(c).padStart(header[i][1]))).join(" ");
   const lines = [
     `PostgreSQL, ${PEER_CONNECTIONS} connections, the same alternation: the service against PostGraphile ${PEER_VERSION} ` +
-      "(GraphQL taskByRowId, the same seven fields, no authentication), the floor, and the framework ceiling (yoga + Sofa, constant task)",
+      "as deployed for tenants (PG+JWT: lazy-jwt preset, an HS256 token per request, role + organization claims as settings, " +
+      "row-level security) and anonymous (PG anon: no authentication, the ceiling), both GraphQL taskByRowId with the same seven fields; " +
+      "the floor; the framework ceiling (fw: yoga + Sofa, constant task). CPU ms/req of the server process; DB CPU: PostgreSQL's per request",
     row(header.map((h) => h[0])),
   ];
-  const errs = (x) => `${x.errors + x.non2xx + x.mismatches}`;
+  const errs = (x) => (x ? `${x.errors + x.non2xx + x.mismatches}` : "-");
   for (const [s, c] of rows) {
     const a = c.serviceMedian;
     const fw = c.frameworkMedian;
+    const jwt = c.peerJwtMedian;
     lines.push(
       row([
         s.label,
         num(a.rps),
+        num(jwt?.rps),
+        ratioPct(c.ratioToPeerJwt?.rps),
         num(c.peerMedian.rps),
         ratioPct(c.ratioToPeer.rps),
         num(c.floorMedian.rps),
@@ -962,25 +1184,39 @@ function peerTable(results) {
         num(fw?.rps),
         fw ? ratioPct(a.rps / fw.rps) : "-",
         num(a.p99, 1),
+        num(jwt?.p99, 1),
         num(c.peerMedian.p99, 1),
         num(a.cpuMsPerRequest, 2),
+        num(jwt?.cpuMsPerRequest, 2),
         num(c.peerMedian.cpuMsPerRequest, 2),
         num(c.floorMedian.cpuMsPerRequest, 2),
         num(fw?.cpuMsPerRequest, 2),
-        `${errs(a)}/${errs(c.peerMedian)}`,
+        num(a.dbCpuMsPerRequest, 2),
+        num(jwt?.dbCpuMsPerRequest, 2),
+        num(c.peerMedian.dbCpuMsPerRequest, 2),
+        `${errs(a)}/${errs(jwt)}/${errs(c.peerMedian)}`,
       ]),
     );
   }
   const cs = db.coldStart.peer;
   if (cs)
     lines.push(
-      `PostGraphile cold start to its first answer ${num(cs.firstRequestMs)} ms; RSS after start ${num(cs.rssAtStartMb)} MB`,
+      `PostGraphile cold start to its first answer ${num(cs.firstRequestMs)} ms; RSS after start ${num(cs.rssAtStartMb)} MB` +
+        (db.coldStart.peerJwt
+          ? `; with JWT + RLS ${num(db.coldStart.peerJwt.firstRequestMs)} ms, ${num(db.coldStart.peerJwt.rssAtStartMb)} MB`
+          : ""),
     );
+  const sql = (p) => `${p.xactsPerRequest.toFixed(2)} transactions, ${p.scansPerRequest.toFixed(2)} table scans`;
   if (db.sql?.peer)
     lines.push(
-      `PostGraphile SQL per request: ${db.sql.peer.xactsPerRequest.toFixed(2)} transactions, ${db.sql.peer.scansPerRequest.toFixed(2)} table scans`,
+      `PostGraphile SQL per request: anonymous ${sql(db.sql.peer)}${db.sql.peerJwt ? `; with JWT + RLS ${sql(db.sql.peerJwt)}` : ""}`,
     );
   if (db.peer && !db.peer.sameTask) lines.push("PostGraphile's answer was NOT the service's task: its figures do not compare");
+  if (db.peerJwt)
+    lines.push(
+      `PostGraphile with JWT + RLS: its organization's token ${db.peerJwt.sameTask ? "gets the service's task" : "does NOT get the service's task"}, ` +
+        `another organization's token ${db.peerJwt.otherOrganizationGetsNull ? "gets null" : "does NOT get null"}`,
+    );
   return lines.join("\n");
 }
 
@@ -990,18 +1226,31 @@ function targets(results) {
   const list = [];
   const add = (name, measured, pass, note = "") =>
     list.push({ name, measured, result: pass === null ? "SKIP" : pass ? "PASS" : "FAIL", note });
-  const peerTarget = (id, label, min) => {
+  // Issue 28: against PostGraphile as deployed for tenants, and against the anonymous ceiling.
+  const peerTarget = (id, label, which, min) => {
     const c = cell(pgDb, id);
+    const peerCell = which === "peerJwt" ? c?.peerJwtMedian : c?.peerMedian;
+    const ratio = which === "peerJwt" ? c?.ratioToPeerJwt : c?.ratioToPeer;
     add(
-      `${label} ≥ ${min}× PostGraphile's get by id`,
-      c?.peerMedian
-        ? `${c.ratioToPeer.rps.toFixed(2)}× (${num(c.serviceMedian.rps)} vs ${num(c.peerMedian.rps)} req/s)`
-        : "not run",
-      c?.peerMedian ? c.ratioToPeer.rps >= min : null,
+      `${label} ≥ ${min}× PostGraphile ${which === "peerJwt" ? "with JWT + RLS" : "anonymous"}`,
+      peerCell ? `${ratio.rps.toFixed(2)}× (${num(c.serviceMedian.rps)} vs ${num(peerCell.rps)} req/s)` : "not run",
+      peerCell ? ratio.rps >= min : null,
     );
   };
-  peerTarget("graphql-task", "PostgreSQL, 32 conn: GraphQL get task", 0.75);
-  peerTarget("rest-task", "PostgreSQL, 32 conn: REST get task", 0.85);
+  for (const [id, label] of [
+    ["graphql-task", "PostgreSQL, 32 conn: GraphQL get task"],
+    ["rest-task", "PostgreSQL, 32 conn: REST get task"],
+  ]) {
+    peerTarget(id, label, "peerJwt", 1.5);
+    peerTarget(id, label, "peer", 0.75);
+  }
+  const rest = cell(pgDb, "rest-task")?.serviceMedian;
+  const graphql = cell(pgDb, "graphql-task")?.serviceMedian;
+  add(
+    "PostgreSQL, 32 conn: REST get task at most GraphQL's CPU per request",
+    rest && graphql ? `${num(rest.cpuMsPerRequest, 2)} vs ${num(graphql.cpuMsPerRequest, 2)} ms` : "not run",
+    rest && graphql ? rest.cpuMsPerRequest <= graphql.cpuMsPerRequest : null,
+  );
   for (const s of activeScenarios.filter((x) => x.peer)) {
     const c = cell(pgDb, s.id);
     add(
@@ -1012,9 +1261,9 @@ function targets(results) {
   }
   const cc = cell(pgDb, "create-comment");
   add(
-    "PostgreSQL, 32 conn: create comment ≥ 300 req/s, no errors",
+    "PostgreSQL, 32 conn: create comment ≥ 400 req/s, no errors",
     cc ? `${num(cc.serviceMedian.rps)} req/s, ${cc.serviceMedian.errors} errors, ${cc.serviceMedian.non2xx} non-2xx` : "not run",
-    cc ? cc.serviceMedian.rps >= 300 && cc.serviceMedian.errors === 0 && cc.serviceMedian.non2xx === 0 : null,
+    cc ? cc.serviceMedian.rps >= 400 && cc.serviceMedian.errors === 0 && cc.serviceMedian.non2xx === 0 : null,
   );
   const cs = pgDb?.coldStart?.service;
   add(
@@ -1056,6 +1305,9 @@ process.on("SIGINT", async () => {
   process.exit(130);
 });
 
+/** The bench-only bundle whose steps can be switched off (bench/guards.mjs), when guards are priced. */
+let guardsBundle = null;
+
 async function main() {
   const workDir = mkdtempSync(path.join(tmpdir(), "bench-run-"));
   cleanups.push(async () => rmSync(workDir, { recursive: true, force: true }));
@@ -1068,6 +1320,12 @@ async function main() {
   const build = spawnSync(process.execPath, ["scripts/build.mjs"], { cwd: root, stdio: "inherit" });
   if (build.status !== 0) throw new Error("build failed");
   log(`built dist/server.js in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  if (settings.guards && !settings.against && settings.databases.includes("postgres")) {
+    guardsBundle = await buildGuardsBundle(root);
+    log(
+      `built the bench-only bundles with switchable steps: ${path.relative(root, guardsBundle.server)}, ${path.relative(root, guardsBundle.app)}`,
+    );
+  }
 
   const results = {
     startedAt: startedAt.toISOString(),
@@ -1111,7 +1369,7 @@ async function main() {
   if (!settings.against) {
     const against = peerTable(results);
     if (against) log(`\n${against}`);
-    log("\nTargets (issue 13; PostgreSQL at 32 connections unless named):");
+    log("\nTargets (issue 28; PostgreSQL at 32 connections unless named):");
     for (const target of report.list) log(`  ${target.result.padEnd(4)}  ${target.name.padEnd(70)} ${target.measured}`);
   }
   const framework = results.databases.find((d) => d.framework)?.framework;
@@ -1124,6 +1382,17 @@ async function main() {
           (service ? `; the service reaches ${((service / f.framework) * 100).toFixed(0)}% of the framework alone` : ""),
       );
     }
+  }
+  const guards = results.databases.find((d) => d.guards)?.guards;
+  if (guards) {
+    log(
+      guards.mode === "inprocess"
+        ? "\nThe price of each per-request step (PostgreSQL, in process, one request at a time; CPU ms per request, every step on → this one off, " +
+            "medians of the differences of alternating blocks [95 % interval]; same bundle, same run; the A/A row is the noise):"
+        : "\nThe price of each per-request step (PostgreSQL, over HTTP, 16 + 16 connections at once; CPU ms of the server process per request, " +
+            "every step on → this one off, medians of the rounds; same bundle, same run; the A/A row is the noise):",
+    );
+    log(guardTable(guards.rows, guards.scenarios));
   }
   if (report.errors.length) log(`\nService errors under load:\n  ${report.errors.join("\n  ")}`);
   if (profile?.summary) {
