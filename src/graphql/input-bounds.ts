@@ -8,12 +8,13 @@ import {
   isListType,
 } from "graphql";
 import { BadUserInputError } from "../platform/errors.js";
-import { anyId, commonLimits, type Input, inputLimit } from "../platform/limits.js";
+import { anyDate, anyDateTime, anyId, anyText, commonLimits, type Input, inputLimit } from "../platform/limits.js";
 
 /** The lengths this layer enforces for every field: IDs and cursors (other limits are the services'). */
 function enforcedMaxLength(input: Input): number | undefined {
   const limit = inputLimit(input);
-  if (limit === anyId || limit === commonLimits.id || limit === commonLimits.cursor) return limit.maxLength;
+  const enforced = [anyId, anyDateTime, anyDate, anyText, commonLimits.id, commonLimits.cursor];
+  if (limit && enforced.includes(limit)) return limit.maxLength;
   return undefined;
 }
 

@@ -188,13 +188,21 @@ export type Input = { type: GraphQLInputType; extensions?: Readonly<Record<strin
 /** Every ID a caller sends, where no limit of its own is declared: ids are short, so a long one is refused before any lookup. */
 export const anyId: Limit = { maxLength: commonLimits.id.maxLength };
 
+/** Date-times and dates a caller sends: longer ones are no ISO 8601 value. */
+export const anyDateTime: Limit = { maxLength: 64 };
+export const anyDate: Limit = { maxLength: 10 };
+/** Text a caller sends where no limit of its own is declared (the longest free text the service keeps). */
+export const anyText: Limit = { maxLength: 10_000 };
+const scalarLimits: Record<string, Limit | undefined> = { ID: anyId, DateTime: anyDateTime, Date: anyDate, String: anyText };
+
 /** The limit of an argument or input field: its declared one, else `anyId` for an ID. */
 export function inputLimit(input: Input): Limit | undefined {
   const declared = limitOf(input.extensions);
   if (declared) return declared;
   const named = getNullableType(input.type);
   const scalar = isListType(named) ? getNullableType(named.ofType) : named;
-  return isScalarType(scalar) && scalar.name === "ID" ? anyId : undefined;
+  if (!isScalarType(scalar)) return undefined;
+  return scalarLimits[scalar.name];
 }
 
 /** Limits of every list's filter. */
