@@ -168,6 +168,11 @@ describe("the inbox", () => {
     expect(rest.body).toEqual({ markedCount: 1, unreadCount: 2 });
     expect((await t.db.notification.findUniqueOrThrow({ where: { id: theirs.id } })).readAt).toBeNull();
     expect((await unread()).totalCount).toBe(2);
+    // Nor can another organization's member mark them.
+    const foreign = await t.rest("POST", "/v1/notifications/read", { headers: headers.otherOwner, body: { ids: mine } });
+    expect(foreign.status).toBe(200);
+    expect(foreign.body.markedCount).toBe(0);
+    expect((await unread()).totalCount).toBe(2);
 
     const again = await t.rest("POST", "/v1/notifications/read", { headers: headers.auditor, body: { ids: [mine[0]] } });
     expect(again.body).toEqual({ markedCount: 0, unreadCount: 2 });
