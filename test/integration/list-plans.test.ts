@@ -137,7 +137,11 @@ describe.skipIf(!usePostgres)("list plans on PostgreSQL", () => {
     ["the last page by due date", { last: 50, orderBy: { field: "dueDate", direction: "asc" } }],
     [
       "my open tasks by due date, backward",
-      { filter: { status: ["todo", "in_progress"], assigneeId: [mine] }, orderBy: { field: "dueDate", direction: "asc" }, last: 50 },
+      {
+        filter: { status: ["todo", "in_progress"], assigneeId: [mine] },
+        orderBy: { field: "dueDate", direction: "asc" },
+        last: 50,
+      },
     ],
   ];
 
