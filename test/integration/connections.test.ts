@@ -362,7 +362,7 @@ describe("connections: relation lists", () => {
     expect(twoVendors.count).toBe(oneVendor.count);
   });
 
-  it("refuses another parent's cursor", async () => {
+  it("refuses another parent's cursor, and mixed paging arguments, at the relation's path", async () => {
     const [a, b] = o.vendorIds as [string, string];
     const cursor = (await full(a))[0]?.cursor;
     const res = await t.gql(
@@ -373,6 +373,13 @@ describe("connections: relation lists", () => {
     expect(res.status).toBe(200);
     expect(res.body.errors?.[0]).toMatchObject({ path: ["vendor", "taskItems"], extensions: { code: "BAD_USER_INPUT" } });
     expect(res.body.data.vendor).toEqual({ id: b, taskItems: null });
+    const mixed = await t.gql(
+      `query($b: ID!) { vendor(id: $b) { id taskItems(limit: 1, last: 1) { totalCount } } }`,
+      { b },
+      { key: o.apiKey },
+    );
+    expect(mixed.body.errors?.[0]).toMatchObject({ path: ["vendor", "taskItems"], extensions: { code: "BAD_USER_INPUT" } });
+    expect(mixed.body.errors?.[0]?.message).toMatch(/limit cannot be combined with last/);
   });
 });
 
