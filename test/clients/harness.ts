@@ -1,0 +1,174 @@
+import "./dev-mode.js";
+import { ApolloClient, ApolloLink, HttpLink, InMemoryCache, Observable } from "@apollo/client";
+import { loadDevMessages, loadErrorMessages } from "@apollo/client/dev";
+import { relayStylePagination } from "@apollo/client/utilities";
+import { Client as UrqlClient, fetchExchange, subscriptionExchange } from "@urql/core";
+import { cacheExchange } from "@urql/exchange-graphcache";
+import { relayPagination } from "@urql/exchange-graphcache/extras";
+import { OperationTypeNode, print } from "graphql";
+import { type Client as SseClient, type ClientOptions as SseClientOptions, createClient as createSseClient } from "graphql-sse";
+import { afterEach, beforeEach, expect, type MockInstance, vi } from "vitest";
+import type { TestApp } from "../helpers/test-app.js";
+
+loadDevMessages();
+loadErrorMessages();
+
+/** The headers of one credential: `X-API-Key`, or a session's bearer token and `X-Organization-Id`. */
+export type Credential = Record<string, string>;
+
+/** What went over the wire: one entry per HTTP request, the operation's name (or "?" when unnamed). */
+export type Traffic = { operations: string[]; subscriptions: number };
+
+const url = "http://test/graphql";
+
+/**
+ * The `fetch` both libraries get: the app in process, no socket. It records the operations sent
+ * (so a test can tell a cache answer from a refetch), and resolves `streaming()` once the server
+ * has started reading an event stream's source (its first bytes, the `:` ping, were read), that is,
+ * once a subscription listens for events.
+ */
+function fetchThrough(t: TestApp, traffic: Traffic, streaming: Waiters) {
+  return async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
+    const request = new Request(input, init);
+    const body =
+      request.method === "POST"
+        ? ((await request.clone().json()) as { operationName?: string })
+        : { operationName: new URL(request.url).searchParams.get("operationName") ?? undefined };
+    traffic.operations.push(body.operationName ?? "?");
+    const response = await t.app.fetch(request);
+    if (!response.headers.get("content-type")?.startsWith("text/event-stream") || !response.body) return response;
+    traffic.subscriptions++;
+    const seen = new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        controller.enqueue(chunk);
+        streaming.resolve();
+      },
+    });
+    return new Response(response.body.pipeThrough(seen), response);
+  };
+}
+
+type Waiters = { resolve: () => void; next: () => Promise<void> };
+function waiters(): Waiters {
+  let pending: (() => void)[] = [];
+  return {
+    resolve() {
+      // The read that gave these bytes asked the source for its next event; the subscription's
+      // listener is in place once the microtasks that started have run.
+      for (const resolve of pending) setImmediate(resolve);
+      pending = [];
+    },
+    next: () => new Promise<void>((resolve) => pending.push(resolve)),
+  };
+}
+
+/**
+ * graphql-sse's Apollo recipe: an ApolloLink that hands each operation to graphql-sse's client
+ * (distinct connections mode, the client's default, which Yoga serves on /graphql).
+ */
+class SseLink extends ApolloLink {
+  private readonly client: SseClient;
+
+  constructor(options: SseClientOptions) {
+    super();
+    this.client = createSseClient(options);
+  }
+
+  override request(operation: ApolloLink.Operation): Observable<ApolloLink.Result> {
+    return new Observable((sink) =>
+      this.client.subscribe<ApolloLink.Result>(
+        { ...operation, query: print(operation.query) },
+        { next: sink.next.bind(sink), complete: sink.complete.bind(sink), error: sink.error.bind(sink) },
+      ),
+    );
+  }
+}
+
+/**
+ * The cache configuration a frontend needs, and all of it: the stock Relay pagination helper on
+ * each list field, with the arguments that name a list (everything but first/after/last/before).
+ */
+export function apolloCache() {
+  return new InMemoryCache({
+    typePolicies: {
+      Query: {
+        fields: {
+          comments: relayStylePagination(["entityId", "entityType", "filter", "orderBy"]),
+          members: relayStylePagination(["filter", "orderBy"]),
+          tasks: relayStylePagination(["filter", "orderBy"]),
+        },
+      },
+      Task: { fields: { comments: relayStylePagination(["filter", "orderBy"]) } },
+    },
+  });
+}
+
+/** The same for urql's graphcache: `relayPagination()` on each list field. */
+export function urqlCache() {
+  return cacheExchange({
+    resolvers: {
+      Query: { comments: relayPagination(), members: relayPagination(), tasks: relayPagination() },
+      Task: { comments: relayPagination() },
+    },
+  });
+}
+
+export type Clients = {
+  apollo: ApolloClient;
+  urql: UrqlClient;
+  traffic: Traffic;
+  /** Resolves when the next subscription's event stream is open and listening. */
+  streaming: () => Promise<void>;
+};
+
+/** Apollo Client and urql, each with its normalized cache, on `t`'s app as `credential`. */
+export function connectClients(t: TestApp, credential: Credential): Clients {
+  const traffic: Traffic = { operations: [], subscriptions: 0 };
+  const stream = waiters();
+  const fetch = fetchThrough(t, traffic, stream);
+
+  const sseOptions = { url, fetchFn: fetch, headers: credential };
+  const apollo = new ApolloClient({
+    cache: apolloCache(),
+    link: ApolloLink.split(
+      ({ operationType }) => operationType === OperationTypeNode.SUBSCRIPTION,
+      new SseLink(sseOptions),
+      new HttpLink({ uri: url, fetch, headers: credential }),
+    ),
+  });
+
+  // graphql-sse's urql recipe: subscriptions forwarded to its client.
+  const sse = createSseClient(sseOptions);
+  const urql = new UrqlClient({
+    url,
+    fetch,
+    fetchOptions: { headers: credential },
+    exchanges: [
+      urqlCache(),
+      subscriptionExchange({
+        forwardSubscription: (operation) => ({
+          subscribe: (sink) => ({ unsubscribe: sse.subscribe(operation, sink) }),
+        }),
+      }),
+      fetchExchange,
+    ],
+  });
+
+  return { apollo, urql, traffic, streaming: stream.next };
+}
+
+/**
+ * Fails the test when either library warned or logged an error: their warnings ("no key",
+ * "missing field", "cache data may be lost") are how they say the graph needs custom code.
+ */
+export function failOnLibraryWarnings() {
+  let spies: MockInstance[] = [];
+  beforeEach(() => {
+    spies = [vi.spyOn(console, "warn"), vi.spyOn(console, "error")];
+  });
+  afterEach(() => {
+    const said = spies.flatMap((spy) => spy.mock.calls.map((args) => args.map(String).join(" ")));
+    for (const spy of spies) spy.mockRestore();
+    expect(said).toEqual([]);
+  });
+}
