@@ -1,17 +1,26 @@
+import type { OperationResult } from "@urql/core";
+import { isObjectType, parse } from "graphql";
 import { firstValueFrom } from "rxjs";
 import { filter } from "rxjs/operators";
-import { parse } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSession } from "../../src/auth/sessions.js";
+import { schema } from "../../src/schema.js";
 import { openFixture } from "../helpers/fixtures.js";
-import { type Clients, type Credential, connectClients, failOnLibraryWarnings } from "./harness.js";
+import {
+  type Clients,
+  type Credential,
+  connectClients,
+  failOnLibraryWarnings,
+  relayStylePaginationKeepingNull,
+  typesWithoutId,
+} from "./harness.js";
 
 /**
  * Apollo Client 4 and urql with graphcache, configured with their stock helpers only (harness.ts),
  * against the app: what a frontend team sees when it points either library at the graph.
  */
 const { t, org, keyWith } = await openFixture({ organizations: 1 });
-failOnLibraryWarnings();
+const warnings = failOnLibraryWarnings();
 
 /** Session headers: the owner (user 0) and the admin (user 1), who writes the comments below. */
 const as: { owner: Credential; admin: Credential } = { owner: {}, admin: {} };
@@ -90,7 +99,7 @@ describe("two pages merge into one cached list", () => {
     const first = await firstValueFrom(forward.pipe(filter((r) => r.dataState === "complete")));
     expect(ids(first.data?.task.comments)).toEqual(all.slice(0, 2));
     await forward.fetchMore({ variables: { after: first.data?.task.comments.pageInfo.endCursor } });
-    const merged = forward.getCurrentResult().data?.task.comments;
+    const merged = forward.getCurrentResult().data?.task?.comments as Page | undefined;
     expect(ids(merged)).toEqual(all.slice(0, 4));
     expect(merged).toMatchObject({ totalCount: 5, pageInfo: { hasNextPage: true } });
 
@@ -100,7 +109,7 @@ describe("two pages merge into one cached list", () => {
     const last = await firstValueFrom(tail.pipe(filter((r) => r.dataState === "complete")));
     expect(ids(last.data?.task.comments)).toEqual(all.slice(3));
     await tail.fetchMore({ variables: { before: last.data?.task.comments.pageInfo.startCursor } });
-    const before = tail.getCurrentResult().data?.task.comments;
+    const before = tail.getCurrentResult().data?.task?.comments as Page | undefined;
     expect(ids(before)).toEqual(all.slice(1));
     expect(before).toMatchObject({ totalCount: 5, pageInfo: { hasPreviousPage: true } });
   });
@@ -186,7 +195,7 @@ describe("a created, edited and deleted comment updates the cached page without 
     expect(cached()?.totalCount).toBe(3);
 
     expect((await urql.mutation(UpdateComment, { id: newId, content: "edited" }).toPromise()).error).toBeUndefined();
-    expect(cached()?.edges[0]?.node).toEqual({ __typename: "Comment", id: newId, content: "edited" });
+    expect(cached()?.edges[0]?.node).toMatchObject({ id: newId, content: "edited" });
 
     expect((await urql.mutation(DeleteCommentUrql, { id: newId, first: 10 }).toPromise()).error).toBeUndefined();
     expect(ids(cached())).toEqual(before);
@@ -196,19 +205,29 @@ describe("a created, edited and deleted comment updates the cached page without 
 });
 
 describe("a review step updates the cached policy without a refetch", () => {
-  const PolicyScreen = parse(`query Policy($id: ID!) {
-    policy(id: $id) { id status currentVersionId currentVersion { id version status } }
-  }`);
-  const policyFields = "policy { id status currentVersionId currentVersion { id version status } }";
+  // A policy screen: its state, the version in force and the versions list. The versions list
+  // matters to urql: graphcache invalidates every cached record of a type when a mutation answers
+  // a record of that type it has not seen (docs/frontends.md); here the version is already cached.
+  const policyFields = `id status currentVersionId currentVersion { id version status }
+    versions(first: 10) { edges { cursor node { id version status } } pageInfo { hasNextPage endCursor } }`;
+  const PolicyScreen = parse(`query Policy($id: ID!) { policy(id: $id) { ${policyFields} } }`);
   const Submit = parse(`mutation Submit($id: ID!, $versionId: ID!, $approverId: ID!) {
-    submitPolicyVersion(id: $id, versionId: $versionId, approverId: $approverId) { id status ${policyFields} }
+    submitPolicyVersion(id: $id, versionId: $versionId, approverId: $approverId) { id status policy { ${policyFields} } }
   }`);
   const Approve = parse(`mutation Approve($id: ID!, $versionId: ID!) {
-    approvePolicyVersion(id: $id, versionId: $versionId) { id status ${policyFields} }
+    approvePolicyVersion(id: $id, versionId: $versionId) { id status policy { ${policyFields} } }
   }`);
+  type Version = { id: string; version: number; status: string };
   type PolicyData = {
-    policy: { status: string; currentVersionId: string; currentVersion: { id: string; version: number; status: string } };
+    policy: {
+      status: string;
+      currentVersionId: string;
+      currentVersion: Version;
+      versions: { edges: { node: Version }[] };
+    };
   };
+  const statuses = (data: PolicyData | null | undefined) =>
+    data?.policy.versions.edges.map(({ node }) => `${node.version}:${node.status}`);
 
   /** A published policy (version 1) with a draft version 2, made with the API key. */
   async function policyWithDraft() {
@@ -222,25 +241,30 @@ describe("a review step updates the cached policy without a refetch", () => {
 
   it("Apollo Client", async () => {
     const { id, versionId } = await policyWithDraft();
+    const screen = { query: PolicyScreen, variables: { id } };
+    // The owner submits, naming the admin; the admin approves (four eyes).
     const owner = clients(as.owner);
-    const start = await owner.apollo.query<PolicyData>({ query: PolicyScreen, variables: { id } });
+    const start = await owner.apollo.query<PolicyData>(screen);
     const v1 = start.data?.policy.currentVersion;
     expect(start.data?.policy.status).toBe("published");
+    owner.traffic.operations = [];
     await owner.apollo.mutate({ mutation: Submit, variables: { id, versionId, approverId: approverId() } });
-    expect(owner.apollo.readQuery<PolicyData>({ query: PolicyScreen, variables: { id } })?.policy).toMatchObject({
-      status: "needs_review",
-      currentVersion: v1,
-    });
+    const submitted = owner.apollo.readQuery<PolicyData>(screen);
+    expect(submitted?.policy).toMatchObject({ status: "needs_review", currentVersion: v1 });
+    expect(statuses(submitted)).toEqual(["2:in_review", "1:published"]);
+    expect(owner.traffic.operations).toEqual(["Submit"]);
 
     const admin = clients(as.admin);
-    await admin.apollo.query<PolicyData>({ query: PolicyScreen, variables: { id } });
+    await admin.apollo.query<PolicyData>(screen);
     admin.traffic.operations = [];
     await admin.apollo.mutate({ mutation: Approve, variables: { id, versionId } });
-    expect(admin.apollo.readQuery<PolicyData>({ query: PolicyScreen, variables: { id } })?.policy).toMatchObject({
+    const approved = admin.apollo.readQuery<PolicyData>(screen);
+    expect(approved?.policy).toMatchObject({
       status: "published",
       currentVersionId: versionId,
       currentVersion: { id: versionId, version: 2, status: "published" },
     });
+    expect(statuses(approved)).toEqual(["2:published", "1:published"]);
     expect(admin.traffic.operations).toEqual(["Approve"]);
   });
 
@@ -250,21 +274,24 @@ describe("a review step updates the cached policy without a refetch", () => {
     const start = await owner.urql.query<PolicyData>(PolicyScreen, { id }).toPromise();
     const v1 = start.data?.policy.currentVersion;
     expect(start.data?.policy.status).toBe("published");
+    owner.traffic.operations = [];
     expect((await owner.urql.mutation(Submit, { id, versionId, approverId: approverId() }).toPromise()).error).toBeUndefined();
-    expect(owner.urql.readQuery<PolicyData>(PolicyScreen, { id })?.data?.policy).toMatchObject({
-      status: "needs_review",
-      currentVersion: v1,
-    });
+    const submitted = owner.urql.readQuery<PolicyData>(PolicyScreen, { id })?.data;
+    expect(submitted?.policy).toMatchObject({ status: "needs_review", currentVersion: v1 });
+    expect(statuses(submitted)).toEqual(["2:in_review", "1:published"]);
+    expect(owner.traffic.operations).toEqual(["Submit"]);
 
     const admin = clients(as.admin);
     await admin.urql.query(PolicyScreen, { id }).toPromise();
     admin.traffic.operations = [];
     expect((await admin.urql.mutation(Approve, { id, versionId }).toPromise()).error).toBeUndefined();
-    expect(admin.urql.readQuery<PolicyData>(PolicyScreen, { id })?.data?.policy).toMatchObject({
+    const approved = admin.urql.readQuery<PolicyData>(PolicyScreen, { id })?.data;
+    expect(approved?.policy).toMatchObject({
       status: "published",
       currentVersionId: versionId,
       currentVersion: { id: versionId, version: 2, status: "published" },
     });
+    expect(statuses(approved)).toEqual(["2:published", "1:published"]);
     expect(admin.traffic.operations).toEqual(["Approve"]);
   });
 });
@@ -272,24 +299,37 @@ describe("a review step updates the cached policy without a refetch", () => {
 describe("a refused list leaves the rest of the screen", () => {
   const Screen = parse(`query Screen {
     viewer { permissions }
-    members(first: 5) { totalCount edges { cursor node { id name } } }
+    members(first: 5) { totalCount edges { cursor node { id name } } pageInfo { hasNextPage endCursor } }
   }`);
   type ScreenData = { viewer: { permissions: string[] }; members: null };
+  const refusal = [{ path: ["members"], extensions: { code: "FORBIDDEN" } }];
+  const withoutMemberRead = async () => ({ "x-api-key": await keyWith(["task:read"]) });
 
   it("Apollo Client, with errorPolicy: all", async () => {
-    const { apollo } = clients({ "x-api-key": await keyWith(["task:read"]) });
+    // Stock relayStylePagination() stores the null list as an empty connection, which lacks
+    // totalCount: Apollo warns that the cache cannot give the answer back and returns the network's.
+    warnings.expectWarning(/reading it back returned a partial result/);
+    const { apollo } = clients(await withoutMemberRead());
     const result = await apollo.query<ScreenData>({ query: Screen, errorPolicy: "all" });
     expect(result.data).toEqual({ viewer: { __typename: "Viewer", permissions: ["task:read"] }, members: null });
-    expect(result.error && "errors" in result.error ? result.error.errors : undefined).toMatchObject([
-      { path: ["members"], extensions: { code: "FORBIDDEN" } },
-    ]);
+    expect(result.error && "errors" in result.error ? result.error.errors : undefined).toMatchObject(refusal);
+  });
+
+  it("Apollo Client, with a field policy that keeps a null list null", async () => {
+    const c = connectClients(t, await withoutMemberRead(), { apolloPagination: relayStylePaginationKeepingNull });
+    opened.push(c);
+    const result = await c.apollo.query<ScreenData>({ query: Screen, errorPolicy: "all" });
+    expect(result.data).toEqual({ viewer: { __typename: "Viewer", permissions: ["task:read"] }, members: null });
+    expect(result.error && "errors" in result.error ? result.error.errors : undefined).toMatchObject(refusal);
+    expect(c.apollo.readQuery<ScreenData>({ query: Screen })?.members).toBeNull();
   });
 
   it("urql, by default", async () => {
-    const { urql } = clients({ "x-api-key": await keyWith(["task:read"]) });
+    const { urql } = clients(await withoutMemberRead());
     const result = await urql.query<ScreenData>(Screen, {}).toPromise();
-    expect(result.data).toEqual({ __typename: "Query", viewer: { __typename: "Viewer", permissions: ["task:read"] }, members: null });
-    expect(result.error?.graphQLErrors).toMatchObject([{ path: ["members"], extensions: { code: "FORBIDDEN" } }]);
+    expect(result.data?.viewer).toMatchObject({ permissions: ["task:read"] });
+    expect(result.data?.members).toBeNull();
+    expect(result.error?.graphQLErrors).toMatchObject(refusal);
   });
 });
 
@@ -308,27 +348,47 @@ describe("a subscription delivers over server-sent events", () => {
     return res.body.id as string;
   }
 
-  it("Apollo Client, through graphql-sse's link", async () => {
+  it("Apollo Client, through graphql-sse's link", { timeout: 10_000 }, async () => {
     const { taskId } = await taskWithComments(0);
     const { apollo, streaming } = clients(as.admin);
     const open = streaming();
     const event = firstValueFrom(apollo.subscribe<Added>({ query: CommentAdded, variables: { id: taskId } }));
-    await open;
+    await Promise.race([open, event]);
     const id = await commentOn(taskId);
     const result = await event;
     expect(result.error).toBeUndefined();
     expect(result.data?.commentAdded).toMatchObject({ id, content: "live" });
   });
 
-  it("urql, through graphql-sse's client in subscriptionExchange", async () => {
+  it("urql, through graphql-sse's client in subscriptionExchange", { timeout: 10_000 }, async () => {
     const { taskId } = await taskWithComments(0);
     const { urql, streaming } = clients(as.admin);
     const open = streaming();
-    const event = urql.subscription<Added>(CommentAdded, { id: taskId }).toPromise();
-    await open;
+    // Not toPromise(): urql marks every subscription result `hasNext`, and toPromise() waits for the last.
+    const event = new Promise<OperationResult<Added>>((resolve) => {
+      const subscription = urql.subscription<Added>(CommentAdded, { id: taskId }).subscribe((result) => {
+        subscription.unsubscribe();
+        resolve(result);
+      });
+    });
+    await Promise.race([open, event]);
     const id = await commentOn(taskId);
     const result = await event;
     expect(result.error).toBeUndefined();
     expect(result.data?.commentAdded).toMatchObject({ id, content: "live" });
+  });
+});
+
+describe("graphcache's keys", () => {
+  it("name exactly the object types without id (it needs no other configuration of types)", () => {
+    // graphcache exempts PageInfo, *Connection and *Edge itself; every other type is a record with an id.
+    const exempt = /^__|PageInfo|(Connection|Edge)$/;
+    const roots = [schema.getQueryType(), schema.getMutationType(), schema.getSubscriptionType()].map((type) => type?.name);
+    const withoutId = Object.values(schema.getTypeMap())
+      .filter((type) => isObjectType(type) && !roots.includes(type.name) && !exempt.test(type.name))
+      .filter((type) => isObjectType(type) && !type.getFields().id)
+      .map((type) => type.name)
+      .sort();
+    expect(typesWithoutId).toEqual(withoutId);
   });
 });

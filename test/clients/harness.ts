@@ -1,12 +1,12 @@
 import "./dev-mode.js";
-import { ApolloClient, ApolloLink, HttpLink, InMemoryCache, Observable } from "@apollo/client";
+import { ApolloClient, ApolloLink, type FieldPolicy, HttpLink, InMemoryCache, Observable } from "@apollo/client";
 import { loadDevMessages, loadErrorMessages } from "@apollo/client/dev";
 import { relayStylePagination } from "@apollo/client/utilities";
-import { Client as UrqlClient, fetchExchange, subscriptionExchange } from "@urql/core";
+import { fetchExchange, subscriptionExchange, Client as UrqlClient } from "@urql/core";
 import { cacheExchange } from "@urql/exchange-graphcache";
 import { relayPagination } from "@urql/exchange-graphcache/extras";
 import { OperationTypeNode, print } from "graphql";
-import { type Client as SseClient, type ClientOptions as SseClientOptions, createClient as createSseClient } from "graphql-sse";
+import { createClient as createSseClient, type Client as SseClient, type ClientOptions as SseClientOptions } from "graphql-sse";
 import { afterEach, beforeEach, expect, type MockInstance, vi } from "vitest";
 import type { TestApp } from "../helpers/test-app.js";
 
@@ -76,9 +76,13 @@ class SseLink extends ApolloLink {
 
   override request(operation: ApolloLink.Operation): Observable<ApolloLink.Result> {
     return new Observable((sink) =>
-      this.client.subscribe<ApolloLink.Result>(
+      this.client.subscribe(
         { ...operation, query: print(operation.query) },
-        { next: sink.next.bind(sink), complete: sink.complete.bind(sink), error: sink.error.bind(sink) },
+        {
+          next: (result) => sink.next(result as ApolloLink.Result),
+          complete: () => sink.complete(),
+          error: (error) => sink.error(error),
+        },
       ),
     );
   }
@@ -88,27 +92,61 @@ class SseLink extends ApolloLink {
  * The cache configuration a frontend needs, and all of it: the stock Relay pagination helper on
  * each list field, with the arguments that name a list (everything but first/after/last/before).
  */
-export function apolloCache() {
+/** Makes the field policy of a list from the arguments that name it. */
+export type Pagination = (keyArgs: string[]) => FieldPolicy;
+
+export function apolloCache(pagination: Pagination = relayStylePagination) {
   return new InMemoryCache({
     typePolicies: {
       Query: {
         fields: {
-          comments: relayStylePagination(["entityId", "entityType", "filter", "orderBy"]),
-          members: relayStylePagination(["filter", "orderBy"]),
-          tasks: relayStylePagination(["filter", "orderBy"]),
+          comments: pagination(["entityId", "entityType", "filter", "orderBy"]),
+          members: pagination(["filter", "orderBy"]),
+          tasks: pagination(["filter", "orderBy"]),
         },
       },
-      Task: { fields: { comments: relayStylePagination(["filter", "orderBy"]) } },
+      Task: { fields: { comments: pagination(["filter", "orderBy"]) } },
+      Policy: { fields: { versions: pagination(["filter", "orderBy"]) } },
     },
   });
 }
 
-/** The same for urql's graphcache: `relayPagination()` on each list field. */
+/**
+ * `relayStylePagination()` whose cache keeps a refused list null. The stock merge stores a null
+ * connection as an empty one (no edges, `hasNextPage: true`, no extra fields such as totalCount),
+ * so a refused list would read back as an empty list with more to load (docs/frontends.md).
+ */
+export const relayStylePaginationKeepingNull: Pagination = (keyArgs) => {
+  const policy = relayStylePagination(keyArgs) as FieldPolicy;
+  const merge = policy.merge;
+  if (typeof merge !== "function") return policy;
+  return { ...policy, merge: (existing, incoming, options) => (incoming === null ? null : merge(existing, incoming, options)) };
+};
+
+/**
+ * The object types that have no `id`: values, not records (who is calling, a delete's answer,
+ * counts). graphcache warns about each one it meets unless `keys` says it has no key.
+ */
+export const typesWithoutId = [
+  "DeleteCommentPayload",
+  "DeleteTaskItemPayload",
+  "PolicyVersionCreated",
+  "TaskItemStats",
+  "TaskItemStatusCounts",
+  "Viewer",
+];
+
+/**
+ * The same for urql's graphcache: `relayPagination()` on each list field, and `keys` for the types
+ * without `id`, as graphcache documents for objects that are not records.
+ */
 export function urqlCache() {
   return cacheExchange({
+    keys: Object.fromEntries(typesWithoutId.map((name) => [name, () => null])),
     resolvers: {
       Query: { comments: relayPagination(), members: relayPagination(), tasks: relayPagination() },
       Task: { comments: relayPagination() },
+      Policy: { versions: relayPagination() },
     },
   });
 }
@@ -122,14 +160,15 @@ export type Clients = {
 };
 
 /** Apollo Client and urql, each with its normalized cache, on `t`'s app as `credential`. */
-export function connectClients(t: TestApp, credential: Credential): Clients {
+export function connectClients(t: TestApp, credential: Credential, options: { apolloPagination?: Pagination } = {}): Clients {
   const traffic: Traffic = { operations: [], subscriptions: 0 };
   const stream = waiters();
   const fetch = fetchThrough(t, traffic, stream);
 
-  const sseOptions = { url, fetchFn: fetch, headers: credential };
+  // No retries: a refused subscription fails the test at once with the server's answer.
+  const sseOptions = { url, fetchFn: fetch, headers: credential, retryAttempts: 0 };
   const apollo = new ApolloClient({
-    cache: apolloCache(),
+    cache: apolloCache(options.apolloPagination),
     link: ApolloLink.split(
       ({ operationType }) => operationType === OperationTypeNode.SUBSCRIPTION,
       new SseLink(sseOptions),
@@ -147,7 +186,7 @@ export function connectClients(t: TestApp, credential: Credential): Clients {
       urqlCache(),
       subscriptionExchange({
         forwardSubscription: (operation) => ({
-          subscribe: (sink) => ({ unsubscribe: sse.subscribe(operation, sink) }),
+          subscribe: (sink) => ({ unsubscribe: sse.subscribe({ ...operation, query: operation.query ?? "" }, sink) }),
         }),
       }),
       fetchExchange,
@@ -160,15 +199,33 @@ export function connectClients(t: TestApp, credential: Credential): Clients {
 /**
  * Fails the test when either library warned or logged an error: their warnings ("no key",
  * "missing field", "cache data may be lost") are how they say the graph needs custom code.
+ * `expectWarning(pattern)` names the one warning a test documents: it must then occur.
  */
 export function failOnLibraryWarnings() {
   let spies: MockInstance[] = [];
+  let expected: RegExp | undefined;
   beforeEach(() => {
-    spies = [vi.spyOn(console, "warn"), vi.spyOn(console, "error")];
+    // Kept quiet here: what they said is in the assertion below.
+    spies = [vi.spyOn(console, "warn").mockImplementation(() => {}), vi.spyOn(console, "error").mockImplementation(() => {})];
+    expected = undefined;
   });
   afterEach(() => {
     const said = spies.flatMap((spy) => spy.mock.calls.map((args) => args.map(String).join(" ")));
     for (const spy of spies) spy.mockRestore();
-    expect(said).toEqual([]);
+    if (expected) {
+      const pattern = expected;
+      expect(
+        said.some((line) => pattern.test(line)),
+        `a warning matching ${pattern}`,
+      ).toBe(true);
+      expect(said.filter((line) => !pattern.test(line))).toEqual([]);
+    } else {
+      expect(said).toEqual([]);
+    }
   });
+  return {
+    expectWarning(pattern: RegExp) {
+      expected = pattern;
+    },
+  };
 }
