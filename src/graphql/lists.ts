@@ -324,21 +324,19 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
       if (spec.parent.length === 0) {
         for (const index of indexes) {
           const p = plans[index] as Plan;
-          const ks = keyset(
-            key,
-            order.direction,
-            p.after
-              ? { value: typed(p.after.v, key.sqlType), id: typed(p.after.i, "text"), valueIsNull: p.after.v === null }
-              : undefined,
-            backward,
-          );
-          const rows = await db.$queryRaw<{ id: string; v: string | null }[]>(
-            sql`SELECT t."id", (${key.sql})::text AS "v" FROM ${q(spec.table)} t
-            WHERE ${whereAll([...base, ks.where])}
-            ORDER BY ${ks.orderBy}
-            LIMIT ${p.limit + 1}`,
-          );
-          picked.set(index, rows);
+          const after = p.after
+            ? { value: typed(p.after.v, key.sqlType), id: typed(p.after.i, "text"), valueIsNull: p.after.v === null }
+            : undefined;
+          const statement = key.nullable
+            ? splitByNull(spec, key, order.direction, base, p.limit + 1, after, backward)
+            : (() => {
+                const ks = keyset(key, order.direction, after, backward);
+                return sql`SELECT t."id", (${key.sql})::text AS "v" FROM ${q(spec.table)} t
+                  WHERE ${whereAll([...base, ks.where])}
+                  ORDER BY ${ks.orderBy}
+                  LIMIT ${p.limit + 1}`;
+              })();
+          picked.set(index, await db.$queryRaw<{ id: string; v: string | null }[]>(statement));
         }
         return;
       }
@@ -374,6 +372,48 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
     }),
   );
   return picked;
+}
+
+/**
+ * A root page over a nullable key, as two index walks: the rows with a value (ordered by the key
+ * without a NULLS clause, which an index on the key serves in both directions) and the rows without
+ * one (by id), the null part last (or first, read backward). One `ORDER BY key DESC NULLS LAST`
+ * would need an index in that order, which schema.prisma cannot declare.
+ */
+function splitByNull(
+  spec: ListSpec,
+  key: SortKey,
+  direction: Direction,
+  base: Prisma.Sql[],
+  take: number,
+  after: { value: Prisma.Sql; id: Prisma.Sql; valueIsNull: boolean } | undefined,
+  reversed: boolean,
+): Prisma.Sql {
+  const readAs = reversed ? (direction === "asc" ? "desc" : "asc") : direction;
+  const dir = raw(readAs === "asc" ? "ASC" : "DESC");
+  const op = raw(readAs === "asc" ? ">" : "<");
+  // The part the cursor's row is in continues after it; the part read after that one is whole; the part read before it is done.
+  const nullsFirst = reversed;
+  const valued = !after
+    ? sql`TRUE`
+    : after.valueIsNull
+      ? sql`${nullsFirst ? sql`TRUE` : sql`FALSE`}`
+      : sql`(${key.sql}, t."id") ${op} (${after.value}, ${after.id})`;
+  const nulls = !after
+    ? sql`TRUE`
+    : after.valueIsNull
+      ? sql`t."id" ${op} ${after.id}`
+      : sql`${nullsFirst ? sql`FALSE` : sql`TRUE`}`;
+  const table = q(spec.table);
+  return sql`SELECT u."id", u."v" FROM (
+    (SELECT t."id", (${key.sql})::text AS "v", ${key.sql} AS "k", ${raw(nullsFirst ? "1" : "0")} AS "part" FROM ${table} t
+      WHERE ${whereAll([...base, sql`${key.sql} IS NOT NULL`, valued])}
+      ORDER BY ${key.sql} ${dir}, t."id" ${dir} LIMIT ${take})
+    UNION ALL
+    (SELECT t."id", NULL::text AS "v", ${key.sql} AS "k", ${raw(nullsFirst ? "0" : "1")} AS "part" FROM ${table} t
+      WHERE ${whereAll([...base, sql`${key.sql} IS NULL`, nulls])}
+      ORDER BY t."id" ${dir} LIMIT ${take})
+  ) u ORDER BY u."part", u."k" ${dir}, u."id" ${dir} LIMIT ${take}`;
 }
 
 /** How many rows each key's list has over all pages, with its filter; one statement per filter. */

@@ -70,53 +70,101 @@ async function organizationWithTies() {
 
 const o = await organizationWithTies();
 
-/** Every root list by introspection: its field, the arguments it requires, and its order fields. */
-async function rootLists() {
+type Introspected = {
+  name: string;
+  kind: string;
+  fields:
+    | {
+        name: string;
+        args: { name: string; type: { kind: string } }[];
+        type: { name: string | null; ofType?: { name: string } };
+      }[]
+    | null;
+};
+
+/** Every list by introspection, root and relation: how to reach it, and its order fields. */
+async function allLists() {
   const { __schema } = data(
     await t.gql(
-      `{ __schema { queryType { fields { name args { name type { kind } } type { name kind fields { name } } } } } }`,
+      `{ __schema { queryType { name } types { name kind fields { name args { name type { kind } } type { name ofType { name } } } } } }`,
       {},
       { key: o.apiKey },
     ),
   );
-  type Field = {
-    name: string;
-    args: { name: string; type: { kind: string } }[];
-    type: { name: string; fields: { name: string }[] | null };
-  };
-  const lists = (__schema.queryType.fields as Field[]).filter((f) => f.type.fields?.some((g) => g.name === "pageInfo"));
+  const types = __schema.types as Introspected[];
+  const named = (f: NonNullable<Introspected["fields"]>[number]) => f.type.name ?? f.type.ofType?.name ?? "";
+  const connections = new Set(
+    types.filter((ty) => ty.kind === "OBJECT" && ty.fields?.some((f) => f.name === "pageInfo")).map((ty) => ty.name),
+  );
+  const query = types.find((ty) => ty.name === __schema.queryType.name) as Introspected;
   const required: Record<string, string> = {
     entityId: `"${o.vendorIds[0]}"`,
     entityType: "vendor",
     id: `"${o.policyIds[0]}"`,
   };
+  const idOf: Record<string, string | undefined> = {
+    Task: o.tasks[0],
+    Vendor: o.vendorIds[0],
+    Risk: o.riskIds[0],
+    Policy: o.policyIds[0],
+    Member: o.memberIds[0],
+  };
+  const lists: {
+    label: string;
+    type: string;
+    fixed: string;
+    wrap: (inner: string) => string;
+    unwrap: (d: never) => Connection;
+  }[] = [];
+  for (const f of query.fields ?? []) {
+    if (!connections.has(named(f))) continue;
+    const given = f.args.filter((a) => a.type.kind === "NON_NULL").map((a) => `${a.name}: ${required[a.name]}`);
+    // Comments of a vendor: the task that has them.
+    const fixed = f.name === "comments" ? [`entityId: "${o.tasks[0]}"`, "entityType: task"] : given;
+    lists.push({
+      label: `Query.${f.name}`,
+      type: named(f),
+      fixed: fixed.join(", "),
+      wrap: (inner) => `list: ${f.name}${inner}`,
+      unwrap: (d: { list: Connection }) => d.list,
+    } as (typeof lists)[number]);
+  }
+  for (const parent of types) {
+    if (parent.name === query.name || parent.kind !== "OBJECT" || parent.name.startsWith("__")) continue;
+    for (const f of parent.fields ?? []) {
+      if (!connections.has(named(f))) continue;
+      const root = query.fields?.find((r) => named(r) === parent.name && r.args.length === 1);
+      if (!root) continue; // a payload or event type, reached from a mutation or subscription
+      const id = idOf[parent.name];
+      expect(id, `a record of ${parent.name} to page its ${f.name}`).toBeDefined();
+      lists.push({
+        label: `${parent.name}.${f.name}`,
+        type: named(f),
+        fixed: "",
+        wrap: (inner) => `one: ${root.name}(${root.args[0]?.name}: "${id}") { list: ${f.name}${inner} }`,
+        unwrap: (d: { one: { list: Connection } }) => d.one.list,
+      } as (typeof lists)[number]);
+    }
+  }
   return Promise.all(
-    lists.map(async (f) => {
-      const type = f.type.name.replace(/Connection$/, "");
+    lists.map(async (list) => {
+      const type = list.type.replace(/Connection$/, "");
       const { __type } = data(
         await t.gql(`{ __type(name: "${type}OrderField") { enumValues { name } } }`, {}, { key: o.apiKey }),
       );
-      const given = f.args.filter((a) => a.type.kind === "NON_NULL").map((a) => `${a.name}: ${required[a.name]}`);
-      // Comments of a vendor: the task that has them.
-      const fixed = f.name === "comments" ? [`entityId: "${o.tasks[0]}"`, "entityType: task"] : given;
-      return {
-        field: f.name,
-        type,
-        fixed: fixed.join(", "),
-        orders: (__type.enumValues as { name: string }[]).map((v) => v.name),
-      };
+      return { ...list, type, orders: (__type.enumValues as { name: string }[]).map((v) => v.name) };
     }),
   );
 }
 
-type List = Awaited<ReturnType<typeof rootLists>>[number];
+type List = Awaited<ReturnType<typeof allLists>>[number];
 
 async function page(list: List, orderBy: { field: string; direction: string }, paging: Paging): Promise<Connection> {
-  const query = `query($first: Int, $after: String, $last: Int, $before: String, $orderBy: ${list.type}OrderBy) {
-    list: ${list.field}(${list.fixed ? `${list.fixed}, ` : ""}first: $first, after: $after, last: $last, before: $before, orderBy: $orderBy) { ${selection} } }`;
+  const args = `(${list.fixed ? `${list.fixed}, ` : ""}first: $first, after: $after, last: $last, before: $before, orderBy: $orderBy) { ${selection} }`;
+  const query = `query($first: Int, $after: String, $last: Int, $before: String, $orderBy: ${list.type}OrderBy) { ${list.wrap(args)} }`;
   // Unset arguments as null, as Apollo and Relay send them.
   const variables = { first: null, after: null, last: null, before: null, ...paging, orderBy };
-  const conn: Connection = data(await t.gql(query, variables, { key: o.apiKey })).list;
+  const conn = list.unwrap(data(await t.gql(query, variables, { key: o.apiKey })) as never);
   const ids = conn.edges.map((e) => e.node.id);
   expect(conn.items.map((i) => i.id)).toEqual(ids);
   expect(conn.pageInfo.startCursor).toBe(conn.edges[0]?.cursor ?? null);
@@ -154,26 +202,25 @@ async function backward(list: List, orderBy: { field: string; direction: string 
 }
 
 describe("connections: forward and backward paging", () => {
-  it("pages every root list forward and backward in every order to the same list", async () => {
-    const lists = await rootLists();
-    expect(lists.map((l) => l.field)).toEqual(
+  it("pages every list, root and relation, forward and backward in every order to the same list", async () => {
+    const lists = await allLists();
+    expect(lists.map((l) => l.label)).toEqual(
       expect.arrayContaining([
-        "tasks",
-        "vendors",
-        "risks",
-        "policies",
-        "members",
-        "taskItems",
-        "auditEvents",
-        "comments",
-        "policyVersions",
+        ...["tasks", "vendors", "risks", "policies", "members", "taskItems", "auditEvents", "comments", "policyVersions"].map(
+          (f) => `Query.${f}`,
+        ),
+        "Task.comments",
+        "Vendor.comments",
+        "Vendor.taskItems",
+        "Risk.taskItems",
+        "Policy.versions",
       ]),
     );
     for (const list of lists) {
       for (const field of list.orders) {
         for (const direction of ["asc", "desc"]) {
           const orderBy = { field, direction };
-          const label = `${list.field} ${field} ${direction}`;
+          const label = `${list.label} ${field} ${direction}`;
           const whole = await page(list, orderBy, { first: 100 });
           expect(whole.pageInfo, label).toMatchObject({ hasNextPage: false, hasPreviousPage: false });
           expect(whole.edges.length, label).toBe(whole.totalCount);
@@ -194,7 +241,7 @@ describe("connections: forward and backward paging", () => {
       if (field === "createdAt" || field === "updatedAt") return (r[field] as Date).toISOString();
       return r[field as "title"];
     };
-    const tasks = (await rootLists()).find((l) => l.field === "tasks") as List;
+    const tasks = (await allLists()).find((l) => l.label === "Query.tasks") as List;
     expect(tasks.orders.sort()).toEqual(["createdAt", "dueDate", "status", "title", "updatedAt"]);
     for (const field of tasks.orders) {
       for (const direction of ["asc", "desc"] as const) {
@@ -362,7 +409,7 @@ describe("connections: relation lists", () => {
     expect(twoVendors.count).toBe(oneVendor.count);
   });
 
-  it("refuses another parent's cursor", async () => {
+  it("refuses another parent's cursor, and mixed paging arguments, at the relation's path", async () => {
     const [a, b] = o.vendorIds as [string, string];
     const cursor = (await full(a))[0]?.cursor;
     const res = await t.gql(
@@ -373,6 +420,13 @@ describe("connections: relation lists", () => {
     expect(res.status).toBe(200);
     expect(res.body.errors?.[0]).toMatchObject({ path: ["vendor", "taskItems"], extensions: { code: "BAD_USER_INPUT" } });
     expect(res.body.data.vendor).toEqual({ id: b, taskItems: null });
+    const mixed = await t.gql(
+      `query($b: ID!) { vendor(id: $b) { id taskItems(limit: 1, last: 1) { totalCount } } }`,
+      { b },
+      { key: o.apiKey },
+    );
+    expect(mixed.body.errors?.[0]).toMatchObject({ path: ["vendor", "taskItems"], extensions: { code: "BAD_USER_INPUT" } });
+    expect(mixed.body.errors?.[0]?.message).toMatch(/limit cannot be combined with last/);
   });
 });
 

@@ -134,7 +134,11 @@ describe.skipIf(!usePostgres)("list plans on PostgreSQL", () => {
     ),
     // Backward pages read the same index back to front (nulls first).
     ["the last page, newest first", { last: 50 }],
-    ["the last page by due date", { last: 50, orderBy: { field: "dueDate", direction: "asc" } }],
+    // Due dates are nullable: both directions, both ways, walk the one index (values, then nulls).
+    ...(["asc", "desc"] as const).flatMap((direction): [string, ListKey][] => [
+      [`by due date ${direction}`, { orderBy: { field: "dueDate", direction } }],
+      [`the last page by due date ${direction}`, { last: 50, orderBy: { field: "dueDate", direction } }],
+    ]),
     [
       "my open tasks by due date, backward",
       {
