@@ -7,6 +7,16 @@ import { cacheExchange } from "@urql/exchange-graphcache";
 import { relayPagination } from "@urql/exchange-graphcache/extras";
 import { OperationTypeNode, print } from "graphql";
 import { createClient as createSseClient, type Client as SseClient, type ClientOptions as SseClientOptions } from "graphql-sse";
+import {
+  Environment,
+  type GraphQLResponse,
+  Network,
+  RecordSource,
+  Observable as RelayObservable,
+  type RequestParameters,
+  Store,
+  type Variables,
+} from "relay-runtime";
 import { afterEach, beforeEach, expect, type MockInstance, vi } from "vitest";
 import type { TestApp } from "../helpers/test-app.js";
 
@@ -228,4 +238,31 @@ export function failOnLibraryWarnings() {
       expected = pattern;
     },
   };
+}
+
+/**
+ * Relay on the app, through graphql-sse's documented Relay network: one function that sends
+ * queries, mutations and subscriptions alike over server-sent events.
+ */
+export function connectRelay(t: TestApp, credential: Credential) {
+  const traffic: Traffic = { operations: [], subscriptions: 0 };
+  const stream = waiters();
+  const sse = createSseClient({ url, fetchFn: fetchThrough(t, traffic, stream), headers: credential, retryAttempts: 0 });
+  const fetchOrSubscribe = (operation: RequestParameters, variables: Variables) =>
+    RelayObservable.create<GraphQLResponse>((sink) => {
+      if (!operation.text) return sink.error(new Error("Operation text cannot be empty"));
+      return sse.subscribe(
+        { operationName: operation.name, query: operation.text, variables },
+        {
+          next: (result) => sink.next(result as GraphQLResponse),
+          complete: () => sink.complete(),
+          error: (error) => sink.error(error as Error),
+        },
+      );
+    });
+  const environment = new Environment({
+    network: Network.create(fetchOrSubscribe, fetchOrSubscribe),
+    store: new Store(new RecordSource()),
+  });
+  return { environment, traffic, streaming: stream.next };
 }
