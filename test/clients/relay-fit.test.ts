@@ -13,6 +13,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { createSession } from "../../src/auth/sessions.js";
 import { openFixture } from "../helpers/fixtures.js";
 import { type Credential, connectRelay, failOnLibraryWarnings } from "./harness.js";
+import Approve, { type operationsApproveMutation } from "./relay/__generated__/operationsApproveMutation.graphql.js";
 import CommentAdded, {
   type operationsCommentAddedSubscription,
 } from "./relay/__generated__/operationsCommentAddedSubscription.graphql.js";
@@ -22,7 +23,9 @@ import CreateComment, {
 import DeleteComment, {
   type operationsDeleteCommentMutation,
 } from "./relay/__generated__/operationsDeleteCommentMutation.graphql.js";
+import PolicyScreen, { type operationsPolicyQuery } from "./relay/__generated__/operationsPolicyQuery.graphql.js";
 import Screen, { type operationsScreenQuery } from "./relay/__generated__/operationsScreenQuery.graphql.js";
+import Submit, { type operationsSubmitMutation } from "./relay/__generated__/operationsSubmitMutation.graphql.js";
 import TaskCommentsBackward, {
   type operationsTaskCommentsBackwardQuery,
 } from "./relay/__generated__/operationsTaskCommentsBackwardQuery.graphql.js";
@@ -34,15 +37,22 @@ import UpdateComment, {
 /**
  * Relay (relay-runtime, with documents compiled by relay-compiler from relay/operations.ts)
  * against the app, through graphql-sse's Relay network: `@connection` pages both ways, a comment
- * created, edited and deleted (`deletedId @deleteRecord`), a refused list, a subscription.
+ * created, edited and deleted (`deletedId @deleteRecord`), review steps, a refused list (`@catch`),
+ * a subscription.
  */
 const { t, org, keyWith } = await openFixture({ organizations: 1 });
 failOnLibraryWarnings();
 
+/** Session headers: the owner (user 0) and the admin (user 1), who writes the comments below. */
+let owner: Credential = {};
 let admin: Credential = {};
 beforeAll(async () => {
-  const session = await createSession(t.db, org.userIds[1] as string, 3_600_000);
-  admin = { authorization: `Bearer ${session.token}`, "x-organization-id": org.organizationId };
+  const headers = async (i: number) => {
+    const session = await createSession(t.db, org.userIds[i] as string, 3_600_000);
+    return { authorization: `Bearer ${session.token}`, "x-organization-id": org.organizationId };
+  };
+  owner = await headers(0);
+  admin = await headers(1);
 });
 
 /** A new task with `count` comments by the admin; answers their ids newest first (the list's order). */
@@ -147,6 +157,40 @@ describe("Relay", () => {
       "operationsUpdateCommentMutation",
       "operationsDeleteCommentMutation",
     ]);
+  });
+
+  it("updates the cached policy on each review step without a refetch", async () => {
+    const policy = await t.rest("POST", "/v1/policies", { key: org.apiKey, body: { name: "Access", content: [{ type: "p" }] } });
+    expect(policy.status).toBe(201);
+    const id = policy.body.id as string;
+    const draft = await t.rest("POST", `/v1/policies/${id}/versions`, { key: org.apiKey, body: { changelog: "v2" } });
+    expect(draft.status).toBe(201);
+    const versionId = draft.body.versionId as string;
+
+    // The owner submits, naming the admin; the admin approves (four eyes).
+    const asOwner = connectRelay(t, owner);
+    const ownerScreen = await load<operationsPolicyQuery>(asOwner.environment, PolicyScreen, { id });
+    const v1 = ownerScreen().policy?.currentVersion;
+    expect(ownerScreen().policy?.status).toBe("published");
+    asOwner.traffic.operations = [];
+    await mutate<operationsSubmitMutation>(asOwner.environment, Submit, {
+      id,
+      versionId,
+      approverId: org.memberIds[1] as string,
+    });
+    expect(ownerScreen().policy).toMatchObject({ status: "needs_review", currentVersion: v1 });
+    expect(asOwner.traffic.operations).toEqual(["operationsSubmitMutation"]);
+
+    const asAdmin = connectRelay(t, admin);
+    const adminScreen = await load<operationsPolicyQuery>(asAdmin.environment, PolicyScreen, { id });
+    asAdmin.traffic.operations = [];
+    await mutate<operationsApproveMutation>(asAdmin.environment, Approve, { id, versionId });
+    expect(adminScreen().policy).toMatchObject({
+      status: "published",
+      currentVersionId: versionId,
+      currentVersion: { id: versionId, version: 2, status: "published" },
+    });
+    expect(asAdmin.traffic.operations).toEqual(["operationsApproveMutation"]);
   });
 
   it("keeps the rest of the screen when a list is refused", async () => {

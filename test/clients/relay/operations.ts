@@ -87,3 +87,29 @@ graphql`
     commentAdded(entityId: $id, entityType: task) { id content }
   }
 `;
+
+graphql`
+  query operationsPolicyQuery($id: ID!) {
+    policy(id: $id) { id status currentVersionId currentVersion { id version status } }
+  }
+`;
+
+graphql`
+  mutation operationsSubmitMutation($id: ID!, $versionId: ID!, $approverId: ID!) {
+    submitPolicyVersion(id: $id, versionId: $versionId, approverId: $approverId) {
+      id
+      status
+      policy { id status currentVersionId currentVersion { id version status } }
+    }
+  }
+`;
+
+graphql`
+  mutation operationsApproveMutation($id: ID!, $versionId: ID!) {
+    approvePolicyVersion(id: $id, versionId: $versionId) {
+      id
+      status
+      policy { id status currentVersionId currentVersion { id version status } }
+    }
+  }
+`;
