@@ -27,12 +27,12 @@ loadErrorMessages();
 export type Credential = Record<string, string>;
 
 /** What went over the wire: one entry per HTTP request, the operation's name (or "?" when unnamed). */
-export type Traffic = { operations: string[]; subscriptions: number };
+export type Traffic = { operations: string[] };
 
 const url = "http://test/graphql";
 
 /**
- * The `fetch` both libraries get: the app in process, no socket. It records the operations sent
+ * The `fetch` every library gets: the app in process, no socket. It records the operations sent
  * (so a test can tell a cache answer from a refetch), and resolves `streaming()` once the server
  * has started reading an event stream's source (its first bytes, the `:` ping, were read), that is,
  * once a subscription listens for events.
@@ -47,7 +47,6 @@ function fetchThrough(t: TestApp, traffic: Traffic, streaming: Waiters) {
     traffic.operations.push(body.operationName ?? "?");
     const response = await t.app.fetch(request);
     if (!response.headers.get("content-type")?.startsWith("text/event-stream") || !response.body) return response;
-    traffic.subscriptions++;
     const seen = new TransformStream<Uint8Array, Uint8Array>({
       transform(chunk, controller) {
         controller.enqueue(chunk);
@@ -171,7 +170,7 @@ export type Clients = {
 
 /** Apollo Client and urql, each with its normalized cache, on `t`'s app as `credential`. */
 export function connectClients(t: TestApp, credential: Credential, options: { apolloPagination?: Pagination } = {}): Clients {
-  const traffic: Traffic = { operations: [], subscriptions: 0 };
+  const traffic: Traffic = { operations: [] };
   const stream = waiters();
   const fetch = fetchThrough(t, traffic, stream);
 
@@ -245,7 +244,7 @@ export function failOnLibraryWarnings() {
  * queries, mutations and subscriptions alike over server-sent events.
  */
 export function connectRelay(t: TestApp, credential: Credential) {
-  const traffic: Traffic = { operations: [], subscriptions: 0 };
+  const traffic: Traffic = { operations: [] };
   const stream = waiters();
   const sse = createSseClient({ url, fetchFn: fetchThrough(t, traffic, stream), headers: credential, retryAttempts: 0 });
   const fetchOrSubscribe = (operation: RequestParameters, variables: Variables) =>
