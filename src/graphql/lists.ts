@@ -327,15 +327,7 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
           const after = p.after
             ? { value: typed(p.after.v, key.sqlType), id: typed(p.after.i, "text"), valueIsNull: p.after.v === null }
             : undefined;
-          const statement = key.nullable
-            ? splitByNull(spec, key, order.direction, base, p.limit + 1, after, backward)
-            : (() => {
-                const ks = keyset(key, order.direction, after, backward);
-                return sql`SELECT t."id", (${key.sql})::text AS "v" FROM ${q(spec.table)} t
-                  WHERE ${whereAll([...base, ks.where])}
-                  ORDER BY ${ks.orderBy}
-                  LIMIT ${p.limit + 1}`;
-              })();
+          const statement = rootPage(spec, key, order.direction, base, p.limit + 1, after, backward);
           picked.set(index, await db.$queryRaw<{ id: string; v: string | null }[]>(statement));
         }
         return;
@@ -375,12 +367,13 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
 }
 
 /**
- * A root page over a nullable key, as two index walks: the rows with a value (ordered by the key
- * without a NULLS clause, which an index on the key serves in both directions) and the rows without
- * one (by id), the null part last (or first, read backward). One `ORDER BY key DESC NULLS LAST`
- * would need an index in that order, which schema.prisma cannot declare.
+ * The statement picking a root page: one keyset walk, or over a nullable key two index walks in one
+ * statement: the rows with a value (ordered by the key without a NULLS clause, which an index on the
+ * key serves in both directions) and the rows without one (by id), the null part last (or first,
+ * read backward). One `ORDER BY key DESC NULLS LAST` would need an index in that order, which
+ * schema.prisma cannot declare.
  */
-function splitByNull(
+function rootPage(
   spec: ListSpec,
   key: SortKey,
   direction: Direction,
@@ -389,6 +382,13 @@ function splitByNull(
   after: { value: Prisma.Sql; id: Prisma.Sql; valueIsNull: boolean } | undefined,
   reversed: boolean,
 ): Prisma.Sql {
+  if (!key.nullable) {
+    const ks = keyset(key, direction, after, reversed);
+    return sql`SELECT t."id", (${key.sql})::text AS "v" FROM ${q(spec.table)} t
+      WHERE ${whereAll([...base, ks.where])}
+      ORDER BY ${ks.orderBy}
+      LIMIT ${take}`;
+  }
   const readAs = reversed ? (direction === "asc" ? "desc" : "asc") : direction;
   const dir = raw(readAs === "asc" ? "ASC" : "DESC");
   const op = raw(readAs === "asc" ? ">" : "<");
@@ -397,13 +397,9 @@ function splitByNull(
   const valued = !after
     ? sql`TRUE`
     : after.valueIsNull
-      ? sql`${nullsFirst ? sql`TRUE` : sql`FALSE`}`
+      ? raw(nullsFirst ? "TRUE" : "FALSE")
       : sql`(${key.sql}, t."id") ${op} (${after.value}, ${after.id})`;
-  const nulls = !after
-    ? sql`TRUE`
-    : after.valueIsNull
-      ? sql`t."id" ${op} ${after.id}`
-      : sql`${nullsFirst ? sql`FALSE` : sql`TRUE`}`;
+  const nulls = !after ? sql`TRUE` : after.valueIsNull ? sql`t."id" ${op} ${after.id}` : raw(nullsFirst ? "FALSE" : "TRUE");
   const table = q(spec.table);
   return sql`SELECT u."id", u."v" FROM (
     (SELECT t."id", (${key.sql})::text AS "v", ${key.sql} AS "k", ${raw(nullsFirst ? "1" : "0")} AS "part" FROM ${table} t
