@@ -16,8 +16,9 @@ import {
 } from "./harness.js";
 
 /**
- * Apollo Client 4 and urql with graphcache, configured with their stock helpers only (harness.ts),
- * against the app: what a frontend team sees when it points either library at the graph.
+ * Apollo Client 4 and urql with graphcache, configured with their stock helpers (harness.ts),
+ * against the app: what a frontend team sees when it points either library at the graph. Where a
+ * library needs more, the test says what and docs/frontends.md explains it.
  */
 const { t, org, keyWith } = await openFixture({ organizations: 1 });
 const warnings = failOnLibraryWarnings();
