@@ -17,7 +17,7 @@ import {
   isScalarType,
 } from "graphql";
 import { errorStatus } from "../platform/errors.js";
-import { commonLimits, inputLimit, type Limit, limitKeywords, limitOf } from "../platform/limits.js";
+import { commonLimits, inputLimit, type Limit, limitKeywords } from "../platform/limits.js";
 import type { CompiledRoute, RestQueryParam } from "./request-validation.js";
 import { REST_BASE } from "./routes.js";
 
