@@ -7,7 +7,7 @@ import {
 import { builder } from "../../graphql/builder.js";
 import type { Context } from "../../graphql/context.js";
 import { objectRefOf } from "../../graphql/node.schema.js";
-import { anyOf, dateBounds, definePage, itemsQuery, listArgs } from "../../graphql/page.schema.js";
+import { anyOf, dateBounds, defineConnection, itemsQuery, listArgs } from "../../graphql/page.schema.js";
 import { nodeTypeOf } from "../../platform/ids.js";
 import { limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
@@ -124,7 +124,7 @@ const Notification = builder.prismaObject("Notification", {
   }),
 });
 
-const NotificationPage = definePage("Notification", Notification);
+const NotificationConnection = defineConnection("Notification", Notification);
 
 const notificationListArgs = listArgs("Notification", notificationList, {
   description: "Which of the caller's notifications a list shows.",
@@ -143,7 +143,7 @@ const listDescription = `The caller's notifications, filtered (default newest fi
 
 builder.queryField("notifications", (t) =>
   t.field({
-    type: NotificationPage,
+    type: NotificationConnection,
     nullable: true,
     description: `${listDescription} Over GraphQL a refused list is null with its error, and the other fields of the request still answer.`,
     args: notificationListArgs,
@@ -154,7 +154,7 @@ builder.queryField("notifications", (t) =>
 
 builder.objectField(Viewer, "notifications", (t) =>
   t.field({
-    type: NotificationPage,
+    type: NotificationConnection,
     nullable: true,
     description: `${listDescription} Null with FORBIDDEN here for an API key.`,
     args: notificationListArgs,
