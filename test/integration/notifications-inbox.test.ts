@@ -121,6 +121,17 @@ describe("the inbox", () => {
     );
     expect(second.body.data.notifications.items[0].id).toBe(page.items[0].id);
     expect(second.body.data.notifications.nextCursor).toBeNull();
+
+    // A Relay connection like every list: edges and pageInfo, first/after and last/before.
+    const relay = `query($f: NotificationFilter, $first: Int, $after: String, $last: Int) {
+      viewer { notifications(filter: $f, first: $first, after: $after, last: $last) { edges { cursor node { id } } pageInfo { hasNextPage hasPreviousPage endCursor } } }
+    }`;
+    const head = await t.gql(relay, { f: { createdAfter: since }, first: 1 }, { headers: headers.auditor });
+    const headConnection = head.body.data.viewer.notifications;
+    expect(headConnection.edges.map((e: { node: { id: string } }) => e.node.id)).toEqual([page.items[0].id]);
+    expect(headConnection.pageInfo).toMatchObject({ hasNextPage: true, hasPreviousPage: false });
+    const tail = await t.gql(relay, { f: { createdAfter: since }, last: 1 }, { headers: headers.auditor });
+    expect(tail.body.data.viewer.notifications.edges.map((e: { node: { id: string } }) => e.node.id)).toEqual([page.items[1].id]);
   });
 
   it("REST: GET /v1/notifications?unread=true&reason=mention, the answer's exact keys, and its 400s", async () => {
