@@ -1,6 +1,6 @@
 // A/B of two builds of the service in one process (issue 28, items 3 to 5): the CPU per request of
 // this worktree's code against another git revision's, on the same database, requests one at a
-// time, in short blocks that alternate between the two apps (ABBA), so that whatever the machine
+// time, in short blocks that alternate between the two apps (every order in turn), so that whatever the machine
 // does hits both alike. Over HTTP (BENCH_AGAINST) two processes drift apart by more than most levers
 // save on a busy machine; in one process they cannot. An A/A pair (two apps of the base) runs in the
 // same alternation: what is left of the noise.
@@ -241,8 +241,16 @@ try {
 
   log(
     `A/B in process: A = ${baseRef} (${baseRev}), B = this worktree (${headRev}${dirty ? " + uncommitted changes" : ""}); ` +
-      `Node ${process.version} ${startFlags.join(" ")}; ${blocks} blocks of ${perBlock} requests per side, ABBA; A/A alongside`,
+      `Node ${process.version} ${startFlags.join(" ")}; ${blocks} blocks of ${perBlock} requests per side, the three in every order in turn; A/A alongside`,
   );
+  const ORDERS = [
+    ["A", "A2", "B"],
+    ["B", "A2", "A"],
+    ["A2", "B", "A"],
+    ["A", "B", "A2"],
+    ["B", "A", "A2"],
+    ["A2", "A", "B"],
+  ];
   const out = {};
   for (const id of scenarioIds) {
     const s = scenarios[id];
@@ -253,7 +261,8 @@ try {
     const busy = busyMs();
     const own = cpuMs();
     for (let block = 0; block < blocks; block++) {
-      const order = block % 2 ? ["B", "A2", "A"] : ["A", "A2", "B"];
+      // Every order of the three in turn, so that no side keeps a place in the block.
+      const order = ORDERS[block % ORDERS.length];
       for (const side of order) {
         const r = await slot(apps[side], s, perBlock);
         ms[side].push(r.ms);
