@@ -40,6 +40,17 @@ describe("a task read by id with one fixed statement", () => {
     expect(answer.status).toBe(404);
   });
 
+  it("answers an id with a NUL character as the caller's error on both transports, as Prisma's reads do", async () => {
+    const rest = await t.rest("GET", "/v1/tasks/tsk_a%00b", { key: org.apiKey });
+    expect(rest.status).toBe(400);
+    expect(rest.body).toMatchObject({ code: "BAD_USER_INPUT", message: "Text must not contain NUL characters (\\u0000)" });
+    const gql = await t.gql("query($id: ID!) { task(taskId: $id) { id } }", { id: "tsk_a\u0000b" }, { key: org.apiKey });
+    // As Prisma's translated errors are: no locations, the caller's code.
+    expect(gql.body.errors).toEqual([
+      { message: "Text must not contain NUL characters (\\u0000)", path: ["task"], extensions: { code: "BAD_USER_INPUT" } },
+    ]);
+  });
+
   it("is one statement on both transports, and a selection with a relation still reads through Prisma", async () => {
     await t.rest("GET", `/v1/tasks/${org.taskIds[0]}`, { key: org.apiKey }); // the key, verified and cached
     const rest = await t.countQueries(() => t.rest("GET", `/v1/tasks/${org.taskIds[0]}`, { key: org.apiKey }));
