@@ -129,6 +129,10 @@ export function createApp(deps: AppDeps) {
   const yoga = createYoga<Record<string, unknown>, Context>({
     schema,
     graphqlEndpoint: "/graphql",
+    // Apollo Client 4 puts the operation's type in each request it hands a link; graphql-sse's
+    // documented Apollo link sends the operation as it is, so the body carries `operationType`.
+    // Yoga refuses body parameters it does not know (400): this one is harmless, so it is accepted.
+    extraParamNames: ["operationType"],
     // Body size is enforced by our own admission (body-admission.ts) on both transports, before a
     // byte is read and within the memory budget. Yoga's limit would pipe every admitted body through
     // a second web stream (a stream pipeline and an AbortController per request: bench/results/2026-11-23.md).

@@ -5,7 +5,7 @@ import type { Db } from "../platform/db/database.js";
 import { BadUserInputError } from "../platform/errors.js";
 import { listLimits, text } from "../platform/limits.js";
 import type { RecordQuery } from "./loaders.js";
-import { type Page, pageSizeOf } from "./pagination.js";
+import { type Edge, type Page, pageSizeOf } from "./pagination.js";
 
 /**
  * Filtered, sorted, counted lists, root and relation alike, in SQL the indexes of the migrations
@@ -43,6 +43,11 @@ export type ListSpec = {
 export type ListArgs = {
   limit?: number | null;
   cursor?: string | null;
+  /** Relay's arguments: `first`/`after` page forward, `last`/`before` backward; never mixed with limit/cursor. */
+  first?: number | null;
+  after?: string | null;
+  last?: number | null;
+  before?: string | null;
   filter?: Record<string, unknown> | null;
   orderBy?: { field: string; direction: Direction } | null;
 };
@@ -129,23 +134,29 @@ export const sortBy = {
  * The ORDER BY and the "after this row" condition of an order: the key's direction, nulls last in
  * both directions, ties broken on id in the same direction, so the order is total and a page after
  * a cursor is exact however rows are inserted meanwhile. `after.valueIsNull` is true or false when
- * known, or an SQL boolean when it varies per row of a batch. (Backward paging is this with the
- * direction reversed and the rows read back to front.)
+ * known, or an SQL boolean when it varies per row of a batch. A backward page reads the list back
+ * to front: the same keyset with the direction flipped and nulls first (`reversed`), so that "after
+ * this row" there means "before it" in the list's order.
  */
 export function keyset(
   key: SortKey,
   direction: Direction,
   after?: { value: Prisma.Sql; id: Prisma.Sql; valueIsNull: boolean | Prisma.Sql },
+  reversed = false,
 ) {
-  const dir = raw(direction === "asc" ? "ASC" : "DESC");
-  const orderBy = sql`${key.sql} ${dir}${key.nullable ? raw(" NULLS LAST") : empty}, t."id" ${dir}`;
+  const readAs = reversed ? (direction === "asc" ? "desc" : "asc") : direction;
+  const dir = raw(readAs === "asc" ? "ASC" : "DESC");
+  const nulls = key.nullable ? raw(reversed ? " NULLS FIRST" : " NULLS LAST") : empty;
+  const orderBy = sql`${key.sql} ${dir}${nulls}, t."id" ${dir}`;
   if (!after) return { orderBy, where: sql`TRUE` };
-  const op = raw(direction === "asc" ? ">" : "<");
+  const op = raw(readAs === "asc" ? ">" : "<");
   const beyond = sql`(${key.sql}, t."id") ${op} (${after.value}, ${after.id})`;
   if (!key.nullable) return { orderBy, where: beyond };
-  // Nulls come last: after a non-null value, every null row follows; after a null, only nulls with a later id.
-  const whenValue = sql`(${beyond} OR ${key.sql} IS NULL)`;
-  const whenNull = sql`(${key.sql} IS NULL AND t."id" ${op} ${after.id})`;
+  const sameNull = sql`(${key.sql} IS NULL AND t."id" ${op} ${after.id})`;
+  // Nulls last: after a value come the later values and every null; after a null, only nulls with a later id.
+  // Nulls first (reading backward): after a value come only later values; after a null, later nulls and every value.
+  const whenValue = reversed ? beyond : sql`(${beyond} OR ${key.sql} IS NULL)`;
+  const whenNull = reversed ? sql`(${sameNull} OR ${key.sql} IS NOT NULL)` : sameNull;
   if (after.valueIsNull === true) return { orderBy, where: whenNull };
   if (after.valueIsNull === false) return { orderBy, where: whenValue };
   return { orderBy, where: sql`((${after.valueIsNull} AND ${whenNull}) OR (NOT ${after.valueIsNull} AND ${whenValue}))` };
@@ -173,9 +184,9 @@ export function validDate(v: string): boolean {
   return !Number.isNaN(date.getTime()) && date.toISOString().slice(0, 10) === v;
 }
 
-function decodeCursor(raw: string, expected: { order: Order; digest: string }, key: SortKey): Cursor {
+function decodeCursor(raw: string, expected: { order: Order; digest: string }, key: SortKey, name: string): Cursor {
   const invalid = () =>
-    new BadUserInputError("cursor is not a cursor from this list", [{ path: "cursor", message: "is not valid" }]);
+    new BadUserInputError(`${name} is not a cursor from this list`, [{ path: name, message: "is not valid" }]);
   let cursor: Partial<Cursor>;
   try {
     cursor = JSON.parse(Buffer.from(raw, "base64url").toString("utf8"));
@@ -184,8 +195,8 @@ function decodeCursor(raw: string, expected: { order: Order; digest: string }, k
   }
   if (!cursor || typeof cursor !== "object" || typeof cursor.i !== "string" || cursor.i.length > 255) throw invalid();
   if (cursor.o !== expected.order.field || cursor.d !== expected.order.direction || cursor.f !== expected.digest) {
-    throw new BadUserInputError("cursor was made for another order or filter: ask for the first page again without it", [
-      { path: "cursor", message: "belongs to another order or filter" },
+    throw new BadUserInputError(`${name} was made for another order or filter: ask for the first page again without it`, [
+      { path: name, message: "belongs to another order or filter" },
     ]);
   }
   const value = cursor.v;
@@ -195,8 +206,49 @@ function decodeCursor(raw: string, expected: { order: Order; digest: string }, k
 
 // Plans ----------------------------------------------------------------------------------------
 
+/** How a key pages: its size, the cursor it starts from, and whether it reads the list backward. */
+type Paging = { limit: number; cursor: string | null; cursorName: string; backward: boolean };
+
+const given = (value: unknown) => value !== undefined && value !== null;
+
+/**
+ * The page a key asks for: `limit`/`cursor`, or Relay's `first`/`after` (forward) or
+ * `last`/`before` (backward), never two of those ways at once. Null counts as not given, as
+ * clients send `after: null` for a first page.
+ */
+export function pagingOf(args: ListArgs): Paging {
+  const refuse = (message: string, path: string) => new BadUserInputError(message, [{ path, message }]);
+  const classic = (["limit", "cursor"] as const).filter((n) => given(args[n]));
+  const relay = (["first", "after", "last", "before"] as const).filter((n) => given(args[n]));
+  if (classic.length && relay.length) {
+    throw refuse(
+      `${classic.join(" and ")} cannot be combined with ${relay.join(" and ")}: page either with limit and cursor or with Relay's first/after or last/before`,
+      relay[0] as string,
+    );
+  }
+  for (const [a, b] of [
+    ["first", "last"],
+    ["after", "last"],
+    ["before", "first"],
+    ["after", "before"],
+  ] as const) {
+    if (given(args[a]) && given(args[b])) {
+      throw refuse(`${a} cannot be combined with ${b}: page forward with first and after, or backward with last and before`, b);
+    }
+  }
+  if (given(args.last) || given(args.before)) {
+    return { limit: pageSizeOf(args.last, "last"), cursor: args.before ?? null, cursorName: "before", backward: true };
+  }
+  if (relay.length) {
+    return { limit: pageSizeOf(args.first, "first"), cursor: args.after ?? null, cursorName: "after", backward: false };
+  }
+  return { limit: pageSizeOf(args.limit), cursor: args.cursor ?? null, cursorName: "cursor", backward: false };
+}
+
 type Plan = {
   limit: number;
+  /** Reads the list back to front, from before `after` (the cursor given as `before`). */
+  backward: boolean;
   order: Order;
   key: SortKey;
   /** The filter and parent, as cursors carry it. */
@@ -217,7 +269,7 @@ function normalized(filter: ListArgs["filter"]): [string, unknown][] {
 }
 
 function plan(spec: ListSpec, key: ListKey, organizationId: string): Plan {
-  const limit = pageSizeOf(key.limit);
+  const { limit, cursor, cursorName, backward } = pagingOf(key);
   const order = key.orderBy ?? spec.defaultOrder;
   const sortKey = spec.orders[order.field];
   if (!sortKey || (order.direction !== "asc" && order.direction !== "desc")) {
@@ -250,8 +302,8 @@ function plan(spec: ListSpec, key: ListKey, organizationId: string): Plan {
     .update(JSON.stringify([parent, fields]))
     .digest("base64url")
     .slice(0, 16);
-  const after = key.cursor ? decodeCursor(key.cursor, { order, digest }, sortKey) : null;
-  return { limit, order, key: sortKey, digest, group: JSON.stringify(fields), conditions, after, parent };
+  const after = cursor ? decodeCursor(cursor, { order, digest }, sortKey, cursorName) : null;
+  return { limit, backward, order, key: sortKey, digest, group: JSON.stringify(fields), conditions, after, parent };
 }
 
 const whereAll = (parts: Prisma.Sql[]) => join(parts, " AND ");
@@ -261,31 +313,22 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
   const picked = new Map<number, { id: string; v: string | null }[]>();
   const groups = new Map<string, number[]>();
   plans.forEach((p, index) => {
-    const name = `${p.group}|${p.order.field}|${p.order.direction}`;
+    const name = `${p.group}|${p.order.field}|${p.order.direction}|${p.backward}`;
     groups.set(name, [...(groups.get(name) ?? []), index]);
   });
   await Promise.all(
     [...groups.values()].map(async (indexes) => {
       const first = plans[indexes[0] as number] as Plan;
-      const { key, order } = first;
+      const { key, order, backward } = first;
       const base = [sql`t."organizationId" = ${organizationId}`, ...first.conditions];
       if (spec.parent.length === 0) {
         for (const index of indexes) {
           const p = plans[index] as Plan;
-          const ks = keyset(
-            key,
-            order.direction,
-            p.after
-              ? { value: typed(p.after.v, key.sqlType), id: typed(p.after.i, "text"), valueIsNull: p.after.v === null }
-              : undefined,
-          );
-          const rows = await db.$queryRaw<{ id: string; v: string | null }[]>(
-            sql`SELECT t."id", (${key.sql})::text AS "v" FROM ${q(spec.table)} t
-            WHERE ${whereAll([...base, ks.where])}
-            ORDER BY ${ks.orderBy}
-            LIMIT ${p.limit + 1}`,
-          );
-          picked.set(index, rows);
+          const after = p.after
+            ? { value: typed(p.after.v, key.sqlType), id: typed(p.after.i, "text"), valueIsNull: p.after.v === null }
+            : undefined;
+          const statement = rootPage(spec, key, order.direction, base, p.limit + 1, after, backward);
+          picked.set(index, await db.$queryRaw<{ id: string; v: string | null }[]>(statement));
         }
         return;
       }
@@ -302,7 +345,7 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
         ])})`;
       });
       const names = ["idx", "take", "hc", "cn", "cv", "ci", ...spec.parent.map((_, i) => `p${i}`)];
-      const ks = keyset(key, order.direction, { value: sql`k."cv"`, id: sql`k."ci"`, valueIsNull: sql`k."cn"` });
+      const ks = keyset(key, order.direction, { value: sql`k."cv"`, id: sql`k."ci"`, valueIsNull: sql`k."cn"` }, backward);
       const parentMatch = spec.parent.map((c, i) => sql`t.${q(c.name)} = k.${q(`p${i}`)}`);
       const rows = await db.$queryRaw<{ idx: number; id: string; v: string | null }[]>(sql`
         SELECT k."idx", w."id", w."v"
@@ -321,6 +364,52 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
     }),
   );
   return picked;
+}
+
+/**
+ * The statement picking a root page: one keyset walk, or over a nullable key two index walks in one
+ * statement: the rows with a value (ordered by the key without a NULLS clause, which an index on the
+ * key serves in both directions) and the rows without one (by id), the null part last (or first,
+ * read backward). One `ORDER BY key DESC NULLS LAST` would need an index in that order, which
+ * schema.prisma cannot declare.
+ */
+function rootPage(
+  spec: ListSpec,
+  key: SortKey,
+  direction: Direction,
+  base: Prisma.Sql[],
+  take: number,
+  after: { value: Prisma.Sql; id: Prisma.Sql; valueIsNull: boolean } | undefined,
+  reversed: boolean,
+): Prisma.Sql {
+  if (!key.nullable) {
+    const ks = keyset(key, direction, after, reversed);
+    return sql`SELECT t."id", (${key.sql})::text AS "v" FROM ${q(spec.table)} t
+      WHERE ${whereAll([...base, ks.where])}
+      ORDER BY ${ks.orderBy}
+      LIMIT ${take}`;
+  }
+  const readAs = reversed ? (direction === "asc" ? "desc" : "asc") : direction;
+  const dir = raw(readAs === "asc" ? "ASC" : "DESC");
+  const op = raw(readAs === "asc" ? ">" : "<");
+  // The part the cursor's row is in continues after it; the part read after that one is whole; the part read before it is done.
+  const nullsFirst = reversed;
+  const valued = !after
+    ? sql`TRUE`
+    : after.valueIsNull
+      ? raw(nullsFirst ? "TRUE" : "FALSE")
+      : sql`(${key.sql}, t."id") ${op} (${after.value}, ${after.id})`;
+  const nulls = !after ? sql`TRUE` : after.valueIsNull ? sql`t."id" ${op} ${after.id}` : raw(nullsFirst ? "FALSE" : "TRUE");
+  const table = q(spec.table);
+  return sql`SELECT u."id", u."v" FROM (
+    (SELECT t."id", (${key.sql})::text AS "v", ${key.sql} AS "k", ${raw(nullsFirst ? "1" : "0")} AS "part" FROM ${table} t
+      WHERE ${whereAll([...base, sql`${key.sql} IS NOT NULL`, valued])}
+      ORDER BY ${key.sql} ${dir}, t."id" ${dir} LIMIT ${take})
+    UNION ALL
+    (SELECT t."id", NULL::text AS "v", ${key.sql} AS "k", ${raw(nullsFirst ? "0" : "1")} AS "part" FROM ${table} t
+      WHERE ${whereAll([...base, sql`${key.sql} IS NULL`, nulls])}
+      ORDER BY t."id" ${dir} LIMIT ${take})
+  ) u ORDER BY u."part", u."k" ${dir}, u."id" ${dir} LIMIT ${take}`;
 }
 
 /** How many rows each key's list has over all pages, with its filter; one statement per filter. */
@@ -422,14 +511,29 @@ async function pages<T extends { id: string }>(
     const p = plans[index] as Plan | Error;
     if (p instanceof Error) return p;
     const found = (picked.get(validIndex.get(index) as number) ?? []) as { id: string; v: string | null }[];
+    // One row more than the page was read, to know whether the list goes on in the direction read.
+    const more = found.length > p.limit;
     const shown = found.slice(0, p.limit);
+    if (p.backward) shown.reverse();
+    const cursorOf = (r: { id: string; v: string | null }) =>
+      encodeCursor({ o: p.order.field, d: p.order.direction, f: p.digest, v: r.v, i: r.id });
+    const edges = shown.flatMap((r): Edge<T>[] => {
+      const node = rows.get(`${queryName(key.query)}\u0000${r.id}`);
+      return node ? [{ cursor: cursorOf(r), node }] : [];
+    });
+    const first = shown[0];
     const last = shown[shown.length - 1];
-    const nextCursor =
-      found.length > p.limit && last
-        ? encodeCursor({ o: p.order.field, d: p.order.direction, f: p.digest, v: last.v, i: last.id })
-        : null;
-    const items = shown.flatMap((r) => rows.get(`${queryName(key.query)}\u0000${r.id}`) ?? []);
-    return { items, nextCursor };
+    // Away from the cursor the answer is cheap, not counted: a page that starts from a cursor had
+    // that cursor's row beside it (docs/lists.md).
+    const hasNextPage = p.backward ? p.after !== null : more;
+    const hasPreviousPage = p.backward ? more : p.after !== null;
+    const endCursor = last ? cursorOf(last) : null;
+    return {
+      items: edges.map((e) => e.node),
+      edges,
+      pageInfo: { hasNextPage, hasPreviousPage, startCursor: first ? cursorOf(first) : null, endCursor },
+      nextCursor: hasNextPage ? endCursor : null,
+    };
   });
 }
 
@@ -452,6 +556,10 @@ const keyName = (key: ListKey) =>
     key.parent ?? [],
     key.limit ?? null,
     key.cursor ?? null,
+    key.first ?? null,
+    key.after ?? null,
+    key.last ?? null,
+    key.before ?? null,
     normalized(key.filter),
     key.orderBy ?? null,
     queryName(key.query),

@@ -6,7 +6,7 @@ import { graphOnly } from "../rest/rest-schema.js";
 import { builder } from "./builder.js";
 import type { Context } from "./context.js";
 import type { ListSpec } from "./lists.js";
-import type { Page } from "./pagination.js";
+import type { Edge, Page, PageInfo as PageInfoShape } from "./pagination.js";
 
 export const OrderDirection = builder.enumType("OrderDirection", {
   description: "Which way a list is sorted; nulls come last either way, ties are broken on id",
@@ -82,6 +82,38 @@ export function listArgs(
         commonLimits.cursor,
       ),
     ),
+    first: t.int(
+      relayOnly(
+        limited(
+          "Relay: page size when paging forward; default 20. Not with limit, cursor, last or before",
+          commonLimits.pageSize,
+        ),
+      ),
+    ),
+    after: t.string(
+      relayOnly(
+        limited(
+          "Relay: the records after this cursor (an edge's cursor or pageInfo.endCursor, asked for with the same filter and orderBy). Not with limit, cursor, last or before",
+          commonLimits.cursor,
+        ),
+      ),
+    ),
+    last: t.int(
+      relayOnly(
+        limited(
+          "Relay: page size when paging backward, the last records of the list (or those right before `before`), in the list's order; default 20. Not with limit, cursor, first or after",
+          commonLimits.pageSize,
+        ),
+      ),
+    ),
+    before: t.string(
+      relayOnly(
+        limited(
+          "Relay: the records right before this cursor (an edge's cursor or pageInfo.startCursor, asked for with the same filter and orderBy). Not with limit, cursor, first or after",
+          commonLimits.cursor,
+        ),
+      ),
+    ),
     filter: t.field({ type: Filter, description: "Only the records that match every field given" }),
     orderBy: t.field({ type: OrderBy, description: `The order of the list; default ${field} ${direction}` }),
   }));
@@ -89,10 +121,51 @@ export function listArgs(
 
 type Types = typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never;
 
-/** `{items, nextCursor}` of the given item type. */
-export function definePage<Item extends object>(itemTypeName: string, itemRef: ObjectRef<Types, Item>) {
-  return builder.objectRef<Page<Item>>(`${itemTypeName}Page`).implement({
+/** An argument of the graph alone: REST keeps its own paging (limit, cursor) and never shows these. */
+function relayOnly<T extends { extensions: Record<string, unknown> }>(options: T): T {
+  return { ...options, extensions: { ...options.extensions, ...graphOnly.extensions } };
+}
+
+export const PageInfo = builder.objectRef<PageInfoShape>("PageInfo").implement({
+  description: "Where a page of a list stands (Relay's PageInfo)",
+  fields: (t) => ({
+    hasNextPage: t.exposeBoolean("hasNextPage", {
+      description:
+        "More records follow this page's last one. Exact when paging forward; when paging backward, true whenever `before` was given",
+    }),
+    hasPreviousPage: t.exposeBoolean("hasPreviousPage", {
+      description:
+        "More records come before this page's first one. Exact when paging backward; when paging forward, true whenever `after` (or `cursor`) was given",
+    }),
+    startCursor: t.exposeString("startCursor", {
+      nullable: true,
+      description: "The cursor of the page's first record; null on an empty page. Pass as `before` for the records before it",
+    }),
+    endCursor: t.exposeString("endCursor", {
+      nullable: true,
+      description: "The cursor of the page's last record; null on an empty page. Pass as `after` for the records after it",
+    }),
+  }),
+});
+
+/**
+ * `<Type>Connection`: a page of `<Type>` records both as `items`/`nextCursor` (what REST answers,
+ * under the name `<Type>Page`) and as Relay's `edges`/`pageInfo`, which normalized client caches
+ * merge with their stock helpers.
+ */
+export function defineConnection<Item extends object>(itemTypeName: string, itemRef: ObjectRef<Types, Item>) {
+  const EdgeRef = builder.objectRef<Edge<Item>>(`${itemTypeName}Edge`).implement({
+    description: `One ${itemTypeName} record of a page, with its cursor`,
+    fields: (t) => ({
+      cursor: t.exposeString("cursor", {
+        description: "This record's place in the list: pass as `after` or `before` with the same filter and orderBy",
+      }),
+      node: t.field({ type: itemRef, description: `The ${itemTypeName} record`, resolve: (edge) => edge.node as never }),
+    }),
+  });
+  return builder.objectRef<Page<Item>>(`${itemTypeName}Connection`).implement({
     description: `A page of ${itemTypeName} records, in the order asked for.`,
+    extensions: { restName: `${itemTypeName}Page` },
     fields: (t) => ({
       items: t.field({
         type: [itemRef],
@@ -109,11 +182,30 @@ export function definePage<Item extends object>(itemTypeName: string, itemRef: O
         description: "How many records the whole list has with its filter, over all pages; counted only when selected",
         resolve: (page) => page.totalCount(),
       }),
+      edges: t.field({
+        ...graphOnly,
+        type: [EdgeRef],
+        description:
+          "The records of this page with their cursors, in the list's order (the same records as `items`; at most `first` or `last`). `nextCursor` is `pageInfo.endCursor` when `pageInfo.hasNextPage`",
+        resolve: (page) => page.edges,
+      }),
+      pageInfo: t.field({
+        ...graphOnly,
+        type: PageInfo,
+        description: "Whether more records come before or after this page, and the cursors of its ends",
+        resolve: (page) => page.pageInfo,
+      }),
     }),
   });
 }
 
-/** The Prisma selection for the page's items, so a page costs one query whatever is selected. */
+/**
+ * The Prisma selection for the page's records, selected as `items` or as `edges { node }` or both,
+ * so a page costs one query whatever is selected.
+ */
 export function itemsQuery(ctx: Context, info: GraphQLResolveInfo, typeName: string) {
-  return queryFromInfo({ context: ctx, info, typeName, path: ["items"] }) as { select?: object; include?: object };
+  return queryFromInfo({ context: ctx, info, typeName, paths: [["items"], ["edges", "node"]] }) as {
+    select?: object;
+    include?: object;
+  };
 }

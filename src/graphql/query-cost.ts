@@ -21,8 +21,9 @@ import { pageLimits } from "./pagination.js";
 
 /**
  * The cost rule: the most objects a query could return, multiplying through nested lists. A page's
- * items count as its `limit` (20 when absent), `nodes` as its ids, a list with a declared maximum
- * (`extensions.listMax`, e.g. attachments) as that maximum, any other list as the largest page.
+ * items (or edges) count as its `limit`, `first` or `last` (20 when absent), `nodes` as its ids, a
+ * list with a declared maximum (`extensions.listMax`, e.g. attachments) as that maximum, any other
+ * list as the largest page. An edge and its node are one record: the node adds nothing.
  */
 export const costLimits = { maxObjects: 10_000, unboundedList: pageLimits.max };
 
@@ -40,6 +41,11 @@ export class QueryTooComplexError extends AppError {
 }
 
 type Variables = Record<string, unknown> | null | undefined;
+
+/** The fields of a page that list its records, and the arguments that set its size. */
+const pageItems = new Set(["items", "edges"]);
+const pageSizeArgs = ["limit", "first", "last"];
+const isEdge = (type: GraphQLNamedType) => isObjectType(type) && type.name.endsWith("Edge") && "node" in type.getFields();
 
 function argumentValue(node: ValueNode | undefined, variables: Variables): unknown {
   if (!node) return undefined;
@@ -92,19 +98,20 @@ export function estimateCost(
         const declared = field.extensions?.listMax;
         if (typeof declared === "number") factor = declared;
         else if (Array.isArray(ids)) factor = ids.length;
-        else if (selection.name.value === "items" && pageLimit !== undefined) factor = pageLimit;
+        else if (pageItems.has(selection.name.value) && pageLimit !== undefined) factor = pageLimit;
         else factor = costLimits.unboundedList;
       }
       let childLimit: number | undefined;
       if (field.args.some((a) => a.name === "limit")) {
-        const limit = argument("limit");
+        const limit = pageSizeArgs.map(argument).find((value) => value !== undefined && value !== null);
         childLimit =
           typeof limit === "number" && Number.isFinite(limit)
             ? Math.min(Math.max(Math.trunc(limit), 1), pageLimits.max)
             : pageLimits.default;
       }
       const count = multiplier * factor;
-      total += count + visit(selection.selectionSet, getNamedType(field.type), count, childLimit);
+      const own = selection.name.value === "node" && isEdge(type) ? 0 : count;
+      total += own + visit(selection.selectionSet, getNamedType(field.type), count, childLimit);
     }
     return total;
   };

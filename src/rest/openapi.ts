@@ -17,7 +17,7 @@ import {
   isScalarType,
 } from "graphql";
 import { errorStatus } from "../platform/errors.js";
-import { commonLimits, inputLimit, type Limit, limitKeywords, limitOf } from "../platform/limits.js";
+import { commonLimits, inputLimit, type Limit, limitKeywords } from "../platform/limits.js";
 import type { CompiledRoute, RestQueryParam } from "./request-validation.js";
 import { REST_BASE } from "./routes.js";
 
@@ -155,6 +155,15 @@ function firstSentence(text: string): string {
   return end === -1 ? text : text.slice(0, end);
 }
 
+/**
+ * The component name of a type: its GraphQL name, unless it declares another for REST (the
+ * `<Type>Connection` types are `<Type>Page` there, the name REST clients were generated with).
+ */
+function restNameOf(type: GraphQLNamedType): string {
+  const name = type.extensions?.restName;
+  return typeof name === "string" ? name : type.name;
+}
+
 /** JSON Schema (OpenAPI 3.1) for GraphQL types, collecting the named types it refers to. */
 class SchemaCollector {
   readonly components: Record<string, Schema> = {};
@@ -165,11 +174,12 @@ class SchemaCollector {
       if (!schema) throw new Error(`No OpenAPI schema for the scalar ${type.name}`);
       return { ...schema };
     }
-    if (!(type.name in this.components)) {
-      this.components[type.name] = {};
-      this.components[type.name] = this.define(type);
+    const name = restNameOf(type);
+    if (!(name in this.components)) {
+      this.components[name] = {};
+      this.components[name] = this.define(type);
     }
-    return ref(type.name);
+    return ref(name);
   }
 
   private define(type: GraphQLNamedType): Schema {

@@ -5,7 +5,8 @@ import type { Plugin } from "graphql-yoga";
 /**
  * Field options of a GraphQL-only field (a relation, `totalCount`, a value the REST answers of
  * sections 3 and 5 do not carry). Sofa selects every field of a returned type, so without this a
- * relation would grow every REST answer and its cost.
+ * relation would grow every REST answer and its cost. On an argument (Relay's `first`, `after`,
+ * ...), the same: REST has no query parameter for it, so it stays an unknown parameter (400).
  */
 export const graphOnly = { extensions: { graphOnly: true } } as const;
 
@@ -24,8 +25,12 @@ export function restSchemaOf(schema: GraphQLSchema): GraphQLSchema {
   let view = views.get(schema);
   if (!view) {
     view = mapSchema(schema, {
-      [MapperKind.COMPOSITE_FIELD]: (field) => {
-        if (field.extensions?.graphOnly) return null;
+      [MapperKind.COMPOSITE_FIELD]: (graphField) => {
+        if (graphField.extensions?.graphOnly) return null;
+        const args = Object.entries(graphField.args ?? {});
+        const field = args.some(([, arg]) => arg.extensions?.graphOnly)
+          ? { ...graphField, args: Object.fromEntries(args.filter(([, arg]) => !arg.extensions?.graphOnly)) }
+          : graphField;
         if (field.extensions?.nonNullOverRest && !isNonNullType(field.type)) {
           return { ...field, type: new GraphQLNonNull(field.type) };
         }

@@ -217,7 +217,7 @@ describe("query cost", () => {
     expect(res.body.errors[0].extensions.code).toBe("QUERY_TOO_COMPLEX");
     // The same through a fragment and an alias.
     const fragment =
-      "query { a: tasks(limit: 100) { ...T } } fragment T on TaskPage { items { comments { items { attachments { id } } } } }";
+      "query { a: tasks(limit: 100) { ...T } } fragment T on TaskConnection { items { comments { items { attachments { id } } } } }";
     expect((await t.gql(fragment, {}, { key: org.apiKey })).body.errors[0].extensions.code).toBe("QUERY_TOO_COMPLEX");
   });
 });

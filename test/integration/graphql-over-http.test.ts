@@ -89,9 +89,9 @@ describe("document limits count fields, never fragments", () => {
   const levels = (leaf: string) =>
     `{ vendors(limit: 5) { items { comments(limit: 5) { items { entity { ... on Vendor { comments(limit: 5) { items { author { member { ${leaf} } } } } } } } } } } }`;
   const withFragments = (leaf: string) => `{ vendors(limit: 5) { ...VendorPageFields } }
-      fragment VendorPageFields on VendorPage { items { ...VendorFields } }
+      fragment VendorPageFields on VendorConnection { items { ...VendorFields } }
       fragment VendorFields on Vendor { comments(limit: 5) { ...CommentPageFields } }
-      fragment CommentPageFields on CommentPage { items { ...CommentFields } }
+      fragment CommentPageFields on CommentConnection { items { ...CommentFields } }
       fragment CommentFields on Comment { entity { ... on Vendor { ...VendorCommentsFields } } }
       fragment VendorCommentsFields on Vendor { comments(limit: 5) { items { ...AuthorFields } } }
       fragment AuthorFields on Comment { author { member { ${leaf} } } }`;
@@ -126,12 +126,12 @@ describe("document limits count fields, never fragments", () => {
   it("estimates the cost of a fragment where it is spread, as if inlined", async () => {
     const inline = "{ tasks(limit: 100) { items { comments(limit: 100) { items { id } } } } }";
     const fragments =
-      "{ tasks(limit: 100) { ...T } } fragment T on TaskPage { items { comments(limit: 100) { ...C } } } fragment C on CommentPage { items { id } }";
+      "{ tasks(limit: 100) { ...T } } fragment T on TaskConnection { items { comments(limit: 100) { ...C } } } fragment C on CommentConnection { items { id } }";
     const answer = await alike(inline, fragments);
     expect(answer.body.errors[0].extensions.code).toBe("QUERY_TOO_COMPLEX");
     const small = "{ tasks(limit: 5) { items { comments(limit: 5) { items { id } } } } }";
     const smallFragments =
-      "{ tasks(limit: 5) { ...T } } fragment T on TaskPage { items { comments(limit: 5) { ...C } } } fragment C on CommentPage { items { id } }";
+      "{ tasks(limit: 5) { ...T } } fragment T on TaskConnection { items { comments(limit: 5) { ...C } } } fragment C on CommentConnection { items { id } }";
     expect((await alike(small, smallFragments)).body.errors).toBeUndefined();
   });
 });

@@ -132,10 +132,28 @@ describe.skipIf(!usePostgres)("list plans on PostgreSQL", () => {
         { orderBy: { field, direction } },
       ]),
     ),
+    // Backward pages read the same index back to front (nulls first).
+    ["the last page, newest first", { last: 50 }],
+    // Due dates are nullable: both directions, both ways, walk the one index (values, then nulls).
+    ...(["asc", "desc"] as const).flatMap((direction): [string, ListKey][] => [
+      [`by due date ${direction}`, { orderBy: { field: "dueDate", direction } }],
+      [`the last page by due date ${direction}`, { last: 50, orderBy: { field: "dueDate", direction } }],
+    ]),
+    [
+      "my open tasks by due date, backward",
+      {
+        filter: { status: ["todo", "in_progress"], assigneeId: [mine] },
+        orderBy: { field: "dueDate", direction: "asc" },
+        last: 50,
+      },
+    ],
   ];
 
+  /** Page size 50, unless the key pages backward (limit and last do not mix). */
+  const sized = (key: ListKey): ListKey => (key.last ? key : { limit: 50, ...key });
+
   it.each(taskKeys)("tasks, %s: pages use an index with the planner's defaults", async (_name, key) => {
-    const [page, count] = await statementsOf(taskList, { limit: 50, ...key });
+    const [page, count] = await statementsOf(taskList, sized(key));
     const pagePlan = await plan(page as Prisma.Sql);
     expect(pagePlan, pagePlan).toMatch(/Index/);
     expect(pagePlan, pagePlan).not.toMatch(/Seq Scan on "Task"/);
@@ -154,10 +172,11 @@ describe.skipIf(!usePostgres)("list plans on PostgreSQL", () => {
       `by ${field}`,
       { orderBy: { field, direction: "desc" } },
     ]),
+    ["by priority, backward", { last: 50, orderBy: { field: "priority", direction: "asc" } }],
   ];
 
   it.each(itemKeys)("task items of a vendor, %s: use an index with the planner's defaults", async (_name, key) => {
-    const [page, count] = await statementsOf(taskItemList, { limit: 50, parent: ["vendor", "vnd_4"], ...key });
+    const [page, count] = await statementsOf(taskItemList, sized({ parent: ["vendor", "vnd_4"], ...key }));
     for (const statement of [page, count] as Prisma.Sql[]) {
       const text = await plan(statement);
       expect(text, text).toMatch(/Index/);

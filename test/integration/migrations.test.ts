@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { describe, expect, it } from "vitest";
-import { applyMigrations, type MigrationSession, pgliteMigrationSession, readMigrations } from "../../src/platform/db/migrate.js";
+import { applyMigrations, pgliteMigrationSession, readMigrations } from "../../src/platform/db/migrate.js";
 import { pgliteExtensions } from "../../src/platform/db/pglite-extensions.js";
 import { emptyCluster } from "../helpers/data-dir.js";
 

@@ -7,7 +7,7 @@ const { t, org, keyWith } = await openFixture({ organizations: 1 });
 
 /** Every root field answering a page type, with the arguments it needs. */
 const listRoots = Object.values(schema.getQueryType()?.getFields() ?? {}).filter((field) =>
-  getNamedType(field.type).name.endsWith("Page"),
+  getNamedType(field.type).name.endsWith("Connection"),
 );
 
 function call(name: string): string {

@@ -1,6 +1,6 @@
 import { authorize } from "../../auth/actor.js";
 import { builder } from "../../graphql/builder.js";
-import { anyOf, dateBounds, definePage, itemsQuery, listArgs } from "../../graphql/page.schema.js";
+import { anyOf, dateBounds, defineConnection, itemsQuery, listArgs } from "../../graphql/page.schema.js";
 import { limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 import { auditEventList, auditLimits } from "./audit.service.js";
@@ -29,7 +29,7 @@ const AuditEvent = builder.prismaObject("AuditEvent", {
   }),
 });
 
-const AuditEventPage = definePage("AuditEvent", AuditEvent);
+const AuditEventConnection = defineConnection("AuditEvent", AuditEvent);
 
 const auditEventListArgs = listArgs("AuditEvent", auditEventList, {
   description: "Which audit events a list shows; entityType with entityId is the history of one record.",
@@ -47,7 +47,7 @@ const auditEventListArgs = listArgs("AuditEvent", auditEventList, {
 
 builder.queryField("auditEvents", (t) =>
   t.field({
-    type: AuditEventPage,
+    type: AuditEventConnection,
     nullable: true,
     description:
       "The organization's audit events, filtered (default newest first), with their totalCount. Needs `audit:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",

@@ -4,7 +4,7 @@ import { CommentEntityType as CommentEntityTypeValues } from "../../generated/pr
 import { builder } from "../../graphql/builder.js";
 import type { Context } from "../../graphql/context.js";
 import { Node, objectRefOf } from "../../graphql/node.schema.js";
-import { anyOf, dateBounds, definePage, itemsQuery, listArgs } from "../../graphql/page.schema.js";
+import { anyOf, dateBounds, defineConnection, itemsQuery, listArgs } from "../../graphql/page.schema.js";
 import { nodeTypeOf } from "../../platform/ids.js";
 import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
@@ -193,7 +193,7 @@ builder.mutationField("deleteComment", (t) =>
   }),
 );
 
-const CommentPage = definePage("Comment", Comment);
+const CommentConnection = defineConnection("Comment", Comment);
 
 const commentListArgs = listArgs("Comment", commentList, {
   description: "Which comments of a record a list shows.",
@@ -214,7 +214,7 @@ for (const [model, entityType] of [
 ] as const) {
   builder.prismaObjectField(model, "comments", (t) =>
     t.field({
-      type: CommentPage,
+      type: CommentConnection,
       nullable: true,
       ...graphOnly,
       description:
@@ -234,7 +234,7 @@ for (const [model, entityType] of [
 
 builder.queryField("comments", (t) =>
   t.field({
-    type: CommentPage,
+    type: CommentConnection,
     nullable: true,
     description:
       "Comments on an entity, filtered (default newest first), with authors, attachment metadata and their totalCount. Needs `comment:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",

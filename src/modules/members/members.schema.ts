@@ -4,7 +4,7 @@ import { Department as DepartmentValues, MemberRole as MemberRoleValues } from "
 import { builder } from "../../graphql/builder.js";
 import type { Context } from "../../graphql/context.js";
 import { Node } from "../../graphql/node.schema.js";
-import { anyOf, dateBounds, definePage, itemsQuery, listArgs, searchField } from "../../graphql/page.schema.js";
+import { anyOf, dateBounds, defineConnection, itemsQuery, listArgs, searchField } from "../../graphql/page.schema.js";
 import { ForbiddenError } from "../../platform/errors.js";
 import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly, nonNullOverRest } from "../../rest/rest-schema.js";
@@ -178,7 +178,7 @@ builder.mutationField("unlinkDevice", (t) =>
   }),
 );
 
-const MemberPage = definePage("Member", Member);
+const MemberConnection = defineConnection("Member", Member);
 
 const memberListArgs = listArgs("Member", memberList, {
   description: "Which members a list shows.",
@@ -197,7 +197,7 @@ const memberListArgs = listArgs("Member", memberList, {
 
 builder.queryField("members", (t) =>
   t.field({
-    type: MemberPage,
+    type: MemberConnection,
     nullable: true,
     description:
       "The organization's members, active and deactivated, filtered and sorted (default newest first), with their totalCount. Needs `member:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",

@@ -5,7 +5,7 @@ import {
 } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
 import { Node } from "../../graphql/node.schema.js";
-import { anyOf, dateBounds, definePage, itemsQuery, listArgs, searchField } from "../../graphql/page.schema.js";
+import { anyOf, dateBounds, defineConnection, itemsQuery, listArgs, searchField } from "../../graphql/page.schema.js";
 import { NotFoundError } from "../../platform/errors.js";
 import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
@@ -66,7 +66,7 @@ const Policy = builder.prismaObject("Policy", {
       description: "The version in force; null while none is",
     }),
     versions: t.field({
-      type: PolicyVersionPage,
+      type: PolicyVersionConnection,
       ...graphOnly,
       description:
         "The policy's versions, filtered and sorted (default highest version number first), as the `policyVersions` query",
@@ -142,7 +142,7 @@ const PolicyVersion = builder.prismaObject("PolicyVersion", {
   }),
 });
 
-const PolicyVersionPage = definePage("PolicyVersion", PolicyVersion);
+const PolicyVersionConnection = defineConnection("PolicyVersion", PolicyVersion);
 
 const PolicyVersionCreated = builder.objectRef<{ versionId: string; version: number }>("PolicyVersionCreated").implement({
   description: "The draft version just created.",
@@ -209,7 +209,7 @@ builder.queryField("policy", (t) =>
 
 builder.queryField("policyVersions", (t) =>
   t.field({
-    type: PolicyVersionPage,
+    type: PolicyVersionConnection,
     nullable: true,
     description:
       "The versions of a policy, filtered and sorted (default highest version number first), with their totalCount. Needs `policy:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",
@@ -219,7 +219,7 @@ builder.queryField("policyVersions", (t) =>
   }),
 );
 
-const PolicyPage = definePage("Policy", Policy);
+const PolicyConnection = defineConnection("Policy", Policy);
 
 const policyListArgs = listArgs("Policy", policyList, {
   description: "Which policies a list shows.",
@@ -240,7 +240,7 @@ const policyListArgs = listArgs("Policy", policyList, {
 
 builder.queryField("policies", (t) =>
   t.field({
-    type: PolicyPage,
+    type: PolicyConnection,
     nullable: true,
     description:
       "The organization's policies, filtered and sorted (default newest first), with their totalCount. Needs `policy:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",

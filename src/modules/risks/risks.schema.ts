@@ -6,7 +6,15 @@ import {
 } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
 import { Node } from "../../graphql/node.schema.js";
-import { anyOf, assigneeField, dateBounds, definePage, itemsQuery, listArgs, searchField } from "../../graphql/page.schema.js";
+import {
+  anyOf,
+  assigneeField,
+  dateBounds,
+  defineConnection,
+  itemsQuery,
+  listArgs,
+  searchField,
+} from "../../graphql/page.schema.js";
 import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 import { Member } from "../members/members.schema.js";
@@ -103,7 +111,7 @@ builder.mutationField("createRisk", (t) =>
   }),
 );
 
-const RiskPage = definePage("Risk", Risk);
+const RiskConnection = defineConnection("Risk", Risk);
 
 const riskListArgs = listArgs("Risk", riskList, {
   description: "Which risks a list shows.",
@@ -134,7 +142,7 @@ builder.queryField("risk", (t) =>
 
 builder.queryField("risks", (t) =>
   t.field({
-    type: RiskPage,
+    type: RiskConnection,
     nullable: true,
     description:
       "The organization's risks, filtered and sorted (default newest first), with their totalCount. Needs `risk:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",

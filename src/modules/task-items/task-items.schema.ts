@@ -8,7 +8,15 @@ import {
 import { builder } from "../../graphql/builder.js";
 import type { Context } from "../../graphql/context.js";
 import { Node, objectRefOf } from "../../graphql/node.schema.js";
-import { anyOf, assigneeField, dateBounds, definePage, itemsQuery, listArgs, searchField } from "../../graphql/page.schema.js";
+import {
+  anyOf,
+  assigneeField,
+  dateBounds,
+  defineConnection,
+  itemsQuery,
+  listArgs,
+  searchField,
+} from "../../graphql/page.schema.js";
 import { nodeTypeOf } from "../../platform/ids.js";
 import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
@@ -95,7 +103,7 @@ const TaskItem = builder.prismaObject("TaskItem", {
   }),
 });
 
-const TaskItemPage = definePage("TaskItem", TaskItem);
+const TaskItemConnection = defineConnection("TaskItem", TaskItem);
 
 const taskItemListArgs = listArgs("TaskItem", taskItemList, {
   description: "Which task items of a vendor or risk a list shows.",
@@ -145,7 +153,7 @@ for (const [model, entityType] of [
 ] as const) {
   builder.prismaObjectFields(model, (t) => ({
     taskItems: t.field({
-      type: TaskItemPage,
+      type: TaskItemConnection,
       nullable: true,
       ...graphOnly,
       description:
@@ -221,7 +229,7 @@ builder.mutationField("createTaskItem", (t) =>
 
 builder.queryField("taskItems", (t) =>
   t.field({
-    type: TaskItemPage,
+    type: TaskItemConnection,
     nullable: true,
     description:
       "The task items of a vendor or risk, filtered and sorted (default newest first), with their totalCount. Needs `task:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",

@@ -2,7 +2,15 @@ import { authorize } from "../../auth/actor.js";
 import { TaskStatus as TaskStatusValues } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
 import { Node } from "../../graphql/node.schema.js";
-import { anyOf, assigneeField, dateBounds, definePage, itemsQuery, listArgs, searchField } from "../../graphql/page.schema.js";
+import {
+  anyOf,
+  assigneeField,
+  dateBounds,
+  defineConnection,
+  itemsQuery,
+  listArgs,
+  searchField,
+} from "../../graphql/page.schema.js";
 import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 import { Member } from "../members/members.schema.js";
@@ -52,7 +60,7 @@ const Task = builder.prismaObject("Task", {
   }),
 });
 
-const TaskPage = definePage("Task", Task);
+const TaskConnection = defineConnection("Task", Task);
 
 const taskListArgs = listArgs("Task", taskList, {
   description: "Which tasks a list shows.",
@@ -85,7 +93,7 @@ builder.queryField("task", (t) =>
 
 builder.queryField("tasks", (t) =>
   t.field({
-    type: TaskPage,
+    type: TaskConnection,
     nullable: true,
     description:
       "The organization's tasks, filtered and sorted (default newest first), with their totalCount. Needs `task:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",

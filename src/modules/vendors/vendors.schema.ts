@@ -2,7 +2,15 @@ import { authorize, can } from "../../auth/actor.js";
 import { VendorCategory as VendorCategoryValues, VendorStatus as VendorStatusValues } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
 import { Node } from "../../graphql/node.schema.js";
-import { anyOf, assigneeField, dateBounds, definePage, itemsQuery, listArgs, searchField } from "../../graphql/page.schema.js";
+import {
+  anyOf,
+  assigneeField,
+  dateBounds,
+  defineConnection,
+  itemsQuery,
+  listArgs,
+  searchField,
+} from "../../graphql/page.schema.js";
 import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 import { Member } from "../members/members.schema.js";
@@ -79,7 +87,7 @@ builder.mutationField("createVendor", (t) =>
   }),
 );
 
-const VendorPage = definePage("Vendor", Vendor);
+const VendorConnection = defineConnection("Vendor", Vendor);
 
 const vendorListArgs = listArgs("Vendor", vendorList, {
   description: "Which vendors a list shows.",
@@ -109,7 +117,7 @@ builder.queryField("vendor", (t) =>
 
 builder.queryField("vendors", (t) =>
   t.field({
-    type: VendorPage,
+    type: VendorConnection,
     nullable: true,
     description:
       "The organization's vendors, filtered and sorted (default newest first), with their totalCount. Needs `vendor:read`. Over GraphQL a refused list is null with its error, and the other fields of the request still answer; REST answers 403.",
