@@ -84,13 +84,17 @@ export const GUARD_STEPS = [
     id: "rest-validation",
     label: "REST validation (path, query, body)",
     module: "src/rest/request-validation.ts",
-    stubs: { validateRestRequest: "() => []" },
+    stubs: { validateRestRequest: "() => ({ nulls: [], variables: {} })" },
   },
   {
     id: "etag",
     label: "ETag (REST reads: body re-read, hashed)",
     module: "src/rest/etag.ts",
-    stubs: { withEtag: "async (request, response) => response" },
+    stubs: {
+      withEtag: "async (request, response) => response",
+      etaggedJson:
+        '(request, status, json, fetchAPI) => new fetchAPI.Response(json, { status, headers: { "content-type": "application/json; charset=utf-8" } })',
+    },
   },
 ];
 

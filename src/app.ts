@@ -35,7 +35,8 @@ import { recentWriters } from "./platform/recent-writers.js";
 import { type RedisHealth, watchRedis } from "./platform/redis.js";
 import { buildOpenApiDocument } from "./rest/openapi.js";
 import { compileRoutes } from "./rest/request-validation.js";
-import { useRestGuard } from "./rest/rest-plugin.js";
+import { createRestDispatch } from "./rest/rest-dispatch.js";
+import { useRestGuard, withoutOmitted } from "./rest/rest-plugin.js";
 import { restSchemaOf, withRestSchema } from "./rest/rest-schema.js";
 import { REST_BASE, restRoutes, sofaRoutes } from "./rest/routes.js";
 import { schema } from "./schema.js";
@@ -119,6 +120,9 @@ export function createApp(deps: AppDeps) {
   const rememberAuth = (request: Request, auth: AuthState) => authByRequest.set(request, Promise.resolve(auth));
   const restSchema = restSchemaOf(schema);
   const routes = compileRoutes(restSchema, restRoutes);
+  const restDispatch = createRestDispatch(restSchema, routes, (document, omit) =>
+    withoutOmitted(restSchema, document, new Set(omit)),
+  );
   let openApi: unknown;
 
   const bodyLimit: Plugin = {
@@ -221,6 +225,7 @@ export function createApp(deps: AppDeps) {
         bodyReader,
         authenticate: authenticateOnce,
         rememberAuth,
+        dispatch: restDispatch,
         openApiDocument: () => {
           openApi ??= buildOpenApiDocument(restSchema, routes);
           return openApi;
@@ -250,6 +255,8 @@ export function createApp(deps: AppDeps) {
       // A same-origin EventSource (GET, cookie) is let through: it cannot be cross-site (event-streams.ts).
       useCsrfPreventionExceptSameOriginEventStreams({ requestHeaders: ["x-api-key", "authorization", "x-graphql-yoga-csrf"] }),
       ...((config.introspection ?? !config.production) ? [] : [useDisableIntrospection()]),
+      // Last before Sofa: the reads it answers have passed every check above, as Sofa's do.
+      restDispatch.plugin,
       withRestSchema(
         useSofa({
           basePath: REST_BASE,

@@ -1,5 +1,6 @@
 import { GraphQLError } from "graphql";
 import { isAsyncIterable, mapAsyncIterator, type Plugin } from "graphql-yoga";
+import pg from "pg";
 import type { Logger } from "pino";
 import { Prisma } from "../generated/prisma/client.js";
 import { isDatabaseUnavailable } from "../platform/db/unavailable.js";
@@ -22,12 +23,18 @@ export const databaseUnavailable = () =>
 /** Known database failures as our errors; null for anything unexpected. */
 function translateDatabaseError(error: unknown): AppError | null {
   if (isDatabaseUnavailable(error)) return databaseUnavailable();
-  if (!(error instanceof Prisma.PrismaClientKnownRequestError)) return null;
-  const cause = (error.meta?.driverAdapterError as { cause?: { originalCode?: string } } | undefined)?.cause;
+  // The SQLSTATE, through Prisma's adapter or from the pool directly (platform/db/row-by-id.ts).
+  const sqlState =
+    error instanceof Prisma.PrismaClientKnownRequestError
+      ? (error.meta?.driverAdapterError as { cause?: { originalCode?: string } } | undefined)?.cause?.originalCode
+      : error instanceof pg.DatabaseError
+        ? error.code
+        : undefined;
   // PostgreSQL text cannot hold NUL (0x00) or invalid UTF-8: that is the caller's input.
-  if (cause?.originalCode === "22021" || cause?.originalCode === "22P05") {
+  if (sqlState === "22021" || sqlState === "22P05") {
     return new BadUserInputError("Text must not contain NUL characters (\\u0000)");
   }
+  if (!(error instanceof Prisma.PrismaClientKnownRequestError)) return null;
   if (error.code === "P2002") return new ConflictError("A record with the same unique values already exists");
   if (error.code === "P2025") return new NotFoundError("Record", "requested");
   if (error.code === "P2028") return new AppError("SERVICE_UNAVAILABLE", "The database is busy; retry the request");

@@ -7,10 +7,11 @@ import { AppError, UnauthenticatedError } from "../platform/errors.js";
 import { docsResponse } from "./docs.js";
 import { withEtag } from "./etag.js";
 import { type CompiledRoute, matchRoute, validateRestRequest } from "./request-validation.js";
+import type { RestDispatch } from "./rest-dispatch.js";
 import { REST_BASE } from "./routes.js";
 
 /** Sofa's document for a route without the fields the route's `omit` leaves out. */
-function withoutOmitted(schema: GraphQLSchema, document: DocumentNode, omitted: ReadonlySet<string>): DocumentNode {
+export function withoutOmitted(schema: GraphQLSchema, document: DocumentNode, omitted: ReadonlySet<string>): DocumentNode {
   const typeInfo = new TypeInfo(schema);
   return visit(
     document,
@@ -31,6 +32,8 @@ type RestGuardOptions = {
   /** Carries the authentication over to the request the guard hands on. */
   rememberAuth: (request: Request, auth: AuthState) => void;
   openApiDocument: () => unknown;
+  /** Answers the reads that need nothing but their path, without Sofa's second routing. */
+  dispatch?: RestDispatch;
 };
 
 /**
@@ -38,7 +41,14 @@ type RestGuardOptions = {
  * routes (Sofa would serve defaults for every field, and its /webhook routes), authentication,
  * and strict checking of path, query and body against the field's arguments.
  */
-export function useRestGuard({ routes, authenticate, rememberAuth, openApiDocument, bodyReader }: RestGuardOptions): Plugin {
+export function useRestGuard({
+  routes,
+  authenticate,
+  rememberAuth,
+  openApiDocument,
+  bodyReader,
+  dispatch,
+}: RestGuardOptions): Plugin {
   const downloads = new WeakSet<Request>();
   const reads = new WeakSet<Request>();
   const explicitNulls = new WeakMap<Request, string[]>();
@@ -127,8 +137,15 @@ export function useRestGuard({ routes, authenticate, rememberAuth, openApiDocume
       };
       try {
         if (match.route.method === "GET" && !announcesBody(request)) {
+          const checkedInput = validateRestRequest(match.route, match.params, url, "", null);
+          if (request.method === "GET" && !url.search && dispatch?.handles(match.route)) {
+            // Every variable is in the path, checked above: answered without Sofa's second routing.
+            rememberAuth(request, auth);
+            dispatch.take(request, match.route, match.params);
+            return;
+          }
           // Nothing to read: Sofa gets the request as it came.
-          handOn(request, validateRestRequest(match.route, match.params, url, "", null));
+          handOn(request, checkedInput);
           return;
         }
         const read = await bodyReader.read(request, serverContext);

@@ -17,6 +17,7 @@ import {
 } from "../../graphql/lists.js";
 import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
+import { rowByIdReader, selectsScalarsOnly } from "../../platform/db/row-by-id.js";
 import { NotFoundError } from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, limit, text } from "../../platform/limits.js";
@@ -94,10 +95,26 @@ type LockedTask = {
   dueDate: string | null;
 };
 
+/** A task's scalar columns, by id (row-by-id.ts): what `findUnique` returns without a selection. */
+export const taskById = rowByIdReader<Prisma.TaskGetPayload<object>>("Task", [
+  "id",
+  "organizationId",
+  "title",
+  "description",
+  "status",
+  "taskTemplateId",
+  "assigneeId",
+  "dueDate",
+  "createdAt",
+  "updatedAt",
+]);
+
 export function createTaskService(db: Db, notifier: Notifier) {
   return {
     async get(actor: Actor, taskId: string, query: TaskQuery) {
-      const task = await db.task.findUnique({ ...query, where: { id: taskId, organizationId: actor.organizationId } });
+      const task = selectsScalarsOnly(query)
+        ? await taskById(db, taskId, actor.organizationId)
+        : await db.task.findUnique({ ...query, where: { id: taskId, organizationId: actor.organizationId } });
       if (!task) throw new NotFoundError("Task", taskId);
       return task;
     },

@@ -8,6 +8,7 @@ import { applyMigrations, pgliteMigrationSession, pgMigrationSession, readMigrat
 import { pgliteExtensions } from "./pglite-extensions.js";
 import { openReadReplicas, type ReadReplicas } from "./read-replicas.js";
 import { routeReads } from "./read-routing.js";
+import { directRows, readRowsDirectly } from "./row-by-id.js";
 import { type SessionTimeouts, storeRoleTimeouts, timeoutMismatches, timeoutsInForce } from "./session-defaults.js";
 import { DEFAULT_TRANSACTION_LIMITS, type TransactionLimits } from "./transaction-limits.js";
 
@@ -140,6 +141,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         })
       : undefined;
     const db = replicas ? routeReads(primary, replicas) : primary;
+    // The fixed by-id reads (row-by-id.ts) on the same pools, routed and observed as Prisma's reads are.
+    readRowsDirectly(db, directRows(pool, replicas, options.countQueries ? (sql) => queryListener?.(sql) : undefined));
     return {
       db,
       kind: "postgres",

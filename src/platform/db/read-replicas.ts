@@ -15,7 +15,8 @@ export type ReplicaStatus = {
   fallbacks: number;
 };
 
-export type Replica = { name: string; db: PrismaClient };
+/** A replica: its Prisma client, and its pool for the statements read without Prisma (row-by-id.ts). */
+export type Replica = { name: string; db: PrismaClient; pool: pg.Pool };
 
 export type ReadReplicas = {
   /** A replica that may serve a read now (known to be at most `maxLagMs` behind), else undefined. */
@@ -50,7 +51,6 @@ export function replicaName(url: string): string {
 }
 
 type Tracked = Replica & {
-  pool: pg.Pool;
   /** Upper bound of its lag at `checkedAt`, from its replay position and time (ms). */
   lagMs: number | null;
   checkedAt: number;

@@ -15,6 +15,11 @@ export function withReplicaReads<T>(work: () => T): T {
   return scope.run({ replica: true }, work);
 }
 
+/** Whether a read here may go to a replica (inside `withReplicaReads`, before any write of the scope). */
+export function replicaReadsAllowed(): boolean {
+  return scope.getStore()?.replica === true;
+}
+
 const readOperations = new Set([
   "findUnique",
   "findUniqueOrThrow",

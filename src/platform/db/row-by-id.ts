@@ -1,0 +1,80 @@
+import pg from "pg";
+import { type PrismaClient as Db, Prisma } from "../../generated/prisma/client.js";
+import type { ReadReplicas } from "./read-replicas.js";
+import { replicaReadsAllowed } from "./read-routing.js";
+import { isDatabaseUnavailable } from "./unavailable.js";
+
+/** Runs one read-only statement and returns its rows; `values` are bound parameters. */
+export type RowSource = (text: string, values: unknown[]) => Promise<Record<string, unknown>[]>;
+
+/** The PostgreSQL pools behind a client (set by openDatabase); absent on PGlite and in transactions. */
+const sources = new WeakMap<object, RowSource>();
+
+export function readRowsDirectly(db: Db, source: RowSource): void {
+  sources.set(db, source);
+}
+
+/**
+ * The hottest reads (a task by id, on both transports) select every scalar column of one row by
+ * its primary key within an organization. Through `findUnique` each is planned by Prisma's query
+ * compiler and its plan interpreted; on PostgreSQL this fixed statement goes straight to the pool
+ * Prisma uses (`directRows`), elsewhere (PGlite, a transaction's client) through `$queryRaw`.
+ * In process, per read: `findUnique` 0.23 to 0.29 ms of CPU, `$queryRaw` 0.17 to 0.21, the pool
+ * 0.065 (bench/results/2026-11-25-perf.md).
+ *
+ * `columns` are the model's scalar fields as `findUnique` returns them (a test compares the two
+ * on both databases); the identifiers are constants of the caller's code, the values parameters.
+ */
+export function rowByIdReader<Row>(table: string, columns: readonly string[]) {
+  const quoted = (name: string) => `"${name.replaceAll('"', '""')}"`;
+  const head = `SELECT ${columns.map(quoted).join(", ")} FROM ${quoted(table)} WHERE "id" = `;
+  const strings = [head, ` AND "organizationId" = `, " LIMIT 1"];
+  const text = `${head}$1 AND "organizationId" = $2 LIMIT 1`;
+  return async (db: Db, id: string, organizationId: string): Promise<Row | null> => {
+    const source = sources.get(db);
+    const rows = source
+      ? ((await source(text, [id, organizationId])) as Row[])
+      : await db.$queryRaw<Row[]>(Prisma.sql(strings, id, organizationId));
+    return rows[0] ?? null;
+  };
+}
+
+/** Whether plugin-prisma's selection asks for the scalar columns alone (no relation, no narrowing). */
+export const selectsScalarsOnly = (query: { select?: object; include?: object } | undefined) =>
+  !query || (query.select === undefined && query.include === undefined);
+
+const TIMESTAMP = 1114;
+const DATE = 1082;
+/** Timestamps and dates as Prisma reads them: `timestamp(3)` and `date` are UTC. */
+const prismaTypes = {
+  getTypeParser(oid: number, format?: "text" | "binary") {
+    if (oid === TIMESTAMP) return (value: string) => new Date(`${value.replace(" ", "T")}Z`);
+    if (oid === DATE) return (value: string) => new Date(`${value}T00:00:00.000Z`);
+    return pg.types.getTypeParser(oid, format as "text");
+  },
+} as pg.CustomTypesConfig;
+
+/**
+ * Reads on the pools Prisma reads on, routed as `routeReads` routes Prisma's reads (read-routing.ts):
+ * inside `withReplicaReads` a replica that `pick` offers, the primary when it fails for want of the
+ * database or none is offered; `observe` sees each statement as Prisma's query event would (tests count them).
+ */
+export function directRows(primary: pg.Pool, replicas: ReadReplicas | undefined, observe?: (sql: string) => void): RowSource {
+  return async (text, values) => {
+    observe?.(text);
+    const query = { text, values, types: prismaTypes };
+    // Errors go on as pg raises them: the safety net and maskError know pg's as they know Prisma's.
+    const replica = replicas && replicaReadsAllowed() ? replicas.pick() : undefined;
+    if (replica) {
+      try {
+        const { rows } = await replica.pool.query(query);
+        replicas?.served(replica);
+        return rows;
+      } catch (error) {
+        if (!isDatabaseUnavailable(error)) throw error;
+        replicas?.failed(replica, error);
+      }
+    }
+    return (await primary.query(query)).rows;
+  };
+}
