@@ -25,6 +25,7 @@ import { requestIdOf, useRequestId } from "./http/request-id.js";
 import { useRequestLog } from "./http/request-log.js";
 import { useTracing } from "./http/tracing.js";
 import type { DeviceManagement } from "./modules/members/device-management.js";
+import type { NotificationMail } from "./modules/notifications/notifications.service.js";
 import { createLoaders } from "./modules/request-loaders.js";
 import { createServices } from "./modules/services.js";
 import { type Config, DEFAULT_BODY_BUDGET_BYTES } from "./platform/config.js";
@@ -43,10 +44,12 @@ import { schema } from "./schema.js";
 export type AppDeps = {
   database: Database;
   config: Pick<Config, "production" | "bodyLimitBytes"> &
-    Partial<Pick<Config, "bodyBudgetBytes" | "corsOrigins" | "trustProxyHops" | "redisTimeoutMs">> &
+    Partial<Pick<Config, "bodyBudgetBytes" | "corsOrigins" | "trustProxyHops" | "redisTimeoutMs" | "appUrl">> &
     Partial<Pick<Config, "jwt" | "rateLimitPerMinute" | "authFailuresPerMinute" | "trustProxy" | "introspection" | "graphiql">>;
   logger: Logger;
   deviceManagement?: DeviceManagement;
+  /** E-mail for notifications (SMTP configured); none sent when absent. */
+  mail?: NotificationMail;
   /** Shared events (Redis) for replicas; in memory when absent. */
   events?: Events;
   /** Shares rate-limit counters between replicas; in memory when absent. */
@@ -88,7 +91,12 @@ export function createApp(deps: AppDeps) {
   const { database, config, logger } = deps;
   const redisHealth =
     deps.redisHealth ?? (deps.redis ? watchRedis(deps.redis, { timeoutMs: config.redisTimeoutMs ?? 200, logger }) : undefined);
-  const services = createServices(database.db, { deviceManagement: deps.deviceManagement, events: deps.events });
+  const services = createServices(database.db, {
+    deviceManagement: deps.deviceManagement,
+    events: deps.events,
+    mail: deps.mail,
+    links: { appUrl: config.appUrl, trustedOrigins: config.corsOrigins },
+  });
   const verify = createAuthenticator(database.db, config.jwt);
   const authenticate = limitAuthenticationFailures(verify, {
     perMinute: config.authFailuresPerMinute ?? 30,

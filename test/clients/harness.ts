@@ -139,6 +139,9 @@ export const relayStylePaginationKeepingNull: Pagination = (keyArgs) => {
 export const typesWithoutId = [
   "DeleteCommentPayload",
   "DeleteTaskItemPayload",
+  "MarkNotificationsReadPayload",
+  "NotificationEmailPreferences",
+  "NotificationPreferences",
   "PolicyVersionCreated",
   "TaskItemStats",
   "TaskItemStatusCounts",

@@ -9,6 +9,7 @@ import { type SeedResult, seedDemo } from "../../src/admin/seed.js";
 import { createApp } from "../../src/app.js";
 import type { Permission } from "../../src/auth/permissions.js";
 import type { DeviceManagement } from "../../src/modules/members/device-management.js";
+import type { NotificationMail } from "../../src/modules/notifications/notifications.service.js";
 import type { Config } from "../../src/platform/config.js";
 import { type Database, openDatabase } from "../../src/platform/db/database.js";
 import type { Events } from "../../src/platform/events.js";
@@ -84,6 +85,10 @@ export async function createTestApp(
     bodyLimitBytes?: number;
     bodyBudgetBytes?: number;
     corsOrigins?: string[];
+    /** APP_URL: the web app's origin, for notification deep links. */
+    appUrl?: string;
+    /** E-mail of notifications; none when absent. */
+    mail?: NotificationMail;
     jwt?: Config["jwt"];
     rateLimitPerMinute?: number;
     authFailuresPerMinute?: number;
@@ -111,6 +116,7 @@ export async function createTestApp(
       bodyLimitBytes: options.bodyLimitBytes ?? 36 * 1024 * 1024,
       bodyBudgetBytes: options.bodyBudgetBytes,
       corsOrigins: options.corsOrigins,
+      appUrl: options.appUrl,
       jwt: options.jwt ?? { secret: testJwtSecret },
       // Suites send far more than a minute's worth from one key; the limit has its own tests.
       rateLimitPerMinute: options.rateLimitPerMinute ?? 1_000_000,
@@ -122,6 +128,7 @@ export async function createTestApp(
     rateLimitKeyPrefix: options.rateLimitKeyPrefix,
     logger: options.logger ?? pino({ level: "silent" }),
     deviceManagement: options.deviceManagement,
+    mail: options.mail,
   });
 
   async function rest(method: string, path: string, opts: RestOptions = {}) {
