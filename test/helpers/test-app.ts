@@ -62,6 +62,28 @@ async function openTestDatabase(): Promise<{ database: Database; drop: () => Pro
 }
 
 /**
+ * A database of the caller's own (a copy of the migrated one), with its URL on PostgreSQL: for a
+ * test that starts something else on it (the job queue, a service process) or closes it.
+ */
+export async function openOwnDatabase(): Promise<{ database: Database; url?: string; close(): Promise<void> }> {
+  if (!usePostgres) {
+    const { database } = await openTestDatabase();
+    return { database, close: () => database.close() };
+  }
+  const template = inject("postgresTemplate");
+  const { url, drop } = await createPostgresDatabase(template || undefined, template ? `${template}_` : undefined);
+  const database = await openDatabase({ kind: "postgres", url, poolSize: 10 });
+  return {
+    database,
+    url,
+    async close() {
+      await database.close();
+      await drop();
+    },
+  };
+}
+
+/**
  * One database per worker, shared by the files it runs one after the other (vitest's `isolate:
  * false` keeps this module, and so this database, between files): opening one costs about a second
  * of CPU, more than most files' tests. Files stay apart by working in organizations of their own;
