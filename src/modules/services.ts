@@ -4,6 +4,7 @@ import { createAuditService } from "./audit/audit.service.js";
 import { createCommentService } from "./comments/comments.service.js";
 import type { DeviceManagement } from "./members/device-management.js";
 import { createMemberService } from "./members/members.service.js";
+import type { NotificationMail } from "./notifications/notifications.service.js";
 import { createPolicyService } from "./policies/policies.service.js";
 import { createRiskService } from "./risks/risks.service.js";
 import { createTaskItemService } from "./task-items/task-items.service.js";
@@ -11,7 +12,7 @@ import { createTaskService } from "./tasks/tasks.service.js";
 import { createVendorService } from "./vendors/vendors.service.js";
 import { createViewerService } from "./viewer/viewer.service.js";
 
-export type ServiceOptions = { deviceManagement?: DeviceManagement; events?: Events };
+export type ServiceOptions = { deviceManagement?: DeviceManagement; events?: Events; mail?: NotificationMail };
 
 export function createServices(db: Db, options: ServiceOptions = {}) {
   const events = options.events ?? createEvents();

@@ -16,7 +16,8 @@ export type IdPrefix =
   | "att"
   | "aud"
   | "ses"
-  | "idk";
+  | "idk"
+  | "ntf";
 
 // Time-ordered (48-bit millisecond clock, then 80 random bits) so ids sort like creation order.
 export function newId(prefix: IdPrefix): string {

@@ -228,7 +228,8 @@ describe.skipIf(missing)("when PostgreSQL or Redis fails", () => {
     const from = answers.length;
     const window = await during(async () => {
       await redis.stop();
-      await sleep(300);
+      // How soon the service notices depends on the machine's load: wait for it, with a bound.
+      await until(async () => (await readyBody()).redis === "unavailable", "the service to see Redis down");
       expect(await readyBody()).toMatchObject({ status: "ready", redis: "unavailable", rateLimits: "per replica" });
       // A new subscription during the outage used to end the process.
       duringOutage = await subscribe();

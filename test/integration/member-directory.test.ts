@@ -138,4 +138,25 @@ describe("the member directory", () => {
     );
     expect(own.body.data.node.approver.role).toBe("admin");
   });
+
+  it("names who created and who submitted a version (createdBy, submittedBy) to any reader of policies", async () => {
+    const policy = await t.rest("POST", "/v1/policies", { headers: admin, body: { name: "Authors", content: [] } });
+    const draft = await t.rest("POST", `/v1/policies/${policy.body.id}/versions`, { headers: admin, body: {} });
+    const submitted = await t.rest("POST", `/v1/policies/${policy.body.id}/versions/${draft.body.versionId}/submit`, {
+      headers: admin,
+      body: { approverId: org.memberIds[0] },
+    });
+    expect(submitted.status).toBe(200);
+    const key = await keyWith(["policy:read"]);
+    const res = await t.gql(
+      "query($id: ID!) { node(id: $id) { ... on PolicyVersion { createdBy { id name role } submittedBy { id name } } } }",
+      { id: draft.body.versionId },
+      { key },
+    );
+    expect(res.body.data.node).toEqual({
+      createdBy: { id: org.memberIds[1], name: "Grace Admin", role: null },
+      submittedBy: { id: org.memberIds[1], name: "Grace Admin" },
+    });
+    expect(refusedPaths(res.body.errors)).toEqual(["node.createdBy.role"]);
+  });
 });

@@ -115,24 +115,20 @@ const PolicyVersion = builder.prismaObject("PolicyVersion", {
       nullable: true,
       ...graphOnly,
       description:
-        "The member who created the version; null when an API key alone created it (or for a user no longer a member). Needs `member:read`: without it, null with FORBIDDEN here",
+        "The member who created the version; null when an API key alone created it (or for a user no longer a member). Any credential reads its id and name; its other fields need `member:read`",
       select: { createdByUserId: true },
-      resolve: (query, version, _args, ctx) => {
-        authorize(ctx, "member:read");
-        return version.createdByUserId ? ctx.loaders.members.byUserId.load({ id: version.createdByUserId, query }) : null;
-      },
+      resolve: (query, version, _args, ctx) =>
+        version.createdByUserId ? ctx.loaders.members.byUserId.load({ id: version.createdByUserId, query }) : null,
     }),
     submittedBy: t.prismaField({
       type: "Member",
       nullable: true,
       ...graphOnly,
       description:
-        "The member who last submitted the version for review; null before a submit, or when an API key alone submitted it. Neither this member nor `createdBy` may approve it (four eyes). Needs `member:read`: without it, null with FORBIDDEN here",
+        "The member who last submitted the version for review; null before a submit, or when an API key alone submitted it. Neither this member nor `createdBy` may approve it (four eyes). Any credential reads its id and name; its other fields need `member:read`",
       select: { submittedByUserId: true },
-      resolve: (query, version, _args, ctx) => {
-        authorize(ctx, "member:read");
-        return version.submittedByUserId ? ctx.loaders.members.byUserId.load({ id: version.submittedByUserId, query }) : null;
-      },
+      resolve: (query, version, _args, ctx) =>
+        version.submittedByUserId ? ctx.loaders.members.byUserId.load({ id: version.submittedByUserId, query }) : null,
     }),
     policy: t.relation("policy", { ...graphOnly, description: "The policy this is a version of" }),
     sourceVersion: t.prismaField({
