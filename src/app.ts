@@ -24,7 +24,10 @@ import { useReadRouting } from "./http/read-routing.js";
 import { requestIdOf, useRequestId } from "./http/request-id.js";
 import { useRequestLog } from "./http/request-log.js";
 import { useTracing } from "./http/tracing.js";
+import { useUnsubscribe } from "./http/unsubscribe.js";
 import type { DeviceManagement } from "./modules/members/device-management.js";
+import type { NotificationMailer } from "./modules/notifications/notifications.mail.js";
+import type { Unsubscribe } from "./modules/notifications/notifications.unsubscribe.js";
 import { createLoaders } from "./modules/request-loaders.js";
 import { createServices } from "./modules/services.js";
 import { type Config, DEFAULT_BODY_BUDGET_BYTES } from "./platform/config.js";
@@ -60,7 +63,12 @@ export type AppDeps = {
   tracer?: Tracer;
   /** True once the process is shutting down: /ready answers 503 so load balancers stop sending. */
   isShuttingDown?: () => boolean;
+  /** E-mail for notifications (SMTP configured): the jobs changes enqueue, their counts, and /unsubscribe. */
+  mail?: { mailer: NotificationMailer; unsubscribe: Unsubscribe };
 };
+
+/** The unsubscribe form is one short field: a larger body is not one. */
+const UNSUBSCRIBE_BODY_LIMIT_BYTES = 4_096;
 
 /** /ready answers within a second whatever the database does: a load balancer's check must not hang. */
 const READY_TIMEOUT_MS = 900;
@@ -87,7 +95,11 @@ export function createApp(deps: AppDeps) {
   const { database, config, logger } = deps;
   const redisHealth =
     deps.redisHealth ?? (deps.redis ? watchRedis(deps.redis, { timeoutMs: config.redisTimeoutMs ?? 200, logger }) : undefined);
-  const services = createServices(database.db, { deviceManagement: deps.deviceManagement, events: deps.events });
+  const services = createServices(database.db, {
+    deviceManagement: deps.deviceManagement,
+    events: deps.events,
+    mail: deps.mail?.mailer,
+  });
   const verify = createAuthenticator(database.db, config.jwt);
   const authenticate = limitAuthenticationFailures(verify, {
     perMinute: config.authFailuresPerMinute ?? 30,
@@ -104,10 +116,8 @@ export function createApp(deps: AppDeps) {
     }
     return auth;
   };
-  const bodyReader = createBodyReader(
-    createBodyBudget(config.bodyBudgetBytes ?? DEFAULT_BODY_BUDGET_BYTES),
-    config.bodyLimitBytes,
-  );
+  const bodyBudget = createBodyBudget(config.bodyBudgetBytes ?? DEFAULT_BODY_BUDGET_BYTES);
+  const bodyReader = createBodyReader(bodyBudget, config.bodyLimitBytes);
   const rememberAuth = (request: Request, auth: AuthState) => authByRequest.set(request, Promise.resolve(auth));
   const restSchema = restSchemaOf(schema);
   const routes = compileRoutes(restSchema, restRoutes);
@@ -164,7 +174,13 @@ export function createApp(deps: AppDeps) {
       useVaryOnOrigin(config.corsOrigins ?? []),
       useUnexpectedErrorLog(logger),
       // Next, so that it times every request, including those other plugins answer early.
-      useMetrics({ routes, poolStats: database.poolStats, redisHealth, replicas: database.replicas?.statuses }),
+      useMetrics({
+        routes,
+        poolStats: database.poolStats,
+        redisHealth,
+        replicas: database.replicas?.statuses,
+        mail: deps.mail?.mailer.counts,
+      }),
       ...((config.graphiql ?? !config.production) ? [useGraphiQLAssets()] : []),
       useRequestLog(logger),
       ...(deps.tracer ? [useTracing(deps.tracer)] : []),
@@ -202,6 +218,14 @@ export function createApp(deps: AppDeps) {
         keyPrefix: deps.rateLimitKeyPrefix,
       }),
       bodyLimit,
+      ...(deps.mail
+        ? [
+            useUnsubscribe({
+              handler: deps.mail.unsubscribe,
+              bodyReader: createBodyReader(bodyBudget, Math.min(config.bodyLimitBytes, UNSUBSCRIBE_BODY_LIMIT_BYTES)),
+            }),
+          ]
+        : []),
       useGraphqlInputHygiene(),
       useGraphqlBodyAdmission({ reader: bodyReader, authenticate: authenticateOnce, rememberAuth }),
       useRestGuard({

@@ -17,7 +17,15 @@ export type JobQueueOptions = {
   /** Connections of that pool: fetching, completing and maintenance; 3 when absent. */
   poolSize?: number;
   logger: Logger;
+  /**
+   * False for a short-lived process (the CLI) that only reads and changes jobs: no schema
+   * creation or migration, no maintenance. True (the service) when absent.
+   */
+  maintain?: boolean;
 };
+
+/** The queues of the service, by what they carry. */
+export const QUEUES = { notificationMail: "notification-mail" } as const;
 
 /** The schema pg-boss creates and migrates in our database (its `start()` does it, under its own lock). */
 export const JOB_SCHEMA = "pgboss";
@@ -29,7 +37,13 @@ export const JOB_SCHEMA = "pgboss";
  * in transaction mode cannot give) and only ever takes transaction-scoped advisory locks.
  */
 export async function startJobQueue(options: JobQueueOptions): Promise<JobQueue> {
-  const common = { schema: JOB_SCHEMA, schedule: false, application_name: "compliance-gateway-jobs" } as const;
+  const maintain = options.maintain ?? true;
+  const common = {
+    schema: JOB_SCHEMA,
+    schedule: false,
+    application_name: "compliance-gateway-jobs",
+    ...(maintain ? {} : { supervise: false, migrate: false, createSchema: false, registerInstance: false }),
+  } as const;
   let boss: PgBoss;
   if (options.pglite) {
     boss = new PgBoss({ ...common, db: fromPglite(options.pglite), backend: "pglite" });
