@@ -252,7 +252,9 @@ async function shutdown(signal: string) {
   await run("dispose the GraphQL server", () => app.yoga.dispose());
   // Messages being sent finish (within SHUTDOWN_TIMEOUT_MS); the jobs not taken wait for another replica.
   await run("stop the mail worker", () => mail?.mailer.stop());
-  await run("stop the job queue", () => mail?.queue.stop(Math.max(1_000, config.shutdownTimeoutMs - (Date.now() - signalledAt) - 2_000)));
+  await run("stop the job queue", () =>
+    mail?.queue.stop(Math.max(1_000, config.shutdownTimeoutMs - (Date.now() - signalledAt) - 2_000)),
+  );
   await run("close the database", () => database.close());
   await run("close Redis", () => redis?.close());
   await run("stop tracing", () => tracing?.shutdown());

@@ -259,7 +259,8 @@ const mailFailed: Command = {
   prepare(values, { failedJobs, QUEUES }) {
     const limitValue = str(values, "limit") ?? "100";
     const limit = Number(limitValue);
-    if (!/^\d+$/.test(limitValue) || limit < 1 || limit > 10_000) throw new UsageError("--limit must be a whole number from 1 to 10000", this);
+    if (!/^\d+$/.test(limitValue) || limit < 1 || limit > 10_000)
+      throw new UsageError("--limit must be a whole number from 1 to 10000", this);
     return async (_db, context) => {
       const queue = await context.jobQueue();
       if (!queue) return { json: { jobs: [] }, text: noQueue };
@@ -311,4 +312,13 @@ const mailRetry: Command = {
   },
 };
 
-export const commands: Command[] = [orgCreate, userCreate, apikeyCreate, apikeyRevoke, sessionCreate, seed, mailFailed, mailRetry];
+export const commands: Command[] = [
+  orgCreate,
+  userCreate,
+  apikeyCreate,
+  apikeyRevoke,
+  sessionCreate,
+  seed,
+  mailFailed,
+  mailRetry,
+];

@@ -20,7 +20,10 @@ const reasonNames: Record<string, string> = {
 };
 
 const text = (status: number, body: string, headers: Record<string, string> = {}) =>
-  new Response(`${body}\n`, { status, headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store", ...headers } });
+  new Response(`${body}\n`, {
+    status,
+    headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store", ...headers },
+  });
 
 const badToken = () =>
   text(400, "This unsubscribe link is not valid or has expired. Change your e-mail preferences in the app instead.");
@@ -87,7 +90,10 @@ export function useUnsubscribe(options: { handler: UnsubscribeHandler; bodyReade
         const outcome = await options.handler.apply(token, requestIdOf(serverContext as object));
         endResponse(
           outcome.done
-            ? text(200, `You will no longer receive e-mail for ${reasonNames[outcome.reason] ?? outcome.reason}. Your notifications stay in the app.`)
+            ? text(
+                200,
+                `You will no longer receive e-mail for ${reasonNames[outcome.reason] ?? outcome.reason}. Your notifications stay in the app.`,
+              )
             : badToken(),
         );
       } finally {

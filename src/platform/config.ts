@@ -94,7 +94,10 @@ const schema = z.object({
     .string()
     .regex(/^smtps?:\/\/[^/]/, "must be an smtp:// or smtps:// URL")
     .optional(),
-  MAIL_FROM: z.string().refine(isMailbox, "must be an address, or a name and an address: Workspace <notify@example.com>").optional(),
+  MAIL_FROM: z
+    .string()
+    .refine(isMailbox, "must be an address, or a name and an address: Workspace <notify@example.com>")
+    .optional(),
   PUBLIC_URL: z
     .string()
     .refine(isBaseUrl, "must be an http(s) URL without query or fragment, such as https://api.example.com")

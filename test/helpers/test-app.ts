@@ -6,7 +6,7 @@ import pino, { type Logger } from "pino";
 import { inject } from "vitest";
 import { createApiKey } from "../../src/admin/admin.service.js";
 import { type SeedResult, seedDemo } from "../../src/admin/seed.js";
-import { createApp } from "../../src/app.js";
+import { type AppDeps, createApp } from "../../src/app.js";
 import type { Permission } from "../../src/auth/permissions.js";
 import type { DeviceManagement } from "../../src/modules/members/device-management.js";
 import type { Config } from "../../src/platform/config.js";
@@ -119,6 +119,8 @@ export async function createTestApp(
     /** A database of the app's own, for a test that closes or breaks it; closed by `close()`. */
     ownDatabase?: boolean;
     logger?: Logger;
+    /** E-mail for notifications: the mailer (notifications.mail.ts) and /unsubscribe. */
+    mail?: AppDeps["mail"];
   } = {},
 ) {
   const { database, drop } = options.database
@@ -144,6 +146,7 @@ export async function createTestApp(
     rateLimitKeyPrefix: options.rateLimitKeyPrefix,
     logger: options.logger ?? pino({ level: "silent" }),
     deviceManagement: options.deviceManagement,
+    mail: options.mail,
   });
 
   async function rest(method: string, path: string, opts: RestOptions = {}) {

@@ -193,7 +193,11 @@ function html(text: string): string {
  * from the notification and its records, and the Date is the notification's: a retry composes the
  * same message (same Message-ID, same unsubscribe link).
  */
-export async function composeMessage(db: Db, notificationId: string, config: MailConfig): Promise<Mail.Options | { skip: string }> {
+export async function composeMessage(
+  db: Db,
+  notificationId: string,
+  config: MailConfig,
+): Promise<Mail.Options | { skip: string }> {
   const notification = await db.notification.findUnique({
     where: { id: notificationId },
     include: {

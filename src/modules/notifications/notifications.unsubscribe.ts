@@ -36,14 +36,21 @@ export async function unsubscribeToken(secret: string, claim: UnsubscribeClaim &
     .sign(keyOf(secret));
 }
 
-export async function unsubscribeUrl(config: Pick<MailConfig, "publicUrl" | "unsubscribeSecret">, claim: UnsubscribeClaim & { issuedAt: Date }) {
+export async function unsubscribeUrl(
+  config: Pick<MailConfig, "publicUrl" | "unsubscribeSecret">,
+  claim: UnsubscribeClaim & { issuedAt: Date },
+) {
   return `${config.publicUrl}/unsubscribe/${await unsubscribeToken(config.unsubscribeSecret, claim)}`;
 }
 
 /** The member and reason a token names, or undefined when it is not ours, altered, or expired. */
 export async function readUnsubscribeToken(secret: string, token: string): Promise<UnsubscribeClaim | undefined> {
   try {
-    const { payload } = await jwtVerify(token, keyOf(secret), { algorithms: ["HS256"], audience: AUDIENCE, requiredClaims: ["exp", "sub"] });
+    const { payload } = await jwtVerify(token, keyOf(secret), {
+      algorithms: ["HS256"],
+      audience: AUDIENCE,
+      requiredClaims: ["exp", "sub"],
+    });
     if (typeof payload.sub !== "string" || typeof payload.reason !== "string" || !reasons.has(payload.reason)) return undefined;
     return { memberId: payload.sub, reason: payload.reason as NotificationReason };
   } catch {
@@ -67,11 +74,17 @@ export function createUnsubscribe(db: Db, secret: string) {
     async apply(token: string, requestId?: string): Promise<UnsubscribeOutcome> {
       const claim = await readUnsubscribeToken(secret, token);
       if (!claim) return { done: false };
-      const member = await db.member.findUnique({ where: { id: claim.memberId }, select: { organizationId: true, userId: true } });
+      const member = await db.member.findUnique({
+        where: { id: claim.memberId },
+        select: { organizationId: true, userId: true },
+      });
       if (!member) return { done: false };
       const field = column[claim.reason];
       await db.$transaction(async (tx) => {
-        const current = await tx.notificationPreference.findUnique({ where: { memberId: claim.memberId }, select: { [field]: true } });
+        const current = await tx.notificationPreference.findUnique({
+          where: { memberId: claim.memberId },
+          select: { [field]: true },
+        });
         if (current && current[field] === false) return;
         await tx.notificationPreference.upsert({
           where: { memberId: claim.memberId },
