@@ -256,7 +256,7 @@ describe("notification e-mail", () => {
   });
 
   it("sends nothing to a member who switched the reason off, is no longer active, made the change, or is of another organization", async () => {
-    const [optedOut, inactive, actor] = [org.memberIds[1], org.memberIds[2], org.memberIds[3]] as string[];
+    const [optedOut, inactive, actor] = org.memberIds.slice(1, 4) as [string, string, string];
     await t.db.notificationPreference.create({
       data: { memberId: optedOut, organizationId: org.organizationId, emailAssigned: false },
     });
