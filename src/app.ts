@@ -45,7 +45,7 @@ import { schema } from "./schema.js";
 export type AppDeps = {
   database: Database;
   config: Pick<Config, "production" | "bodyLimitBytes"> &
-    Partial<Pick<Config, "bodyBudgetBytes" | "corsOrigins" | "trustProxyHops" | "redisTimeoutMs">> &
+    Partial<Pick<Config, "bodyBudgetBytes" | "corsOrigins" | "trustProxyHops" | "redisTimeoutMs" | "appUrl">> &
     Partial<Pick<Config, "jwt" | "rateLimitPerMinute" | "authFailuresPerMinute" | "trustProxy" | "introspection" | "graphiql">>;
   logger: Logger;
   deviceManagement?: DeviceManagement;
@@ -99,6 +99,7 @@ export function createApp(deps: AppDeps) {
     deviceManagement: deps.deviceManagement,
     events: deps.events,
     mail: deps.mail?.mailer,
+    links: { appUrl: config.appUrl, trustedOrigins: config.corsOrigins },
   });
   const verify = createAuthenticator(database.db, config.jwt);
   const authenticate = limitAuthenticationFailures(verify, {

@@ -4,7 +4,12 @@ import { createAuditService } from "./audit/audit.service.js";
 import { createCommentService } from "./comments/comments.service.js";
 import type { DeviceManagement } from "./members/device-management.js";
 import { createMemberService } from "./members/members.service.js";
-import type { NotificationMail } from "./notifications/notifications.service.js";
+import {
+  createNotificationService,
+  createNotifier,
+  type DeepLinks,
+  type NotificationMail,
+} from "./notifications/notifications.service.js";
 import { createPolicyService } from "./policies/policies.service.js";
 import { createRiskService } from "./risks/risks.service.js";
 import { createTaskItemService } from "./task-items/task-items.service.js";
@@ -12,22 +17,30 @@ import { createTaskService } from "./tasks/tasks.service.js";
 import { createVendorService } from "./vendors/vendors.service.js";
 import { createViewerService } from "./viewer/viewer.service.js";
 
-export type ServiceOptions = { deviceManagement?: DeviceManagement; events?: Events; mail?: NotificationMail };
+export type ServiceOptions = {
+  deviceManagement?: DeviceManagement;
+  events?: Events;
+  mail?: NotificationMail;
+  /** APP_URL and CORS_ORIGINS, for the deep links of notifications. */
+  links?: DeepLinks;
+};
 
 export function createServices(db: Db, options: ServiceOptions = {}) {
   const events = options.events ?? createEvents();
+  const notifier = createNotifier({ links: options.links ?? {}, mail: options.mail, events });
   return {
     events,
     /** For plugin-prisma's relation loading only; resolvers call the services. */
     db,
     audit: createAuditService(db),
-    comments: createCommentService(db, events),
+    comments: createCommentService(db, events, notifier),
     members: createMemberService(db, options.deviceManagement),
-    policies: createPolicyService(db, events),
-    taskItems: createTaskItemService(db),
-    tasks: createTaskService(db),
-    risks: createRiskService(db),
-    vendors: createVendorService(db),
+    notifications: createNotificationService(db, events),
+    policies: createPolicyService(db, events, notifier),
+    taskItems: createTaskItemService(db, notifier),
+    tasks: createTaskService(db, notifier),
+    risks: createRiskService(db, notifier),
+    vendors: createVendorService(db, notifier),
     viewer: createViewerService(db),
   };
 }

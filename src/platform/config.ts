@@ -17,6 +17,24 @@ function isExactOrigin(value: string): boolean {
   }
 }
 
+/** The web app's base URL: an http(s) origin, a trailing slash allowed; its origin is what the service uses. */
+function isAppOrigin(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (
+      (url.protocol === "https:" || url.protocol === "http:") &&
+      url.pathname === "/" &&
+      !url.search &&
+      !url.hash &&
+      !url.username &&
+      !url.password &&
+      (value === url.origin || value === `${url.origin}/`)
+    );
+  } catch {
+    return false;
+  }
+}
+
 const schema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(4000),
   HOST: z.string().min(1).default("127.0.0.1"),
@@ -72,6 +90,11 @@ const schema = z.object({
         .filter(Boolean),
     )
     .pipe(z.array(z.string().refine(isExactOrigin, "each entry must be an exact origin such as https://app.example.com"))),
+  APP_URL: z
+    .string()
+    .refine(isAppOrigin, "must be the web app's origin, such as https://app.example.com (no path, query or credentials)")
+    .transform((value) => new URL(value).origin)
+    .optional(),
   AUTH_JWT_MAX_AGE_SECONDS: z.coerce.number().int().min(1).default(86_400),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
   SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(300_000).default(0),
@@ -178,6 +201,8 @@ export type Config = {
   trustProxyHops: number;
   /** Origins (exact) whose pages may call the API from a browser, with credentials; none by default. */
   corsOrigins: string[];
+  /** The web app's origin, for the deep links of notifications; none when unset. */
+  appUrl: string | undefined;
   authFailuresPerMinute: number;
   shutdownGraceMs: number;
   /** After SIGTERM, how long to keep serving (with /ready at 503) before closing the listener. */
@@ -252,6 +277,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: e.TRUST_PROXY === "true",
     trustProxyHops: e.TRUST_PROXY_HOPS,
     corsOrigins: e.CORS_ORIGINS,
+    appUrl: e.APP_URL,
     authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     shutdownDelayMs: e.SHUTDOWN_DELAY_MS,

@@ -9,12 +9,15 @@ export type CommentCreatedEvent = CommentEvent;
 export type CommentDeletedEvent = { deletedId: string; organizationId: string; entityType: string; entityId: string };
 /** A policy changed: its fields, a new version, or a review step. */
 export type PolicyChangedEvent = { id: string; organizationId: string };
+/** A notification written for one member: its channel is the recipient's, so only they hear it. */
+export type NotificationAddedEvent = { id: string; organizationId: string; recipientId: string };
 
 type Channels = {
   "comment.created": [organizationId: string, event: CommentEvent];
   "comment.updated": [organizationId: string, event: CommentEvent];
   "comment.deleted": [organizationId: string, event: CommentDeletedEvent];
   "policy.changed": [organizationId: string, event: PolicyChangedEvent];
+  "notification.added": [recipientId: string, event: NotificationAddedEvent];
 };
 
 /**

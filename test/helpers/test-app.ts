@@ -106,6 +106,8 @@ export async function createTestApp(
     bodyLimitBytes?: number;
     bodyBudgetBytes?: number;
     corsOrigins?: string[];
+    /** APP_URL: the web app's origin, for notification deep links. */
+    appUrl?: string;
     jwt?: Config["jwt"];
     rateLimitPerMinute?: number;
     authFailuresPerMinute?: number;
@@ -135,6 +137,7 @@ export async function createTestApp(
       bodyLimitBytes: options.bodyLimitBytes ?? 36 * 1024 * 1024,
       bodyBudgetBytes: options.bodyBudgetBytes,
       corsOrigins: options.corsOrigins,
+      appUrl: options.appUrl,
       jwt: options.jwt ?? { secret: testJwtSecret },
       // Suites send far more than a minute's worth from one key; the limit has its own tests.
       rateLimitPerMinute: options.rateLimitPerMinute ?? 1_000_000,

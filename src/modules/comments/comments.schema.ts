@@ -10,6 +10,7 @@ import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 import { renewLoaders } from "../request-loaders.js";
 import { attachmentLimits, commentLimits, commentList, type DeletedComment } from "./comments.service.js";
+import { mentionedIds } from "./mentions.js";
 
 export const CommentEntityType = builder.enumType(CommentEntityTypeValues, {
   name: "CommentEntityType",
@@ -101,6 +102,17 @@ const Comment = builder.prismaObject("Comment", {
       extensions: { listMax: attachmentLimits.count },
     }),
     createdAt: t.expose("createdAt", { type: "DateTime", description: "When the comment was written" }),
+    mentions: t.prismaField({
+      type: ["Member"],
+      ...graphOnly,
+      description:
+        "The members of the organization the comment mentions, in the order they first appear: mention nodes of TipTap/ProseMirror JSON content and `@[Display name](mem_…)` markup in plain text. Ids that name no member of the organization are left out. Any credential reads their id and name",
+      select: { content: true },
+      resolve: async (query, comment, _args, ctx) => {
+        const found = await Promise.all(mentionedIds(comment.content).map((id) => ctx.loaders.members.byId.load({ id, query })));
+        return found.filter((member) => member !== null) as never;
+      },
+    }),
     contextUrl: t.exposeString("contextUrl", {
       nullable: true,
       ...graphOnly,

@@ -22,7 +22,9 @@ import { commonLimits, decodedSize, limit, list, text } from "../../platform/lim
 import { parseInput } from "../../platform/validation.js";
 import { auditEvent } from "../audit/audit.service.js";
 import { assertEntityExists } from "../entities.js";
+import type { Notifier } from "../notifications/notifications.service.js";
 import { executableReason, safeFileNamePattern } from "./attachment-rules.js";
+import { mentionedIds } from "./mentions.js";
 
 const MiB = 1024 * 1024;
 export const attachmentLimits = { count: 10, bytesEach: 10 * MiB, bytesTotal: 25 * MiB };
@@ -109,7 +111,7 @@ const listInput = z.object({
   entityType: z.enum(["task", "vendor", "risk", "policy"]),
 });
 
-export function createCommentService(db: Db, events: Events) {
+export function createCommentService(db: Db, events: Events, notifier: Notifier) {
   /** The active member acting as `userId` in the organization; 404 otherwise. */
   async function activeMemberId(organizationId: string, userId: string): Promise<string> {
     const member = await db.member.findUnique({
@@ -144,6 +146,7 @@ export function createCommentService(db: Db, events: Events) {
         content: true,
         entityType: true,
         entityId: true,
+        contextUrl: true,
         authorId: true,
         author: { select: { userId: true } },
         attachments: { select: { id: true, name: true, type: true, size: true } },
@@ -197,48 +200,60 @@ export function createCommentService(db: Db, events: Events) {
       }
 
       const id = newId("cmt");
-      // One transaction: the comment, its attachment bytes and the audit row, or none of them.
-      const [comment] = await db.$transaction([
-        db.comment.create({
-          ...query,
-          data: {
-            id,
-            organizationId: actor.organizationId,
-            entityType: input.entityType as CommentEntityType,
-            entityId: input.entityId,
-            content: input.content,
-            authorId,
-            apiKeyId: actor.apiKeyId,
-            contextUrl: input.contextUrl ?? null,
-            attachments: {
-              create: attachments.map((a) => ({
-                id: newId("att"),
-                organizationId: actor.organizationId,
-                name: a.fileName,
-                type: a.fileType.toLowerCase(),
-                size: a.bytes.length,
-                description: a.description ?? null,
-                uploaderId: a.userId ? (uploaderIds.get(a.userId) as string) : authorId,
-                data: a.bytes,
-              })),
-            },
-          },
-        }),
-        db.auditEvent.create({
-          data: auditEvent(
-            actor,
-            "comment.created",
-            { type: "comment", id },
-            {
-              entityType: input.entityType,
+      // One transaction: the comment, its attachment bytes, the audit row and the mentions' notifications, or none of them.
+      const comment = await notifier.transaction(
+        db,
+        { organizationId: actor.organizationId, memberId: authorId },
+        async (tx, notify) => {
+          const created = await tx.comment.create({
+            ...query,
+            data: {
+              id,
+              organizationId: actor.organizationId,
+              entityType: input.entityType as CommentEntityType,
               entityId: input.entityId,
-              attachments: attachments.length,
+              content: input.content,
+              authorId,
+              apiKeyId: actor.apiKeyId,
               contextUrl: input.contextUrl ?? null,
+              attachments: {
+                create: attachments.map((a) => ({
+                  id: newId("att"),
+                  organizationId: actor.organizationId,
+                  name: a.fileName,
+                  type: a.fileType.toLowerCase(),
+                  size: a.bytes.length,
+                  description: a.description ?? null,
+                  uploaderId: a.userId ? (uploaderIds.get(a.userId) as string) : authorId,
+                  data: a.bytes,
+                })),
+              },
             },
-          ),
-          select: { id: true },
-        }),
-      ]);
+          });
+          await tx.auditEvent.create({
+            data: auditEvent(
+              actor,
+              "comment.created",
+              { type: "comment", id },
+              {
+                entityType: input.entityType,
+                entityId: input.entityId,
+                attachments: attachments.length,
+                contextUrl: input.contextUrl ?? null,
+              },
+            ),
+            select: { id: true },
+          });
+          await notify({
+            reason: "mention",
+            recipientIds: mentionedIds(input.content),
+            entity: { type: input.entityType, id: input.entityId },
+            commentId: id,
+            contextUrl: input.contextUrl,
+          });
+          return created;
+        },
+      );
       events.publish("comment.created", actor.organizationId, {
         id,
         organizationId: actor.organizationId,
@@ -260,9 +275,12 @@ export function createCommentService(db: Db, events: Events) {
         entityType: comment.entityType,
         entityId: comment.entityId,
       };
-      const [updated] = await db.$transaction([
-        db.comment.update({ ...query, where, data: { content: input.content } }),
-        db.auditEvent.create({
+      const before = new Set(mentionedIds(comment.content));
+      const added = mentionedIds(input.content).filter((memberId) => !before.has(memberId));
+      const author = { organizationId: actor.organizationId, memberId: comment.authorId };
+      const updated = await notifier.transaction(db, author, async (tx, notify) => {
+        const changed = await tx.comment.update({ ...query, where, data: { content: input.content } });
+        await tx.auditEvent.create({
           data: auditEvent(
             actor,
             "comment.updated",
@@ -270,8 +288,16 @@ export function createCommentService(db: Db, events: Events) {
             { changes: { content: { from: comment.content, to: input.content } } },
           ),
           select: { id: true },
-        }),
-      ]);
+        });
+        await notify({
+          reason: "mention",
+          recipientIds: added,
+          entity: { type: comment.entityType, id: comment.entityId },
+          commentId: comment.id,
+          contextUrl: comment.contextUrl,
+        });
+        return changed;
+      });
       events.publish("comment.updated", actor.organizationId, event);
       return updated;
     },

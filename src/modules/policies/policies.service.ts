@@ -25,6 +25,7 @@ import { newId } from "../../platform/ids.js";
 import { commonLimits, limit, text } from "../../platform/limits.js";
 import { parseInput, type WithNulls } from "../../platform/validation.js";
 import { auditEvent, changesBetween } from "../audit/audit.service.js";
+import type { NotificationDraft, Notifier } from "../notifications/notifications.service.js";
 
 /** Policies with a version in review that names this member as its approver. */
 const awaitingApprovalBy: FilterRule = ((memberId: string) => Prisma.sql`EXISTS (
@@ -215,11 +216,27 @@ function afterWrite(tx: Tx, versionId: string, query: PolicyVersionQuery) {
   return tx.policyVersion.findUniqueOrThrow({ ...query, where: { id: versionId } });
 }
 
+/** review_completed: the member who submitted the version hears that it was approved or rejected. */
+async function notifySubmitter(
+  tx: Tx,
+  actor: Actor,
+  version: { submittedByUserId: string | null },
+  policyId: string,
+  notify: (draft: NotificationDraft) => Promise<void>,
+) {
+  if (!version.submittedByUserId) return;
+  const submitter = await tx.member.findUnique({
+    where: { organizationId_userId: { organizationId: actor.organizationId, userId: version.submittedByUserId } },
+    select: { id: true },
+  });
+  await notify({ reason: "review_completed", recipientIds: [submitter?.id], entity: { type: "policy", id: policyId } });
+}
+
 export type CreatePolicyArgs = { name: string; description?: string | null; content?: unknown };
 type PolicyQuery = { select?: Prisma.PolicySelect; include?: Prisma.PolicyInclude };
 type PolicyVersionQuery = { select?: Prisma.PolicyVersionSelect; include?: Prisma.PolicyVersionInclude };
 
-export function createPolicyService(db: Db, events: Events) {
+export function createPolicyService(db: Db, events: Events, notifier: Notifier) {
   /** Tells the subscribers of the policy, once the transaction that changed it has committed. */
   async function announced<T>(actor: Actor, policyId: string, change: Promise<T>): Promise<T> {
     const result = await change;
@@ -330,7 +347,7 @@ export function createPolicyService(db: Db, events: Events) {
       return announced(
         actor,
         args.id,
-        db.$transaction(async (tx) => {
+        notifier.transaction(db, actor, async (tx, notify) => {
           await lockPolicy(tx, actor, args.id);
           const version = await versionOf(tx, args.id, args.versionId);
           const approver = await tx.member.findUnique({
@@ -371,6 +388,7 @@ export function createPolicyService(db: Db, events: Events) {
               },
             ),
           });
+          await notify({ reason: "review_requested", recipientIds: [approver.id], entity: { type: "policy", id: args.id } });
           return afterWrite(tx, version.id, query);
         }),
       );
@@ -384,7 +402,7 @@ export function createPolicyService(db: Db, events: Events) {
       return announced(
         actor,
         args.id,
-        db.$transaction(async (tx) => {
+        notifier.transaction(db, actor, async (tx, notify) => {
           const policy = await lockPolicy(tx, actor, args.id);
           const version = await versionOf(tx, args.id, args.versionId);
           assertStatus(version, "in_review", "approved");
@@ -415,6 +433,7 @@ export function createPolicyService(db: Db, events: Events) {
               },
             ),
           });
+          await notifySubmitter(tx, actor, version, args.id, notify);
           return afterWrite(tx, version.id, query);
         }),
       );
@@ -426,7 +445,7 @@ export function createPolicyService(db: Db, events: Events) {
       return announced(
         actor,
         args.id,
-        db.$transaction(async (tx) => {
+        notifier.transaction(db, actor, async (tx, notify) => {
           const policy = await lockPolicy(tx, actor, args.id);
           const version = await versionOf(tx, args.id, args.versionId);
           assertStatus(version, "in_review", "rejected");
@@ -453,6 +472,7 @@ export function createPolicyService(db: Db, events: Events) {
               },
             ),
           });
+          await notifySubmitter(tx, actor, version, args.id, notify);
           return afterWrite(tx, version.id, query);
         }),
       );

@@ -23,6 +23,7 @@ import { commonLimits, integer, limit, text } from "../../platform/limits.js";
 import { notNull, parseInput, type WithNulls } from "../../platform/validation.js";
 import { auditEvent, changesBetween } from "../audit/audit.service.js";
 import { assertActiveMember } from "../entities.js";
+import type { Notifier } from "../notifications/notifications.service.js";
 
 type RiskQuery = { select?: Prisma.RiskSelect; include?: Prisma.RiskInclude };
 
@@ -101,11 +102,12 @@ type Editable = {
   assigneeId: string | null;
 };
 
-export function createRiskService(db: Db) {
+export function createRiskService(db: Db, notifier: Notifier) {
   return {
     async create(actor: Actor, args: CreateRiskArgs, query: RiskQuery) {
       const input = parseInput(createInput, args);
-      return db.$transaction(async (tx) => {
+      const id = newId("rsk");
+      return notifier.transaction(db, actor, async (tx, notify) => {
         if (input.assigneeId) await assertActiveMember(tx, actor.organizationId, input.assigneeId);
         const likelihood = input.likelihood ?? 1;
         const impact = input.impact ?? 1;
@@ -122,12 +124,13 @@ export function createRiskService(db: Db) {
         };
         const risk = await tx.risk.create({
           ...query,
-          data: { id: newId("rsk"), organizationId: actor.organizationId, ...data },
+          data: { id, organizationId: actor.organizationId, ...data },
         });
         const { description: _description, ...recorded } = data;
         await tx.auditEvent.create({
-          data: auditEvent(actor, "risk.created", { type: "risk", id: risk.id }, recorded),
+          data: auditEvent(actor, "risk.created", { type: "risk", id }, recorded),
         });
+        await notify({ reason: "assigned", recipientIds: [data.assigneeId], entity: { type: "risk", id } });
         return risk;
       });
     },
@@ -148,7 +151,7 @@ export function createRiskService(db: Db) {
     /** Changes the given fields under the row's lock; the score follows likelihood and impact. */
     async update(actor: Actor, id: string, args: UpdateRiskArgs, query: RiskQuery) {
       const input = parseInput(updateInput, args);
-      return db.$transaction(async (tx) => {
+      return notifier.transaction(db, actor, async (tx, notify) => {
         const [current] = await tx.$queryRaw<Editable[]>`
           SELECT "title", "description", "status"::text AS "status", "category"::text AS "category",
                  "likelihood", "impact", "score", "treatment"::text AS "treatment", "assigneeId"
@@ -164,6 +167,8 @@ export function createRiskService(db: Db) {
         await tx.auditEvent.create({
           data: auditEvent(actor, "risk.updated", { type: "risk", id }, { changes } as Prisma.InputJsonValue),
         });
+        if (changes.assigneeId)
+          await notify({ reason: "assigned", recipientIds: [data.assigneeId], entity: { type: "risk", id } });
         return updated;
       });
     },

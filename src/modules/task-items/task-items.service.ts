@@ -28,6 +28,7 @@ import { commonLimits, text } from "../../platform/limits.js";
 import { notNull, parseInput } from "../../platform/validation.js";
 import { auditEvent, changesBetween } from "../audit/audit.service.js";
 import { assertActiveMember, assertEntityExists } from "../entities.js";
+import type { Notifier } from "../notifications/notifications.service.js";
 
 export type TaskItemStats = { total: number; byStatus: Record<TaskItemStatus, number> };
 
@@ -102,7 +103,7 @@ type Editable = {
 /** What remains of a deleted task item: its id and the vendor or risk it belonged to. */
 export type DeletedTaskItem = { deletedId: string; entityType: TaskItemEntityType; entityId: string };
 
-export function createTaskItemService(db: Db) {
+export function createTaskItemService(db: Db, notifier: Notifier) {
   return {
     async stats(actor: Actor, entityId: string, entityType: TaskItemEntityType): Promise<TaskItemStats> {
       await assertEntityExists(db, actor.organizationId, entityType, entityId);
@@ -132,10 +133,15 @@ export function createTaskItemService(db: Db) {
         description: input.description ?? null,
         assigneeId: input.assigneeId ?? null,
       };
-      return db.$transaction(async (tx) => {
+      return notifier.transaction(db, actor, async (tx, notify) => {
         if (data.assigneeId) await assertActiveMember(tx, actor.organizationId, data.assigneeId);
         const created = await tx.taskItem.create({ ...query, data: { id, organizationId: actor.organizationId, ...data } });
         await tx.auditEvent.create({ data: auditEvent(actor, "task_item.created", { type: "task_item", id }, data) });
+        await notify({
+          reason: "assigned",
+          recipientIds: [data.assigneeId],
+          entity: { type: "task_item", id, parentType: data.entityType, parentId: data.entityId },
+        });
         return created;
       });
     },
@@ -172,18 +178,27 @@ export function createTaskItemService(db: Db) {
         ]);
       }
       const where = { id, organizationId: actor.organizationId };
-      return db.$transaction(async (tx) => {
-        const [before] = await tx.$queryRaw<Editable[]>`
-          SELECT "title", "status"::text AS "status", "priority"::text AS "priority", "description", "assigneeId"
+      return notifier.transaction(db, actor, async (tx, notify) => {
+        const [row] = await tx.$queryRaw<(Editable & { entityId: string; entityType: TaskItemEntityType })[]>`
+          SELECT "title", "status"::text AS "status", "priority"::text AS "priority", "description", "assigneeId",
+                 "entityId", "entityType"::text AS "entityType"
           FROM "TaskItem" WHERE "id" = ${id} AND "organizationId" = ${actor.organizationId} FOR UPDATE`;
-        if (!before) throw new NotFoundError("Task item", id);
+        if (!row) throw new NotFoundError("Task item", id);
         if (input.assigneeId) await assertActiveMember(tx, actor.organizationId, input.assigneeId);
+        const { entityId: parentId, entityType: parentType, ...before } = row;
         const { changes, data } = changesBetween(before, input as Partial<Editable>);
         if (Object.keys(changes).length === 0) return tx.taskItem.findUniqueOrThrow({ ...query, where });
         const updated = await tx.taskItem.update({ ...query, where, data });
         await tx.auditEvent.create({
           data: auditEvent(actor, "task_item.updated", { type: "task_item", id }, { changes } as Prisma.InputJsonValue),
         });
+        if (changes.assigneeId) {
+          await notify({
+            reason: "assigned",
+            recipientIds: [data.assigneeId],
+            entity: { type: "task_item", id, parentType, parentId },
+          });
+        }
         return updated;
       });
     },

@@ -23,6 +23,7 @@ import { commonLimits, limit, text } from "../../platform/limits.js";
 import { notNull, parseInput, type WithNulls } from "../../platform/validation.js";
 import { auditEvent, changesBetween } from "../audit/audit.service.js";
 import { assertActiveMember } from "../entities.js";
+import type { Notifier } from "../notifications/notifications.service.js";
 
 type TaskQuery = { select?: Prisma.TaskSelect; include?: Prisma.TaskInclude };
 
@@ -93,7 +94,7 @@ type LockedTask = {
   dueDate: string | null;
 };
 
-export function createTaskService(db: Db) {
+export function createTaskService(db: Db, notifier: Notifier) {
   return {
     async get(actor: Actor, taskId: string, query: TaskQuery) {
       const task = await db.task.findUnique({ ...query, where: { id: taskId, organizationId: actor.organizationId } });
@@ -109,12 +110,13 @@ export function createTaskService(db: Db) {
 
     async create(actor: Actor, args: CreateTaskArgs, query: TaskQuery) {
       const input = parseInput(createInput, args);
-      return db.$transaction(async (tx) => {
+      const id = newId("tsk");
+      return notifier.transaction(db, actor, async (tx, notify) => {
         if (input.assigneeId) await assertActiveMember(tx, actor.organizationId, input.assigneeId);
         const task = await tx.task.create({
           ...query,
           data: {
-            id: newId("tsk"),
+            id,
             organizationId: actor.organizationId,
             title: input.title,
             description: input.description ?? null,
@@ -128,7 +130,7 @@ export function createTaskService(db: Db) {
           data: auditEvent(
             actor,
             "task.created",
-            { type: "task", id: task.id },
+            { type: "task", id },
             {
               title: input.title,
               status: input.status ?? "todo",
@@ -138,6 +140,7 @@ export function createTaskService(db: Db) {
             },
           ),
         });
+        await notify({ reason: "assigned", recipientIds: [input.assigneeId], entity: { type: "task", id } });
         return task;
       });
     },
@@ -145,7 +148,7 @@ export function createTaskService(db: Db) {
     /** Changes the given fields; the row is locked first so that the recorded `from` values are exact. */
     async update(actor: Actor, taskId: string, args: UpdateTaskArgs, query: TaskQuery) {
       const input = parseInput(updateInput, args);
-      return db.$transaction(async (tx) => {
+      return notifier.transaction(db, actor, async (tx, notify) => {
         const [current] = await tx.$queryRaw<LockedTask[]>`
           SELECT "title", "description", "status"::text AS "status", "taskTemplateId", "assigneeId",
                  "dueDate"::text AS "dueDate"
@@ -166,6 +169,9 @@ export function createTaskService(db: Db) {
         await tx.auditEvent.create({
           data: auditEvent(actor, "task.updated", { type: "task", id: taskId }, { changes } as Prisma.InputJsonValue),
         });
+        if (changes.assigneeId) {
+          await notify({ reason: "assigned", recipientIds: [data.assigneeId], entity: { type: "task", id: taskId } });
+        }
         return updated;
       });
     },

@@ -22,6 +22,7 @@ import { commonLimits, limit, text } from "../../platform/limits.js";
 import { notNull, parseInput, type WithNulls } from "../../platform/validation.js";
 import { auditEvent, changesBetween } from "../audit/audit.service.js";
 import { assertActiveMember } from "../entities.js";
+import type { Notifier } from "../notifications/notifications.service.js";
 
 type VendorQuery = { select?: Prisma.VendorSelect; include?: Prisma.VendorInclude };
 
@@ -87,11 +88,12 @@ type Editable = {
   assigneeId: string | null;
 };
 
-export function createVendorService(db: Db) {
+export function createVendorService(db: Db, notifier: Notifier) {
   return {
     async create(actor: Actor, args: CreateVendorArgs, query: VendorQuery) {
       const input = parseInput(createInput, args);
-      return db.$transaction(async (tx) => {
+      const id = newId("vnd");
+      return notifier.transaction(db, actor, async (tx, notify) => {
         if (input.assigneeId) await assertActiveMember(tx, actor.organizationId, input.assigneeId);
         const data = {
           name: input.name,
@@ -103,12 +105,13 @@ export function createVendorService(db: Db) {
         };
         const vendor = await tx.vendor.create({
           ...query,
-          data: { id: newId("vnd"), organizationId: actor.organizationId, ...data },
+          data: { id, organizationId: actor.organizationId, ...data },
         });
         const { description: _description, ...recorded } = data;
         await tx.auditEvent.create({
-          data: auditEvent(actor, "vendor.created", { type: "vendor", id: vendor.id }, recorded),
+          data: auditEvent(actor, "vendor.created", { type: "vendor", id }, recorded),
         });
+        await notify({ reason: "assigned", recipientIds: [data.assigneeId], entity: { type: "vendor", id } });
         return vendor;
       });
     },
@@ -129,7 +132,7 @@ export function createVendorService(db: Db) {
     /** Changes the given fields under the row's lock, so that the audit event's `from` values are exact. */
     async update(actor: Actor, id: string, args: UpdateVendorArgs, query: VendorQuery) {
       const input = parseInput(updateInput, args);
-      return db.$transaction(async (tx) => {
+      return notifier.transaction(db, actor, async (tx, notify) => {
         const [current] = await tx.$queryRaw<Editable[]>`
           SELECT "name", "description", "status"::text AS "status", "category"::text AS "category", "website", "assigneeId"
           FROM "Vendor"
@@ -143,6 +146,8 @@ export function createVendorService(db: Db) {
         await tx.auditEvent.create({
           data: auditEvent(actor, "vendor.updated", { type: "vendor", id }, { changes } as Prisma.InputJsonValue),
         });
+        if (changes.assigneeId)
+          await notify({ reason: "assigned", recipientIds: [data.assigneeId], entity: { type: "vendor", id } });
         return updated;
       });
     },
