@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import pino from "pino";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import type { SeedResult } from "../../src/admin/seed.js";
+import { createSession } from "../../src/auth/sessions.js";
 import type { NotificationEntityType, NotificationReason } from "../../src/generated/prisma/client.js";
 import {
   createNotificationMailer,
@@ -53,6 +54,7 @@ const mailer = await createNotificationMailer({
 await mailer.start();
 const t = await createTestApp({
   database: own.database,
+  appUrl: "https://app.gateway.test",
   mail: { mailer, unsubscribe: createUnsubscribe(own.database.db, secret) },
 });
 afterAll(async () => {
@@ -333,6 +335,73 @@ describe("notification e-mail", () => {
     await smtp.waitFor((mails) => ids.every((id) => byMessageId(id)(mails)), 20_000, "the three messages after the outage");
     for (const id of ids) expect(await settled(id)).toBe("completed");
     expect(ids.map((id) => find(id).length)).toEqual([1, 1, 1]);
+  });
+});
+
+describe("notification e-mail of changes made through the API", () => {
+  async function sessionOf(userId: string) {
+    const session = await createSession(t.db, userId, 3_600_000);
+    return { authorization: `Bearer ${session.token}`, "x-organization-id": org.organizationId };
+  }
+  const toMember = (memberId: string) => async () => {
+    const address = await emailOf(memberId);
+    return smtp.received.filter((m) => m.envelopeTo.includes(address));
+  };
+
+  it("a comment's mentions mail the members mentioned, never its author or another organization's member", async () => {
+    const [author, mentioned, deactivated] = org.memberIds as [string, string, string];
+    await t.db.member.update({ where: { id: deactivated }, data: { isActive: false } });
+    const foreign = other.memberIds[1] as string;
+    const headers = await sessionOf(org.userIds[0] as string);
+    const res = await t.rest("POST", "/v1/comments", {
+      headers,
+      body: {
+        content: `@[Ada](${author}) @[Grace](${mentioned}) @[Alan](${deactivated}) @[Foreign](${foreign}) please look`,
+        entityId: org.taskIds[0],
+        entityType: "task",
+      },
+    });
+    expect(res.status).toBe(201);
+    const notifications = await t.db.notification.findMany({
+      where: { commentId: res.body.id },
+      select: { id: true, recipientId: true },
+    });
+    expect(notifications.map((n) => n.recipientId)).toEqual([mentioned]);
+    const id = notifications[0]?.id as string;
+    await smtp.waitFor(byMessageId(id));
+    for (const memberId of [author, deactivated]) expect(await toMember(memberId)()).toEqual([]);
+    expect(await toMember(foreign)()).toEqual([]);
+    const [mail] = find(id);
+    expect(mail?.envelopeTo).toEqual([await emailOf(mentioned)]);
+    expect(mail?.subject).toMatch(/^Ada Owner mentioned you on the task "/);
+    expect(mail?.text).toContain(`Open it: https://app.gateway.test/${org.organizationId}/tasks/${org.taskIds[0]}`);
+  });
+
+  it("an assignment over GraphQL mails the new assignee, unless they switched assignments off", async () => {
+    const [, admin, auditor] = org.memberIds as [string, string, string];
+    await t.db.notificationPreference.create({
+      data: { memberId: admin, organizationId: org.organizationId, emailAssigned: false },
+    });
+    const assign = async (taskId: string, assigneeId: string) => {
+      const res = await t.gql(
+        `mutation($id: ID!, $assigneeId: ID) { updateTask(taskId: $id, assigneeId: $assigneeId) { id } }`,
+        { id: taskId, assigneeId },
+        { key: org.apiKey },
+      );
+      expect(res.body.errors).toBeUndefined();
+      return (
+        await t.db.notification.findFirstOrThrow({
+          where: { entityId: taskId, recipientId: assigneeId },
+          orderBy: { createdAt: "desc" },
+        })
+      ).id;
+    };
+    const sent = await assign(org.taskIds[0] as string, auditor);
+    const notSent = await assign(org.taskIds[1] as string, admin);
+    await smtp.waitFor(byMessageId(sent));
+    expect(find(sent)[0]?.subject).toMatch(/^An API key assigned you the task "/);
+    // Never enqueued: the service leaves out the reasons a recipient switched off.
+    expect(await jobState(notSent)).toBeUndefined();
   });
 });
 
