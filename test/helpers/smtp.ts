@@ -11,6 +11,8 @@ export async function startSmtpServer(
   options: {
     /** A reply code (4xx: try later, 5xx: never) to refuse a message with after reading it; accepted when undefined. */
     refuse?: (mail: ReceivedMail) => number | undefined;
+    /** How long it takes to accept each message, as a real server does; none when absent. */
+    delayMs?: number;
   } = {},
 ) {
   const received: ReceivedMail[] = [];
@@ -36,9 +38,13 @@ export async function startSmtpServer(
               callback(Object.assign(new Error("refused by the test"), { responseCode: code }));
               return;
             }
-            received.push(mail);
-            for (const wake of waiters) wake();
-            callback();
+            const accept = () => {
+              received.push(mail);
+              for (const wake of waiters) wake();
+              callback();
+            };
+            if (options.delayMs) setTimeout(accept, options.delayMs);
+            else accept();
           })
           .catch(callback);
       },
