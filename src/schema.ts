@@ -4,6 +4,7 @@ import { boundInputs } from "./graphql/input-bounds.js";
 import "./modules/audit/audit.schema.js";
 import "./modules/comments/comments.schema.js";
 import "./modules/members/members.schema.js";
+import "./modules/notifications/notifications.schema.js";
 import "./modules/policies/policies.schema.js";
 import "./modules/risks/risks.schema.js";
 import "./modules/task-items/task-items.schema.js";

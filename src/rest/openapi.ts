@@ -11,6 +11,7 @@ import {
   getNullableType,
   isEnumType,
   isInputObjectType,
+  isInputType,
   isListType,
   isNonNullType,
   isObjectType,
@@ -76,6 +77,7 @@ const tagDescriptions: Record<string, string> = {
   Policies: "Policies and their numbered versions",
   Risks: "Risks the organization tracks",
   "Task management": "Task items of vendors and risks, and their statistics",
+  Notifications: "The caller's own inbox and e-mail preferences: a user's credential only (an API key gets 403)",
   Tasks: "The organization's tasks",
   Vendors: "Third parties the organization depends on",
 };
@@ -217,7 +219,17 @@ class SchemaCollector {
   ): Schema {
     const inner = getNullableType(type);
     let schema: Schema = isListType(inner)
-      ? { type: "array", items: this.type(inner.ofType, !isNonNullType(inner.ofType)) }
+      ? {
+          type: "array",
+          // An input's item has its scalar's bound (an ID's length), as a query parameter's items do.
+          items: this.type(
+            inner.ofType,
+            !isNonNullType(inner.ofType),
+            undefined,
+            undefined,
+            limit && isInputType(inner.ofType) ? inputLimit({ type: inner.ofType }) : undefined,
+          ),
+        }
       : this.named(inner);
     // The same declaration the service validates with (src/platform/limits.ts).
     if (limit) schema = { ...schema, ...limitKeywords(limit) };

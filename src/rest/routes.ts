@@ -73,6 +73,20 @@ export const restRoutes: Record<string, RestRoute> = {
   "Mutation.updateComment": { method: "PATCH", path: "/comments/:id", responseStatus: 200, tags: ["Comments"] },
   "Mutation.deleteComment": { method: "DELETE", path: "/comments/:id", responseStatus: 204, tags: ["Comments"] },
   "Mutation.deleteTaskItem": { method: "DELETE", path: "/task-management/:id", responseStatus: 204, tags: ["Task management"] },
+  "Query.notifications": { method: "GET", path: "/notifications", responseStatus: 200, tags: ["Notifications"] },
+  "Mutation.markNotificationsRead": { method: "POST", path: "/notifications/read", responseStatus: 200, tags: ["Notifications"] },
+  "Query.notificationPreferences": {
+    method: "GET",
+    path: "/notifications/preferences",
+    responseStatus: 200,
+    tags: ["Notifications"],
+  },
+  "Mutation.updateNotificationPreferences": {
+    method: "PATCH",
+    path: "/notifications/preferences",
+    responseStatus: 200,
+    tags: ["Notifications"],
+  },
 };
 
 /** The table as Sofa takes it: Sofa cannot send a 204 without a body, so the REST guard turns its 200 into one. */

@@ -9,6 +9,7 @@ import { type SeedResult, seedDemo } from "../../src/admin/seed.js";
 import { type AppDeps, createApp } from "../../src/app.js";
 import type { Permission } from "../../src/auth/permissions.js";
 import type { DeviceManagement } from "../../src/modules/members/device-management.js";
+import type { NotificationMail } from "../../src/modules/notifications/notifications.service.js";
 import type { Config } from "../../src/platform/config.js";
 import { type Database, openDatabase } from "../../src/platform/db/database.js";
 import type { Events } from "../../src/platform/events.js";
@@ -108,6 +109,8 @@ export async function createTestApp(
     corsOrigins?: string[];
     /** APP_URL: the web app's origin, for notification deep links. */
     appUrl?: string;
+    /** E-mail of notifications; none when absent. */
+    mail?: NotificationMail;
     jwt?: Config["jwt"];
     rateLimitPerMinute?: number;
     authFailuresPerMinute?: number;

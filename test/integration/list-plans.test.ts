@@ -5,6 +5,7 @@ import { type ListKey, type ListSpec, listPage } from "../../src/graphql/lists.j
 import { auditEventList } from "../../src/modules/audit/audit.service.js";
 import { commentList } from "../../src/modules/comments/comments.service.js";
 import { memberList } from "../../src/modules/members/members.service.js";
+import { notificationList } from "../../src/modules/notifications/notifications.service.js";
 import { policyList } from "../../src/modules/policies/policies.service.js";
 import { riskList } from "../../src/modules/risks/risks.service.js";
 import { taskItemList } from "../../src/modules/task-items/task-items.service.js";
@@ -172,6 +173,7 @@ describe.skipIf(!usePostgres)("list plans on PostgreSQL", () => {
     ["Policy", policyList, { status: ["needs_review"], awaitingApprovalBy: mine, search: "abc1" }],
     ["Member", memberList, { role: ["admin"], department: ["it"], isActive: true, search: "person1" }],
     ["Comment", commentList, { authorId: ["usr_4"] }, ["task", "tsk_00000001"]],
+    ["Notification", notificationList, { unread: true, reason: ["mention", "assigned"] }, ["mem_2"]],
     [
       "AuditEvent",
       auditEventList,

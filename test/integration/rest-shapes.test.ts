@@ -123,6 +123,12 @@ async function callEveryRoute(): Promise<Record<string, { status: number; shape:
     },
     "Mutation.deleteComment": () => t.rest("DELETE", `/v1/comments/${comment.body.id}?userId=${org.userIds[0]}`, { key }),
     "Mutation.deleteTaskItem": () => t.rest("DELETE", `/v1/task-management/${org.taskItemIds[0]}`, { key }),
+    // An inbox is personal: the owner's own, which the review steps above wrote to.
+    "Query.notifications": () => t.rest("GET", "/v1/notifications", { headers: approver }),
+    "Mutation.markNotificationsRead": () => t.rest("POST", "/v1/notifications/read", { headers: approver, body: { all: true } }),
+    "Query.notificationPreferences": () => t.rest("GET", "/v1/notifications/preferences", { headers: approver }),
+    "Mutation.updateNotificationPreferences": () =>
+      t.rest("PATCH", "/v1/notifications/preferences", { headers: approver, body: { email: { mention: false } } }),
   };
   const answers: Record<string, { status: number; shape: unknown }> = {};
   for (const [field, call] of Object.entries(calls)) {

@@ -112,7 +112,8 @@ type PreferenceRow = Record<(typeof emailColumn)[NotificationReason], boolean>;
  * lost and never written for a change that rolled back), enqueues their e-mail in the same
  * transaction, and tells the recipients' live subscriptions once the change has committed.
  */
-export function createNotifier({ links, mail, events }: { links: DeepLinks; mail?: NotificationMail; events: Events }) {
+export function createNotifier({ links: given, mail, events }: { links: DeepLinks; mail?: NotificationMail; events: Events }) {
+  const links = { ...given, appUrl: given.appUrl ? new URL(given.appUrl).origin : undefined };
   const notifier = {
     async write(
       tx: Prisma.TransactionClient,

@@ -9,7 +9,7 @@ builder.prismaObject("Organization", {
   }),
 });
 
-const Viewer = builder.objectRef<Actor>("Viewer").implement({
+export const Viewer = builder.objectRef<Actor>("Viewer").implement({
   description: "Who is calling: the organization, the member and user behind a user credential, and what they may do.",
   fields: (t) => ({
     organization: t.prismaField({
