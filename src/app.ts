@@ -27,6 +27,7 @@ import { useTracing } from "./http/tracing.js";
 import { useUnsubscribe } from "./http/unsubscribe.js";
 import type { DeviceManagement } from "./modules/members/device-management.js";
 import type { NotificationMailer } from "./modules/notifications/notifications.mail.js";
+import type { NotificationMail } from "./modules/notifications/notifications.service.js";
 import type { Unsubscribe } from "./modules/notifications/notifications.unsubscribe.js";
 import { createLoaders } from "./modules/request-loaders.js";
 import { createServices } from "./modules/services.js";
@@ -63,8 +64,8 @@ export type AppDeps = {
   tracer?: Tracer;
   /** True once the process is shutting down: /ready answers 503 so load balancers stop sending. */
   isShuttingDown?: () => boolean;
-  /** E-mail for notifications (SMTP configured): the jobs changes enqueue, their counts, and /unsubscribe. */
-  mail?: { mailer: NotificationMailer; unsubscribe: Unsubscribe };
+  /** E-mail for notifications (SMTP configured): the jobs changes enqueue, their counts (/metrics), and /unsubscribe. */
+  mail?: { mailer: NotificationMail & Partial<Pick<NotificationMailer, "counts">>; unsubscribe?: Unsubscribe };
 };
 
 /** The unsubscribe form is one short field: a larger body is not one. */
@@ -219,7 +220,7 @@ export function createApp(deps: AppDeps) {
         keyPrefix: deps.rateLimitKeyPrefix,
       }),
       bodyLimit,
-      ...(deps.mail
+      ...(deps.mail?.unsubscribe
         ? [
             useUnsubscribe({
               handler: deps.mail.unsubscribe,

@@ -109,8 +109,6 @@ export async function createTestApp(
     corsOrigins?: string[];
     /** APP_URL: the web app's origin, for notification deep links. */
     appUrl?: string;
-    /** E-mail of notifications; none when absent. */
-    mail?: NotificationMail;
     jwt?: Config["jwt"];
     rateLimitPerMinute?: number;
     authFailuresPerMinute?: number;
@@ -124,8 +122,8 @@ export async function createTestApp(
     /** A database of the app's own, for a test that closes or breaks it; closed by `close()`. */
     ownDatabase?: boolean;
     logger?: Logger;
-    /** E-mail for notifications: the mailer (notifications.mail.ts) and /unsubscribe. */
-    mail?: AppDeps["mail"];
+    /** E-mail for notifications: the mailer (notifications.mail.ts) and /unsubscribe, or only a port to enqueue to. */
+    mail?: AppDeps["mail"] | NotificationMail;
   } = {},
 ) {
   const { database, drop } = options.database
@@ -152,7 +150,7 @@ export async function createTestApp(
     rateLimitKeyPrefix: options.rateLimitKeyPrefix,
     logger: options.logger ?? pino({ level: "silent" }),
     deviceManagement: options.deviceManagement,
-    mail: options.mail,
+    mail: options.mail && "enqueue" in options.mail ? { mailer: options.mail } : options.mail,
   });
 
   async function rest(method: string, path: string, opts: RestOptions = {}) {
