@@ -68,6 +68,8 @@ export async function createNotificationMailer(options: NotificationMailerOption
     retryDelayMax: config.retryDelayMaxSeconds,
     // An attempt that has not ended by then (a replica that died while sending) is tried again.
     expireInSeconds: 120,
+    // Finished jobs (sent or failed) are kept this long: a month for an operator to find and retry the failed.
+    deleteAfterSeconds: 30 * 86_400,
   };
   // Settings changed since the queue was made apply to jobs sent from now on.
   if (await boss.getQueue(MAIL_QUEUE)) {
