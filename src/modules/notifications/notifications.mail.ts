@@ -48,7 +48,7 @@ export type NotificationMailerOptions = {
   boss: PgBoss;
   config: MailConfig;
   logger: Logger;
-  /** Jobs each replica fetches at a time; 5 when absent. */
+  /** Jobs each replica fetches (and sends at once, over up to 3 SMTP connections) at a time; 10 when absent. */
   batchSize?: number;
 };
 
@@ -125,7 +125,9 @@ export async function createNotificationMailer(options: NotificationMailerOption
       workerId ??= await boss.work(
         MAIL_QUEUE,
         {
-          batchSize: options.batchSize ?? 5,
+          batchSize: options.batchSize ?? 10,
+          // A full batch means more are waiting: fetch again at once instead of after the poll interval.
+          burstWhenBatchFull: true,
           includeMetadata: true,
           perJobResults: true,
           pollingIntervalSeconds: config.pollIntervalSeconds,
