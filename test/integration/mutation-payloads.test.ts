@@ -145,7 +145,17 @@ const cases: Record<string, Case> = {
   updateVendor: async () => ({ variables: { id: org.vendorIds[1] ?? org.vendorIds[0], name: `Acme ${unique()}` } }),
   createRisk: async () => ({ variables: { title: "Key leak" } }),
   updateRisk: async () => ({ variables: { id: org.riskIds[0], title: `Key leak ${unique()}` } }),
+  // The inbox is personal: the admin's own, which the review steps above write to.
+  markNotificationsRead: async () => ({ variables: { all: true }, headers: admin }),
+  updateNotificationPreferences: async () => ({ variables: { email: { assigned: Math.random() < 0.5 } }, headers: admin }),
 };
+
+/** The caller's inbox as a fresh request reads it: the records without an id of their own. */
+async function freshPersonal(query: string, headers: Record<string, string>) {
+  const res = await t.gql(query, {}, { headers });
+  expect(res.body.errors, JSON.stringify(res.body.errors)).toBeUndefined();
+  return res.body.data;
+}
 
 describe("mutation payloads", () => {
   it("covers every mutation of the schema", () => {
@@ -170,6 +180,14 @@ describe("mutation payloads", () => {
         // Fields of one name and different types in two union members are aliased `<member>_<field>`.
         const entity = Object.fromEntries(Object.entries(answer.entity).map(([k, v]) => [k.replace(/^[a-z]+_/, ""), v]));
         expect(entity).toEqual(await freshRead(answer.entity.id, entityType, entitySelection));
+      } else if (typeName === "MarkNotificationsReadPayload") {
+        const fresh = await freshPersonal("{ notifications(filter: { unread: true }) { totalCount } }", headers ?? {});
+        expect(answer.unreadCount).toBe(fresh.notifications.totalCount);
+      } else if (typeName === "NotificationPreferences") {
+        const selection = selectionOf(field.type);
+        expect(answer).toEqual(
+          (await freshPersonal(`{ notificationPreferences ${selection} }`, headers ?? {})).notificationPreferences,
+        );
       } else {
         expect(answer.id).toEqual(expect.any(String));
         expect(answer).toEqual(await freshRead(answer.id, typeName, selectionOf(field.type)));

@@ -25,6 +25,8 @@ const operations: Record<
     call: (who: Who) => Call | Promise<Call>;
     /** Only the approver named on submit, a person, may do it: an API key is refused whatever its scopes. */
     approverOnly?: boolean;
+    /** The caller's own inbox: every user credential, whatever its role; an API key is refused whatever its scopes. */
+    personal?: boolean;
   }
 > = {
   "Mutation.createComment": {
@@ -306,6 +308,39 @@ const operations: Record<
   },
 };
 
+// The inbox needs no permission but a person: `permission` only names what the API key test grants.
+Object.assign(operations, {
+  "Query.notifications": {
+    permission: "comment:read",
+    personal: true,
+    call: () => ({ rest: ["GET", "/v1/notifications"], gql: ["{ notifications { nextCursor } }", {}] }),
+  },
+  "Mutation.markNotificationsRead": {
+    permission: "comment:read",
+    personal: true,
+    call: () => ({
+      rest: ["POST", "/v1/notifications/read", { all: true }],
+      gql: ["mutation { markNotificationsRead(all: true) { unreadCount } }", {}],
+    }),
+  },
+  "Query.notificationPreferences": {
+    permission: "comment:read",
+    personal: true,
+    call: () => ({
+      rest: ["GET", "/v1/notifications/preferences"],
+      gql: ["{ notificationPreferences { email { mention } } }", {}],
+    }),
+  },
+  "Mutation.updateNotificationPreferences": {
+    permission: "comment:read",
+    personal: true,
+    call: () => ({
+      rest: ["PATCH", "/v1/notifications/preferences", { email: { mention: false } }],
+      gql: ["mutation { updateNotificationPreferences(email: { mention: true }) { email { mention } } }", {}],
+    }),
+  },
+} satisfies typeof operations);
+
 async function commentBy(userId: string): Promise<string> {
   const res = await t.rest("POST", "/v1/comments", {
     key: org.apiKey,
@@ -385,17 +420,17 @@ describe("permissions", () => {
 
   it.each(Object.keys(rolePermissions))("grants and refuses by role: %s", async (role) => {
     const credential = credentials.find((c) => c.name.endsWith(` ${role}`)) as Credential;
-    for (const [field, { permission, call }] of Object.entries(operations)) {
-      await expectOutcome(field, await call(credential.who), credential.headers(), credential.holds(permission));
+    for (const [field, { permission, call, personal }] of Object.entries(operations)) {
+      await expectOutcome(field, await call(credential.who), credential.headers(), personal || credential.holds(permission));
     }
   });
 
   it("grants an API key exactly its scopes", async () => {
-    for (const [field, { permission, call, approverOnly }] of Object.entries(operations)) {
+    for (const [field, { permission, call, approverOnly, personal }] of Object.entries(operations)) {
       // Granting a role needs every permission of that role: createMember makes an employee.
       const grants = field === "Mutation.createMember" ? rolePermissions.employee : [];
       const only = await t.keyWith(org.organizationId, [permission, ...grants]);
-      await expectOutcome(field, await call({}), { "x-api-key": only.key }, !approverOnly);
+      await expectOutcome(field, await call({}), { "x-api-key": only.key }, !approverOnly && !personal);
       const allBut = await t.keyWith(
         org.organizationId,
         permissions.filter((p) => p !== permission),

@@ -10,7 +10,7 @@ import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 import { renewLoaders } from "../request-loaders.js";
 import { attachmentLimits, commentLimits, commentList, type DeletedComment } from "./comments.service.js";
-import { mentionedIds } from "./mentions.js";
+import { MAX_MENTIONS, mentionedIds } from "./mentions.js";
 
 export const CommentEntityType = builder.enumType(CommentEntityTypeValues, {
   name: "CommentEntityType",
@@ -108,6 +108,7 @@ const Comment = builder.prismaObject("Comment", {
       description:
         "The members of the organization the comment mentions, in the order they first appear: mention nodes of TipTap/ProseMirror JSON content and `@[Display name](mem_…)` markup in plain text. Ids that name no member of the organization are left out. Any credential reads their id and name",
       select: { content: true },
+      extensions: { ...graphOnly.extensions, listMax: MAX_MENTIONS },
       resolve: async (query, comment, _args, ctx) => {
         const found = await Promise.all(mentionedIds(comment.content).map((id) => ctx.loaders.members.byId.load({ id, query })));
         return found.filter((member) => member !== null) as never;
