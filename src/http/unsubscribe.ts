@@ -9,6 +9,11 @@ export type UnsubscribeHandler = {
 };
 
 export const UNSUBSCRIBE_PATH = "/unsubscribe/";
+
+/** The path as logs and traces may keep it: an unsubscribe token is a credential, so it is left out. */
+export function loggablePath(pathname: string): string {
+  return pathname.startsWith(UNSUBSCRIBE_PATH) ? `${UNSUBSCRIBE_PATH}{token}` : pathname;
+}
 /** A JWT of ours is about 250 characters; anything much longer is not one. */
 const MAX_TOKEN_LENGTH = 1_024;
 

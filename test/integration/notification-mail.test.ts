@@ -457,6 +457,33 @@ describe("one-click unsubscribe (RFC 8058)", () => {
     expect(find(mention as string)).toHaveLength(0);
   });
 
+  it("keeps the token out of the request log and out of the metrics' route labels", async () => {
+    const lines: string[] = [];
+    const logged = await createTestApp({
+      database: own.database,
+      mail: { mailer, unsubscribe: createUnsubscribe(own.database.db, secret) },
+      logger: pino({ level: "info" }, { write: (line: string) => lines.push(line) }),
+    });
+    const token = await unsubscribeToken(secret, {
+      memberId: org.memberIds[3] as string,
+      reason: "review_requested",
+      issuedAt: new Date(),
+    });
+    const answer = await logged.app.fetch(
+      new Request(`http://test/unsubscribe/${token}`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: "List-Unsubscribe=One-Click",
+      }),
+    );
+    expect(answer.status).toBe(200);
+    const metrics = await (await logged.app.fetch(new Request("http://test/metrics"))).text();
+    expect(metrics).toContain('route="/unsubscribe/{token}"');
+    expect(metrics).not.toContain(token);
+    expect(lines.some((line) => line.includes('"path":"/unsubscribe/{token}"'))).toBe(true);
+    expect(lines.join("\n")).not.toContain(token);
+  });
+
   it("a bad, altered or expired token is a 400 in plain text, on GET and POST, and changes nothing", async () => {
     const recipient = org.memberIds[2] as string;
     const valid = await unsubscribeToken(secret, { memberId: recipient, reason: "assigned", issuedAt: new Date() });
