@@ -1,13 +1,17 @@
 import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import pg from "pg";
+import { fromPrisma } from "pg-boss";
+import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../src/admin/admin.service.js";
 import { type SeedResult, seedDemo } from "../../src/admin/seed.js";
 import { permissions } from "../../src/auth/permissions.js";
 import { type Database, openDatabase } from "../../src/platform/db/database.js";
+import { startJobQueue } from "../../src/platform/jobs.js";
 import { freshDataDir } from "../helpers/data-dir.js";
 import { reachable, type ServerProcess, startServer } from "../helpers/server-process.js";
+import { pgbouncerMissing, startPgBouncer } from "../helpers/servers.js";
 import { type SmtpServer, startSmtpServer } from "../helpers/smtp.js";
 import { createPostgresDatabase } from "../helpers/test-app.js";
 
@@ -158,4 +162,49 @@ describe("one service process on the embedded database", () => {
     expect(await server.exited).toBe(0);
     expect(server.output()).toContain('"stop the job queue":"done"');
   });
+});
+
+describe.runIf(postgresUp && !pgbouncerMissing())("the job queue through PgBouncer in transaction mode", () => {
+  it("creates its schema, takes jobs sent in Prisma transactions and works them, two queues on a pool of two server connections", async () => {
+    const { url: direct, drop } = await createPostgresDatabase();
+    const name = new URL(direct).pathname.slice(1);
+    // The documented mode, with a pool small enough that every session is shared between clients.
+    const bouncer = await startPgBouncer(
+      { [name]: `host=127.0.0.1 port=5432 dbname=${name}` },
+      { pool_mode: "transaction", default_pool_size: "2", max_client_conn: "100" },
+    );
+    const logger = pino({ level: "silent" });
+    const database = await openDatabase({ kind: "postgres", url: bouncer.url(name), directUrl: direct, poolSize: 4 });
+    const queues = [] as Awaited<ReturnType<typeof startJobQueue>>[];
+    try {
+      queues.push(...(await Promise.all([0, 1].map(() => startJobQueue({ url: bouncer.url(name), logger })))));
+      const [a, b] = queues as [(typeof queues)[0], (typeof queues)[0]];
+      await a.boss.createQueue("through-bouncer");
+      const worked: number[] = [];
+      for (const queue of queues) {
+        await queue.boss.work("through-bouncer", { pollingIntervalSeconds: 0.5, batchSize: 2 }, async (jobs) => {
+          for (const job of jobs) worked.push((job.data as { n: number }).n);
+        });
+      }
+      for (let n = 0; n < 20; n++) {
+        await database.db.$transaction(async (tx) => {
+          await (n % 2 ? a : b).boss.send("through-bouncer", { n }, { db: fromPrisma(tx) });
+        });
+      }
+      await expect(
+        database.db.$transaction(async (tx) => {
+          await a.boss.send("through-bouncer", { n: 99 }, { db: fromPrisma(tx) });
+          throw new Error("roll back");
+        }),
+      ).rejects.toThrow("roll back");
+      const deadline = Date.now() + 30_000;
+      while (worked.length < 20 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect([...worked].sort((x, y) => x - y)).toEqual(Array.from({ length: 20 }, (_, n) => n));
+    } finally {
+      for (const queue of queues) await queue.stop(1_000);
+      await database.close();
+      bouncer.destroy();
+      await drop();
+    }
+  }, 120_000);
 });
