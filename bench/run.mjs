@@ -14,6 +14,7 @@ import autocannon from "autocannon";
 import pg from "pg";
 import { buildGuardsBundle, GUARD_STEPS, guardTable, priceGuards } from "./guards.mjs";
 import { runListPageBench } from "./list-page.mjs";
+import { benchNotifications } from "./notifications.mjs";
 import {
   ensurePeer,
   noTask,
@@ -1352,6 +1353,15 @@ async function main() {
     if (missing) log(`pgbouncer scenario skipped: ${missing}`);
     else results.pgbouncer = await benchPgBouncer({ durationS: settings.durationS, log });
   }
+  // Issue 29: notifying and e-mail (bench/notifications.mjs); BENCH_NOTIFICATIONS=0 skips it.
+  if (env.BENCH_NOTIFICATIONS !== "0" && !settings.against && settings.databases.includes("postgres")) {
+    results.notifications = await benchNotifications({
+      durationS: settings.durationS,
+      rounds: settings.rounds,
+      postgresUrl: settings.postgresUrl,
+      log,
+    });
+  }
   // Issue 24's list scenario (bench/list-page.mjs): its own database of 100,000 tasks; BENCH_LIST_PAGE=0 skips it.
   if (env.BENCH_LIST_PAGE !== "0" && settings.databases.includes("postgres")) results.listPage = await runListPageBench(log);
   results.elapsedS = (Date.now() - startedAt.getTime()) / 1000;
@@ -1401,6 +1411,7 @@ async function main() {
       if (g.selfPctOfBusy !== null) log(`  ${g.group.padEnd(78)} ${g.selfPctOfBusy.toFixed(1).padStart(5)}% self`);
   }
   if (results.pgbouncer) log(`\n${results.pgbouncer.text}`);
+  if (results.notifications) log(`\n${results.notifications.text}`);
   log(`\nbench/${resultsFile} written; ${results.elapsedS.toFixed(0)} s in all.`);
 }
 

@@ -24,8 +24,11 @@ import { useReadRouting } from "./http/read-routing.js";
 import { requestIdOf, useRequestId } from "./http/request-id.js";
 import { useRequestLog } from "./http/request-log.js";
 import { useTracing } from "./http/tracing.js";
+import { useUnsubscribe } from "./http/unsubscribe.js";
 import type { DeviceManagement } from "./modules/members/device-management.js";
+import type { NotificationMailer } from "./modules/notifications/notifications.mail.js";
 import type { NotificationMail } from "./modules/notifications/notifications.service.js";
+import type { Unsubscribe } from "./modules/notifications/notifications.unsubscribe.js";
 import { createLoaders } from "./modules/request-loaders.js";
 import { createServices } from "./modules/services.js";
 import { type Config, DEFAULT_BODY_BUDGET_BYTES } from "./platform/config.js";
@@ -48,8 +51,6 @@ export type AppDeps = {
     Partial<Pick<Config, "jwt" | "rateLimitPerMinute" | "authFailuresPerMinute" | "trustProxy" | "introspection" | "graphiql">>;
   logger: Logger;
   deviceManagement?: DeviceManagement;
-  /** E-mail for notifications (SMTP configured); none sent when absent. */
-  mail?: NotificationMail;
   /** Shared events (Redis) for replicas; in memory when absent. */
   events?: Events;
   /** Shares rate-limit counters between replicas; in memory when absent. */
@@ -64,7 +65,12 @@ export type AppDeps = {
   tracer?: Tracer;
   /** True once the process is shutting down: /ready answers 503 so load balancers stop sending. */
   isShuttingDown?: () => boolean;
+  /** E-mail for notifications (SMTP configured): the jobs changes enqueue, their counts (/metrics), and /unsubscribe. */
+  mail?: { mailer: NotificationMail & Partial<Pick<NotificationMailer, "counts">>; unsubscribe?: Unsubscribe };
 };
+
+/** The unsubscribe form is one short field: a larger body is not one. */
+const UNSUBSCRIBE_BODY_LIMIT_BYTES = 4_096;
 
 /** /ready answers within a second whatever the database does: a load balancer's check must not hang. */
 const READY_TIMEOUT_MS = 900;
@@ -94,7 +100,7 @@ export function createApp(deps: AppDeps) {
   const services = createServices(database.db, {
     deviceManagement: deps.deviceManagement,
     events: deps.events,
-    mail: deps.mail,
+    mail: deps.mail?.mailer,
     links: { appUrl: config.appUrl, trustedOrigins: config.corsOrigins },
   });
   const verify = createAuthenticator(database.db, config.jwt);
@@ -113,10 +119,8 @@ export function createApp(deps: AppDeps) {
     }
     return auth;
   };
-  const bodyReader = createBodyReader(
-    createBodyBudget(config.bodyBudgetBytes ?? DEFAULT_BODY_BUDGET_BYTES),
-    config.bodyLimitBytes,
-  );
+  const bodyBudget = createBodyBudget(config.bodyBudgetBytes ?? DEFAULT_BODY_BUDGET_BYTES);
+  const bodyReader = createBodyReader(bodyBudget, config.bodyLimitBytes);
   const rememberAuth = (request: Request, auth: AuthState) => authByRequest.set(request, Promise.resolve(auth));
   const restSchema = restSchemaOf(schema);
   const routes = compileRoutes(restSchema, restRoutes);
@@ -180,7 +184,13 @@ export function createApp(deps: AppDeps) {
       useVaryOnOrigin(config.corsOrigins ?? []),
       useUnexpectedErrorLog(logger),
       // Next, so that it times every request, including those other plugins answer early.
-      useMetrics({ routes, poolStats: database.poolStats, redisHealth, replicas: database.replicas?.statuses }),
+      useMetrics({
+        routes,
+        poolStats: database.poolStats,
+        redisHealth,
+        replicas: database.replicas?.statuses,
+        mail: deps.mail?.mailer.counts,
+      }),
       ...((config.graphiql ?? !config.production) ? [useGraphiQLAssets()] : []),
       useRequestLog(logger),
       ...(deps.tracer ? [useTracing(deps.tracer)] : []),
@@ -218,6 +228,14 @@ export function createApp(deps: AppDeps) {
         keyPrefix: deps.rateLimitKeyPrefix,
       }),
       bodyLimit,
+      ...(deps.mail?.unsubscribe
+        ? [
+            useUnsubscribe({
+              handler: deps.mail.unsubscribe,
+              bodyReader: createBodyReader(bodyBudget, Math.min(config.bodyLimitBytes, UNSUBSCRIBE_BODY_LIMIT_BYTES)),
+            }),
+          ]
+        : []),
       useGraphqlInputHygiene(),
       useGraphqlBodyAdmission({ reader: bodyReader, authenticate: authenticateOnce, rememberAuth }),
       useRestGuard({

@@ -5,10 +5,13 @@ import { seedDemo } from "./admin/seed.js";
 import { createApp } from "./app.js";
 import { startTracing } from "./http/tracing.js";
 import { createDeviceManagement } from "./modules/members/device-management.js";
+import { createNotificationMailer } from "./modules/notifications/notifications.mail.js";
+import { createUnsubscribe } from "./modules/notifications/notifications.unsubscribe.js";
 import { type Config, loadConfig } from "./platform/config.js";
 import { type Database, openDatabase } from "./platform/db/database.js";
 import { isDatabaseUnavailable } from "./platform/db/unavailable.js";
 import { createEvents, createRedisEventTarget } from "./platform/events.js";
+import { startJobQueue } from "./platform/jobs.js";
 import { connectRedis } from "./platform/redis.js";
 
 function fail(message: string): never {
@@ -119,6 +122,25 @@ const events = redis
 
 const tracing = config.otlpEndpoint ? await startTracing(config.otlpEndpoint) : undefined;
 
+/**
+ * E-mail for notifications: pg-boss in our database (its own schema, created by its start()) and
+ * a worker on every replica. Without SMTP configured nothing is started: no job is ever enqueued.
+ * The queue is no dependency of /ready: requests enqueue through their own transaction.
+ */
+const mail = config.mail
+  ? await (async (mailConfig) => {
+      try {
+        const queue = await startJobQueue({ pglite: database.pglite, url: config.databaseUrl, logger });
+        const mailer = await createNotificationMailer({ db: database.db, boss: queue.boss, config: mailConfig, logger });
+        await mailer.start();
+        return { queue, mailer, unsubscribe: createUnsubscribe(database.db, mailConfig.unsubscribeSecret) };
+      } catch (error) {
+        logger.fatal({ err: error }, "cannot start the mail queue");
+        fail(`Cannot start: the mail queue (pg-boss) did not start: ${(error as Error).message}`);
+      }
+    })(config.mail)
+  : undefined;
+
 let shuttingDown = false;
 const app = createApp({
   database,
@@ -131,6 +153,7 @@ const app = createApp({
   recentWritersKeyPrefix: `${config.redisKeyPrefix}wrote:`,
   isShuttingDown: () => shuttingDown,
   tracer: tracing?.tracer,
+  mail,
   deviceManagement: config.deviceManagement
     ? createDeviceManagement(config.deviceManagement.url, config.deviceManagement.token)
     : undefined,
@@ -227,6 +250,11 @@ async function shutdown(signal: string) {
     clearTimeout(forceClose);
   });
   await run("dispose the GraphQL server", () => app.yoga.dispose());
+  // Messages being sent finish (within SHUTDOWN_TIMEOUT_MS); the jobs not taken wait for another replica.
+  await run("stop the mail worker", () => mail?.mailer.stop());
+  await run("stop the job queue", () =>
+    mail?.queue.stop(Math.max(1_000, config.shutdownTimeoutMs - (Date.now() - signalledAt) - 2_000)),
+  );
   await run("close the database", () => database.close());
   await run("close Redis", () => redis?.close());
   await run("stop tracing", () => tracing?.shutdown());

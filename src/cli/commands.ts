@@ -1,6 +1,7 @@
 import { permissions } from "../auth/permissions.js";
 import { MemberRole } from "../generated/prisma/enums.js";
 import type { Db } from "../platform/db/database.js";
+import type { JobQueue } from "../platform/jobs.js";
 import type * as services from "./services.js";
 
 /** The service functions the commands call (./services.js, imported once a command is to run). */
@@ -32,8 +33,11 @@ export type CommandResult = {
   text: string;
 };
 
+/** What a command may use besides the database: the job queue, started on first use (and stopped by run.ts). */
+export type CommandContext = { jobQueue(): Promise<JobQueue | undefined> };
+
 /** Validated arguments, ready to run against a database. */
-export type Prepared = (db: Db) => Promise<CommandResult>;
+export type Prepared = (db: Db, context: CommandContext) => Promise<CommandResult>;
 
 export type Command = {
   /** The words that name it, e.g. ["apikey", "create"]. */
@@ -241,4 +245,80 @@ const seed: Command = {
   },
 };
 
-export const commands: Command[] = [orgCreate, userCreate, apikeyCreate, apikeyRevoke, sessionCreate, seed];
+const noQueue = "The job queue was never started on this database (e-mail not configured): no mail jobs.";
+
+const mailFailed: Command = {
+  path: ["mail", "failed"],
+  summary: "List notification e-mail kept as failed after its last attempt, oldest first",
+  description:
+    "Each line is one message: its job id, its notification, the attempts made, when the last failed and why. Retry them with mail retry once the cause is fixed.",
+  options: {
+    limit: { type: "string", valueName: "N", description: "at most N jobs (default 100, at most 10000)" },
+  },
+  examples: ["mail failed", "mail failed --limit 20 --json"],
+  prepare(values, { failedJobs, QUEUES }) {
+    const limitValue = str(values, "limit") ?? "100";
+    const limit = Number(limitValue);
+    if (!/^\d+$/.test(limitValue) || limit < 1 || limit > 10_000)
+      throw new UsageError("--limit must be a whole number from 1 to 10000", this);
+    return async (_db, context) => {
+      const queue = await context.jobQueue();
+      if (!queue) return { json: { jobs: [] }, text: noQueue };
+      const jobs = (await failedJobs(queue.boss, QUEUES.notificationMail, limit)).map((job) => ({
+        id: job.id,
+        notificationId: (job.data as { notificationId?: string } | null)?.notificationId ?? null,
+        attempts: job.retryCount + 1,
+        failedAt: job.failedAt ? new Date(job.failedAt).toISOString() : null,
+        error: (job.output as { message?: string } | null)?.message ?? null,
+      }));
+      const text = jobs.length
+        ? [
+            `${count(jobs, "failed message")}:`,
+            ...jobs.map((j) => `  ${j.id}  ${j.notificationId}  ${j.attempts} attempts, last ${j.failedAt}: ${j.error}`),
+          ].join("\n")
+        : "No failed notification e-mail.";
+      return { json: { jobs }, text };
+    };
+  },
+};
+
+const mailRetry: Command = {
+  path: ["mail", "retry"],
+  summary: "Send failed notification e-mail again: the jobs named, or all of them",
+  description:
+    "Each job gets one more attempt (a further failure is kept as failed again); a replica sends it within its poll interval. The message keeps its Message-ID, so a receiver drops a copy it already has.",
+  options: {
+    id: { type: "string", valueName: "IDS", description: "job ids (from mail failed), comma-separated" },
+    all: { type: "boolean", description: "every failed message" },
+  },
+  examples: ["mail retry --all --json", "mail retry --id 1b2c...,3d4e..."],
+  prepare(values, { retryFailedJobs, QUEUES }) {
+    const ids = str(values, "id")
+      ?.split(",")
+      .map((id) => id.trim())
+      .filter(Boolean);
+    const all = values.all === true;
+    if (!all && !ids?.length) throw new UsageError("Name the jobs with --id, or retry all with --all", this);
+    if (all && ids) throw new UsageError("Use --id or --all, not both", this);
+    const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+    const bad = ids?.find((id) => !uuid.test(id));
+    if (bad) throw new UsageError(`${JSON.stringify(bad)} is not a job id (a UUID, as mail failed lists them)`, this);
+    return async (_db, context) => {
+      const queue = await context.jobQueue();
+      if (!queue) return { json: { retried: 0 }, text: noQueue };
+      const retried = await retryFailedJobs(queue.boss, QUEUES.notificationMail, ids);
+      return { json: { retried }, text: `${retried} failed ${retried === 1 ? "message" : "messages"} queued again.` };
+    };
+  },
+};
+
+export const commands: Command[] = [
+  orgCreate,
+  userCreate,
+  apikeyCreate,
+  apikeyRevoke,
+  sessionCreate,
+  seed,
+  mailFailed,
+  mailRetry,
+];

@@ -3,7 +3,8 @@ import { type ParseArgsConfig, parseArgs } from "node:util";
 import type { Config } from "../platform/config.js";
 import { DataDirLockedError } from "../platform/db/data-dir-lock.js";
 import type { Database, DatabaseOptions } from "../platform/db/database.js";
-import { type Command, type CommandResult, commands, type Prepared, UsageError } from "./commands.js";
+import type { JobQueue } from "../platform/jobs.js";
+import { type Command, type CommandContext, type CommandResult, commands, type Prepared, UsageError } from "./commands.js";
 
 // The service modules, the configuration and the database (PGlite, Prisma, pg) are imported only
 // once the command line names a command to run: help and usage errors answer without them.
@@ -68,14 +69,42 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     return EXIT_FAILED;
   }
 
+  let jobQueue: Promise<JobQueue | undefined> | undefined;
+  const context: CommandContext = {
+    jobQueue() {
+      jobQueue ??= import("../platform/jobs.js").then(async ({ startJobQueue }) => {
+        const { default: pino } = await import("pino");
+        try {
+          return await startJobQueue({
+            pglite: database.pglite,
+            url: config.databaseUrl,
+            poolSize: 1,
+            maintain: false,
+            logger: pino({ level: "silent" }),
+          });
+        } catch (error) {
+          // Never started by a service with e-mail configured: there are no jobs to see.
+          if (messageOf(error).includes("not installed")) return undefined;
+          throw error;
+        }
+      });
+      return jobQueue;
+    },
+  };
   let code = EXIT_OK;
   try {
-    const result: CommandResult = await prepared(database.db);
+    const result: CommandResult = await prepared(database.db, context);
     io.stdout(json ? `${JSON.stringify(result.json)}\n` : `${result.text}\n`);
   } catch (error) {
     code = EXIT_FAILED;
     io.stderr(await describeFailure(error));
   } finally {
+    try {
+      await (await jobQueue?.catch(() => undefined))?.stop(1_000);
+    } catch (error) {
+      code = EXIT_FAILED;
+      io.stderr(`error: could not stop the job queue cleanly: ${messageOf(error)}\n`);
+    }
     try {
       await database.close();
     } catch (error) {

@@ -11,3 +11,4 @@ export {
 export { seedDemo } from "../admin/seed.js";
 export { createSession } from "../auth/sessions.js";
 export { AppError } from "../platform/errors.js";
+export { failedJobs, QUEUES, retryFailedJobs } from "../platform/jobs.js";

@@ -11,6 +11,7 @@ type Transport = "graphql" | "rest" | "other";
 
 const methods = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
 const fixedRoutes = new Set(["/metrics", "/health", "/ready"]);
+const UNSUBSCRIBE_PREFIX = "/unsubscribe/";
 /** Distinct client-chosen operation names kept as label values; the rest are counted as "other". */
 const MAX_OPERATION_NAMES = 100;
 const operationNamePattern = /^[_A-Za-z][_0-9A-Za-z]{0,63}$/;
@@ -23,6 +24,8 @@ export type MetricsOptions = {
   redisHealth?: RedisHealth;
   /** Streaming replicas for reads; absent when none is configured. */
   replicas?: () => ReplicaStatus[];
+  /** Notification e-mail this replica sent, retried and gave up on; absent when mail is off. */
+  mail?: { readonly sent: number; readonly retried: number; readonly failed: number };
 };
 
 /**
@@ -30,7 +33,7 @@ export type MetricsOptions = {
  * would make a series per record), GraphQL operations on both transports, the database pool and
  * the process. `GET /metrics` serves them and needs no credential.
  */
-export function useMetrics({ routes, poolStats, redisHealth, replicas }: MetricsOptions): Plugin {
+export function useMetrics({ routes, poolStats, redisHealth, replicas, mail }: MetricsOptions): Plugin {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
@@ -81,6 +84,7 @@ export function useMetrics({ routes, poolStats, redisHealth, replicas }: Metrics
   }
 
   if (replicas) replicaMetrics(registry, replicas);
+  if (mail) mailMetrics(registry, mail);
 
   if (redisHealth) {
     new Gauge({
@@ -138,6 +142,7 @@ export function useMetrics({ routes, poolStats, redisHealth, replicas }: Metrics
       return { route: route ? `${REST_BASE}${route.path}` : "unmatched", transport: "rest" };
     }
     if (fixedRoutes.has(pathname)) return { route: pathname, transport: "other" };
+    if (pathname.startsWith(UNSUBSCRIBE_PREFIX)) return { route: "/unsubscribe/{token}", transport: "other" };
     if (pathname.startsWith("/graphiql/")) return { route: "/graphiql", transport: "other" };
     return { route: "unmatched", transport: "other" };
   }
@@ -254,6 +259,34 @@ function replicaMetrics(registry: Registry, replicas: () => ReplicaStatus[]) {
         // Counted by the replica set; copied here when scraped.
         this.reset();
         for (const r of replicas()) this.inc({ replica: r.name }, r[key]);
+      },
+    });
+  }
+}
+
+function mailMetrics(registry: Registry, mail: NonNullable<MetricsOptions["mail"]>) {
+  const counters = [
+    ["notification_mail_sent_total", "Notification e-mail messages this replica handed to the SMTP server", "sent"],
+    [
+      "notification_mail_retried_total",
+      "Attempts at a notification e-mail that failed and will be retried (with backoff)",
+      "retried",
+    ],
+    [
+      "notification_mail_failed_total",
+      "Notification e-mail messages whose last attempt failed: kept as failed jobs (npm run cli -- mail:failed)",
+      "failed",
+    ],
+  ] as const;
+  for (const [name, help, key] of counters) {
+    let reported = 0;
+    new Counter({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.inc(mail[key] - reported);
+        reported = mail[key];
       },
     });
   }

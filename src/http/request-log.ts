@@ -1,13 +1,14 @@
 import type { Plugin } from "graphql-yoga";
 import type { Logger } from "pino";
 import { requestIdOf } from "./request-id.js";
+import { loggablePath } from "./unsubscribe.js";
 
 /** One JSON line per request: id, method, path, status, duration. Never headers or bodies (secrets). */
 export function useRequestLog(logger: Logger): Plugin {
   const started = new WeakMap<object, { at: number; method: string; path: string }>();
   return {
     onRequest({ request, url, serverContext }) {
-      started.set(serverContext, { at: performance.now(), method: request.method, path: url.pathname });
+      started.set(serverContext, { at: performance.now(), method: request.method, path: loggablePath(url.pathname) });
     },
     onResponse({ serverContext, response }) {
       const start = started.get(serverContext);

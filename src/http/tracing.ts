@@ -1,6 +1,7 @@
 import { context, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from "@opentelemetry/api";
 import type { Plugin } from "graphql-yoga";
 import { requestIdOf } from "./request-id.js";
+import { loggablePath } from "./unsubscribe.js";
 
 /**
  * OpenTelemetry traces sent over OTLP/HTTP to `endpoint` (e.g. http://collector:4318). The SDK is
@@ -26,9 +27,13 @@ export function useTracing(tracer: Tracer): Plugin {
   type WithSpan = { requestSpan?: Span };
   return {
     onRequest({ request, url, serverContext }) {
-      const span = tracer.startSpan(`${request.method} ${url.pathname.startsWith("/v1/") ? "/v1" : url.pathname}`, {
+      const span = tracer.startSpan(`${request.method} ${url.pathname.startsWith("/v1/") ? "/v1" : loggablePath(url.pathname)}`, {
         kind: SpanKind.SERVER,
-        attributes: { "http.request.method": request.method, "url.path": url.pathname, "request.id": requestIdOf(serverContext) },
+        attributes: {
+          "http.request.method": request.method,
+          "url.path": loggablePath(url.pathname),
+          "request.id": requestIdOf(serverContext),
+        },
       });
       (serverContext as WithSpan).requestSpan = span;
     },

@@ -113,7 +113,57 @@ const schema = z.object({
   GRAPHIQL: z.enum(["true", "false"]).optional(),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
   SEED_DEMO_DATA: z.enum(["true", "false"]).default("true"),
+  SMTP_URL: z
+    .string()
+    .regex(/^smtps?:\/\/[^/]/, "must be an smtp:// or smtps:// URL")
+    .optional(),
+  MAIL_FROM: z
+    .string()
+    .refine(isMailbox, "must be an address, or a name and an address: Workspace <notify@example.com>")
+    .optional(),
+  PUBLIC_URL: z
+    .string()
+    .refine(isBaseUrl, "must be an http(s) URL without query or fragment, such as https://api.example.com")
+    .optional(),
+  MAIL_UNSUBSCRIBE_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+  MAIL_RETRY_LIMIT: z.coerce.number().int().min(0).max(50).default(10),
+  MAIL_RETRY_DELAY_SECONDS: z.coerce.number().int().min(1).max(86_400).default(30),
+  MAIL_RETRY_DELAY_MAX_SECONDS: z.coerce.number().int().min(1).max(86_400).default(3_600),
+  MAIL_POLL_INTERVAL_SECONDS: z.coerce.number().min(0.5).max(60).default(2),
 });
+
+/** `a@b.example` or `Name <a@b.example>`: what nodemailer puts in From. */
+function isMailbox(value: string): boolean {
+  const address = /^[^<>]*<([^<>]+)>$/.exec(value.trim())?.[1] ?? value.trim();
+  return z.email().safeParse(address).success;
+}
+
+/** Where the service is reached from outside: links in e-mail are built on it. */
+function isBaseUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === "https:" || url.protocol === "http:") && !url.search && !url.hash && !value.includes("#");
+  } catch {
+    return false;
+  }
+}
+
+/** E-mail for notifications (notifications.mail.ts); on only with SMTP_URL, MAIL_FROM and PUBLIC_URL. */
+export type MailConfig = {
+  smtpUrl: string;
+  from: string;
+  /** The service's public base URL, without a trailing slash: the unsubscribe links point here. */
+  publicUrl: string;
+  /** Signs the unsubscribe tokens (HS256 JWT); the same on every replica. */
+  unsubscribeSecret: string;
+  /** Attempts after the first before a message is kept as failed. */
+  retryLimit: number;
+  /** First retry delay; doubled (with jitter) each attempt, up to retryDelayMaxSeconds. */
+  retryDelaySeconds: number;
+  retryDelayMaxSeconds: number;
+  /** How often each replica looks for messages to send. */
+  pollIntervalSeconds: number;
+};
 
 export type Config = {
   port: number;
@@ -171,6 +221,7 @@ export type Config = {
   /** OTLP/HTTP collector for traces; tracing is off without it. */
   otlpEndpoint: string | undefined;
   deviceManagement: { url: string; token?: string } | undefined;
+  mail: MailConfig | undefined;
 };
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -196,6 +247,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `Invalid configuration:\n  SHUTDOWN_DELAY_MS (${e.SHUTDOWN_DELAY_MS}) + SHUTDOWN_GRACE_MS (${e.SHUTDOWN_GRACE_MS}) must be less than SHUTDOWN_TIMEOUT_MS (${e.SHUTDOWN_TIMEOUT_MS}), which leaves the rest for closing the database`,
     );
   }
+  const mail = mailConfig(e);
   return {
     port: e.PORT,
     host: e.HOST,
@@ -239,5 +291,37 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     seedDemoData: e.SEED_DEMO_DATA === "true",
     otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,
     deviceManagement: e.DEVICE_MANAGEMENT_URL ? { url: e.DEVICE_MANAGEMENT_URL, token: e.DEVICE_MANAGEMENT_TOKEN } : undefined,
+    mail,
+  };
+}
+
+const MAIL_SETTINGS = ["SMTP_URL", "MAIL_FROM", "PUBLIC_URL"] as const;
+
+function mailConfig(e: z.infer<typeof schema>): MailConfig | undefined {
+  const set = MAIL_SETTINGS.filter((name) => e[name] !== undefined);
+  if (set.length === 0) return undefined;
+  if (set.length < MAIL_SETTINGS.length) {
+    const missing = MAIL_SETTINGS.filter((name) => e[name] === undefined);
+    throw new Error(
+      `Invalid configuration:\n  e-mail needs SMTP_URL, MAIL_FROM and PUBLIC_URL together: ${set.join(", ")} ${set.length === 1 ? "is" : "are"} set, ${missing.join(" and ")} ${missing.length === 1 ? "is" : "are"} not (unset all three to send no e-mail)`,
+    );
+  }
+  if (!e.MAIL_UNSUBSCRIBE_SECRET) {
+    throw new Error(
+      "Invalid configuration:\n  MAIL_UNSUBSCRIBE_SECRET (at least 32 characters, the same on every replica) signs the unsubscribe links of e-mail: set it with SMTP_URL",
+    );
+  }
+  if (e.MAIL_RETRY_DELAY_MAX_SECONDS < e.MAIL_RETRY_DELAY_SECONDS) {
+    throw new Error("Invalid configuration:\n  MAIL_RETRY_DELAY_MAX_SECONDS must be at least MAIL_RETRY_DELAY_SECONDS");
+  }
+  return {
+    smtpUrl: e.SMTP_URL as string,
+    from: e.MAIL_FROM as string,
+    publicUrl: (e.PUBLIC_URL as string).replace(/\/+$/, ""),
+    unsubscribeSecret: e.MAIL_UNSUBSCRIBE_SECRET,
+    retryLimit: e.MAIL_RETRY_LIMIT,
+    retryDelaySeconds: e.MAIL_RETRY_DELAY_SECONDS,
+    retryDelayMaxSeconds: e.MAIL_RETRY_DELAY_MAX_SECONDS,
+    pollIntervalSeconds: e.MAIL_POLL_INTERVAL_SECONDS,
   };
 }

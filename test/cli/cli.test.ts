@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.js";
 import { permissions } from "../../src/auth/permissions.js";
 import { type Database, openDatabase } from "../../src/platform/db/database.js";
+import { QUEUES, startJobQueue } from "../../src/platform/jobs.js";
 import { freshDataDir } from "../helpers/data-dir.js";
 import { testNodeFlags } from "../helpers/server-process.js";
 import { createPostgresDatabase, usePostgres } from "../helpers/test-app.js";
@@ -238,6 +239,32 @@ describe("operator CLI on the embedded database", () => {
       await stop(holder);
       await rm(path.join(dataDir, "gateway.lock"), { force: true });
     }
+  });
+
+  it("lists notification e-mail kept as failed and sends it again (none before the queue ever ran)", async () => {
+    expect(jsonOf(await run("mail", "failed", "--json"))).toEqual({ jobs: [] });
+    // One message failed for good, as a service with e-mail configured leaves it.
+    const database = await openDatabase({ kind: "embedded", dataDir });
+    let id: string | null;
+    try {
+      const queue = await startJobQueue({ pglite: database.pglite, logger: pino({ level: "silent" }) });
+      await queue.boss.createQueue(QUEUES.notificationMail, { retryLimit: 0 });
+      id = await queue.boss.send(QUEUES.notificationMail, { notificationId: "ntf_cli" });
+      const [job] = await queue.boss.fetch(QUEUES.notificationMail);
+      await queue.boss.fail(QUEUES.notificationMail, job?.id as string, { message: "550 mailbox unavailable" });
+      await queue.stop(1_000);
+    } finally {
+      await database.close();
+    }
+    const failed = jsonOf(await run("mail", "failed", "--json"));
+    expect(failed.jobs).toEqual([
+      { id, notificationId: "ntf_cli", attempts: 1, failedAt: expect.any(String), error: "550 mailbox unavailable" },
+    ]);
+    const usage = await run("mail", "retry", "--id", "not-a-uuid");
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain("is not a job id");
+    expect(jsonOf(await run("mail", "retry", "--all", "--json"))).toEqual({ retried: 1 });
+    expect((await run("mail", "failed")).stdout).toBe("No failed notification e-mail.\n");
   });
 
   describe("against the database it wrote", () => {

@@ -6,7 +6,7 @@ import pino, { type Logger } from "pino";
 import { inject } from "vitest";
 import { createApiKey } from "../../src/admin/admin.service.js";
 import { type SeedResult, seedDemo } from "../../src/admin/seed.js";
-import { createApp } from "../../src/app.js";
+import { type AppDeps, createApp } from "../../src/app.js";
 import type { Permission } from "../../src/auth/permissions.js";
 import type { DeviceManagement } from "../../src/modules/members/device-management.js";
 import type { NotificationMail } from "../../src/modules/notifications/notifications.service.js";
@@ -63,6 +63,28 @@ async function openTestDatabase(): Promise<{ database: Database; drop: () => Pro
 }
 
 /**
+ * A database of the caller's own (a copy of the migrated one), with its URL on PostgreSQL: for a
+ * test that starts something else on it (the job queue, a service process) or closes it.
+ */
+export async function openOwnDatabase(): Promise<{ database: Database; url?: string; close(): Promise<void> }> {
+  if (!usePostgres) {
+    const { database } = await openTestDatabase();
+    return { database, close: () => database.close() };
+  }
+  const template = inject("postgresTemplate");
+  const { url, drop } = await createPostgresDatabase(template || undefined, template ? `${template}_` : undefined);
+  const database = await openDatabase({ kind: "postgres", url, poolSize: 10 });
+  return {
+    database,
+    url,
+    async close() {
+      await database.close();
+      await drop();
+    },
+  };
+}
+
+/**
  * One database per worker, shared by the files it runs one after the other (vitest's `isolate:
  * false` keeps this module, and so this database, between files): opening one costs about a second
  * of CPU, more than most files' tests. Files stay apart by working in organizations of their own;
@@ -87,8 +109,6 @@ export async function createTestApp(
     corsOrigins?: string[];
     /** APP_URL: the web app's origin, for notification deep links. */
     appUrl?: string;
-    /** E-mail of notifications; none when absent. */
-    mail?: NotificationMail;
     jwt?: Config["jwt"];
     rateLimitPerMinute?: number;
     authFailuresPerMinute?: number;
@@ -102,6 +122,8 @@ export async function createTestApp(
     /** A database of the app's own, for a test that closes or breaks it; closed by `close()`. */
     ownDatabase?: boolean;
     logger?: Logger;
+    /** E-mail for notifications: the mailer (notifications.mail.ts) and /unsubscribe, or only a port to enqueue to. */
+    mail?: AppDeps["mail"] | NotificationMail;
   } = {},
 ) {
   const { database, drop } = options.database
@@ -128,7 +150,7 @@ export async function createTestApp(
     rateLimitKeyPrefix: options.rateLimitKeyPrefix,
     logger: options.logger ?? pino({ level: "silent" }),
     deviceManagement: options.deviceManagement,
-    mail: options.mail,
+    mail: options.mail && "enqueue" in options.mail ? { mailer: options.mail } : options.mail,
   });
 
   async function rest(method: string, path: string, opts: RestOptions = {}) {

@@ -63,6 +63,8 @@ export type Database = {
   poolStats?(): PoolStats;
   /** Streaming replicas for reads, when configured: their state (/ready, /metrics) and lag bound. */
   replicas?: Pick<ReadReplicas, "statuses" | "maxLagMs">;
+  /** The embedded database itself (its one connection), for what shares it with Prisma: the job queue (jobs.ts). */
+  pglite?: PGlite;
 };
 
 export type PoolStats = { total: number; idle: number; waiting: number; max: number };
@@ -184,5 +186,6 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       unlock();
     },
     onQuery,
+    pglite,
   };
 }

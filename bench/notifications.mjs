@@ -1,0 +1,270 @@
+// The "notifications" scenario (issue 29): what notifying costs the change that notifies, and how
+// fast one replica sends the e-mail. One service on PostgreSQL with e-mail on (a local SMTP server,
+// smtp-server, in this process):
+//   1. create comment (REST) with five mentions against without any, in alternating rounds
+//      (plain, mentions, mentions, plain, ...) of the same run; medians of the rounds;
+//   2. messages per second the replica sends: a burst of comments with five mentions each, then the
+//      rate at which its queue drains to the SMTP server.
+// Runs inside `npm run bench` (BENCH_NOTIFICATIONS=0 skips it) or alone: `node bench/notifications.mjs`.
+import { spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { createServer } from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import autocannon from "autocannon";
+import pg from "pg";
+import { SMTPServer } from "smtp-server";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const MENTIONS = 5;
+const CONNECTIONS = 16;
+const BURST_COMMENTS = 200;
+/** Members the comments mention, five at a time in turn: as in an organization, not the same five every time. */
+const POOL = 40;
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+
+export function notificationsBenchMissing(postgresUrl) {
+  return postgresUrl ? null : "no PostgreSQL URL";
+}
+
+/** Runs the scenario; `postgresUrl` is a server on which a throwaway database is made. */
+export async function benchNotifications({ durationS = 5, rounds = 2, postgresUrl, log = () => {} }) {
+  const cleanups = [];
+  try {
+    let received = 0;
+    const smtp = new SMTPServer({
+      authOptional: true,
+      disabledCommands: ["STARTTLS", "AUTH"],
+      logger: false,
+      onData(stream, _session, callback) {
+        stream.on("data", () => {});
+        stream.on("end", () => {
+          received++;
+          callback();
+        });
+      },
+    });
+    await new Promise((resolve) => smtp.listen(0, "127.0.0.1", resolve));
+    cleanups.push(() => new Promise((resolve) => smtp.close(resolve)));
+    const smtpPort = smtp.server.address().port;
+
+    const name = `bench_mail_${process.pid}_${randomBytes(3).toString("hex")}`;
+    const admin = new pg.Client({ connectionString: postgresUrl });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${name}`);
+    await admin.end();
+    const url = new URL(postgresUrl);
+    url.pathname = `/${name}`;
+    const databaseUrl = url.toString();
+    cleanups.push(async () => {
+      const client = new pg.Client({ connectionString: postgresUrl });
+      await client.connect();
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await client.end();
+    });
+
+    const baseEnv = { ...process.env, DATABASE_URL: databaseUrl };
+    for (const key of ["DATA_DIR", "REDIS_URL", "PORT", "HOST", "NODE_OPTIONS"]) delete baseEnv[key];
+    const seeded = spawnSync("npm", ["run", "--silent", "cli", "--", "seed", "--json"], {
+      cwd: root,
+      env: baseEnv,
+      encoding: "utf8",
+    });
+    if (seeded.status !== 0) throw new Error(`seed failed: ${seeded.stderr}`);
+    const seed = JSON.parse(seeded.stdout);
+
+    const port = await freePort();
+    const child = spawn(process.execPath, ["--max-semi-space-size=16", "--liftoff-only", "dist/server.js"], {
+      cwd: root,
+      env: {
+        ...baseEnv,
+        PORT: String(port),
+        HOST: "127.0.0.1",
+        NODE_ENV: "production",
+        LOG_LEVEL: "warn",
+        RATE_LIMIT_PER_MINUTE: "1000000000",
+        SEED_DEMO_DATA: "false",
+        APP_URL: "https://app.example.com",
+        ...(process.env.BENCH_NOTIFICATIONS_MAIL === "0"
+          ? {}
+          : {
+              SMTP_URL: `smtp://127.0.0.1:${smtpPort}`,
+              MAIL_FROM: "Bench <bench@example.com>",
+              PUBLIC_URL: "http://127.0.0.1",
+              MAIL_UNSUBSCRIBE_SECRET: randomBytes(32).toString("hex"),
+              MAIL_POLL_INTERVAL_SECONDS: "0.5",
+            }),
+      },
+      stdio: ["ignore", "ignore", "inherit"],
+    });
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    cleanups.push(async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill("SIGTERM");
+        await exited;
+      }
+    });
+    const base = `http://127.0.0.1:${port}`;
+    for (const started = Date.now(); ; ) {
+      if (Date.now() - started > 60_000) throw new Error("the service did not become ready in 60 s");
+      const ok = await fetch(`${base}/ready`).then(
+        (r) => r.ok,
+        () => false,
+      );
+      if (ok) break;
+      await sleep(50);
+    }
+    const headers = { "x-api-key": seed.apiKey, "content-type": "application/json" };
+    // Members to mention besides the author: the demo has four in all.
+    const mentioned = seed.memberIds.slice(1);
+    for (let i = mentioned.length; i < POOL; i++) {
+      const res = await fetch(`${base}/v1/people`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({
+          email: `bench${i}.${randomBytes(3).toString("hex")}@example.com`,
+          name: `Bench ${i}`,
+          role: "employee",
+        }),
+      });
+      if (res.status !== 201) throw new Error(`create member: ${res.status} ${await res.text()}`);
+      mentioned.push((await res.json()).id);
+    }
+    const taskId = seed.taskIds[0];
+    const userId = seed.userIds[0];
+    const mentionBodies = Array.from({ length: POOL }, (_, start) => {
+      const markup = Array.from({ length: MENTIONS }, (_, i) => `@[Member ${i}](${mentioned[(start + i) % POOL]})`).join(" ");
+      return JSON.stringify({ content: `${markup} please look`, entityId: taskId, entityType: "task", userId });
+    });
+    const plainBody = JSON.stringify({
+      content:
+        "A comment that mentions nobody, about as long as the one with five mentions in it, to compare like with like here.",
+      entityId: taskId,
+      entityType: "task",
+      userId,
+    });
+    let turn = 0;
+    const bodyOf = (kind) => (kind === "plain" ? plainBody : mentionBodies[turn++ % POOL]);
+    const load = (kind, options) =>
+      autocannon({
+        url: `${base}/v1/comments`,
+        method: "POST",
+        headers,
+        requests: [{ setupRequest: (request) => ({ ...request, body: bodyOf(kind) }) }],
+        ...options,
+      });
+    const run = (kind, seconds) => load(kind, { connections: CONNECTIONS, duration: seconds });
+    const metricsSent = async () => {
+      const text = await (await fetch(`${base}/metrics`)).text();
+      return Number(/^notification_mail_sent_total (\d+)/m.exec(text)?.[1] ?? 0);
+    };
+    const db = new pg.Client({ connectionString: databaseUrl });
+    await db.connect();
+    cleanups.push(() => db.end());
+    const pending = async () =>
+      process.env.BENCH_NOTIFICATIONS_MAIL === "0"
+        ? 0
+        : Number(
+            (
+              await db.query(
+                `SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'notification-mail' AND state IN ('created', 'retry', 'active')`,
+              )
+            ).rows[0].n,
+          );
+
+    // 1. Create comment with five mentions against without any.
+    log(`notifications: warm-up, then ${rounds * 2} rounds of ${durationS} s per side at ${CONNECTIONS} connections`);
+    await run("plain", 2);
+    await run("mentions", 2);
+    const sides = { plain: [], mentions: [] };
+    const order = [];
+    for (let r = 0; r < rounds; r++)
+      order.push(...(r % 2 ? ["mentions", "plain", "plain", "mentions"] : ["plain", "mentions", "mentions", "plain"]));
+    for (const kind of order) {
+      const result = await run(kind, durationS);
+      sides[kind].push({
+        rps: result.requests.average,
+        p50: result.latency.p50,
+        p99: result.latency.p99,
+        errors: result.errors + result.non2xx,
+      });
+    }
+    const summary = Object.fromEntries(
+      Object.entries(sides).map(([kind, runs]) => [
+        kind,
+        {
+          rps: median(runs.map((r) => r.rps)),
+          p50: median(runs.map((r) => r.p50)),
+          p99: median(runs.map((r) => r.p99)),
+          errors: runs.reduce((sum, r) => sum + r.errors, 0),
+        },
+      ]),
+    );
+    const slower = 1 - summary.mentions.rps / summary.plain.rps;
+
+    // 2. Messages per second: let the backlog drain, then a burst, then time the queue draining.
+    for (const deadline = Date.now() + 120_000; (await pending()) > 0 && Date.now() < deadline; ) await sleep(250);
+    await load("mentions", { connections: 8, amount: BURST_COMMENTS });
+    const startSent = await metricsSent();
+    const startAt = performance.now();
+    let backlog = await pending();
+    const backlogAtStart = backlog;
+    for (const deadline = Date.now() + 120_000; backlog > 0 && Date.now() < deadline; ) {
+      await sleep(100);
+      backlog = await pending();
+    }
+    const seconds = (performance.now() - startAt) / 1000;
+    const sent = (await metricsSent()) - startSent;
+    const perSecond = sent / seconds;
+
+    const results = { comment: summary, slower, send: { backlogAtStart, sent, seconds, perSecond, received } };
+    const verdict = slower <= 0.1 ? "PASS" : "FAIL";
+    const text = [
+      `Notifications (PostgreSQL, one replica with e-mail on, a local SMTP server; ${CONNECTIONS} connections, ${rounds * 2} alternating rounds of ${durationS} s per side, medians; mentions rotate over ${POOL} members):`,
+      `  create comment, no mention        ${summary.plain.rps.toFixed(0).padStart(6)} req/s, p50 ${summary.plain.p50} ms, p99 ${summary.plain.p99} ms, ${summary.plain.errors} errors`,
+      `  create comment, ${MENTIONS} mentions        ${summary.mentions.rps.toFixed(0).padStart(6)} req/s, p50 ${summary.mentions.p50} ms, p99 ${summary.mentions.p99} ms, ${summary.mentions.errors} errors`,
+      `  ${verdict}  five mentions at most 10 % slower: ${(slower * 100).toFixed(1)} % slower (the replica also sends the mail meanwhile)`,
+      `  e-mail sent by one replica: ${perSecond.toFixed(0)} messages/s (a backlog of ${backlogAtStart} after a burst of ${BURST_COMMENTS} comments, drained in ${seconds.toFixed(1)} s); ${received} messages received in all`,
+      "  On a 2-core machine the service, PostgreSQL, the SMTP server and the load generator share the cores.",
+    ];
+    return { results, text: lines(text) };
+  } finally {
+    while (cleanups.length)
+      await cleanups
+        .pop()()
+        .catch(() => {});
+  }
+}
+
+const lines = (list) => list.join("\n");
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const build = spawnSync(process.execPath, ["scripts/build.mjs"], { cwd: root, stdio: "inherit" });
+  if (build.status !== 0) process.exit(1);
+  const { text } = await benchNotifications({
+    durationS: Number(process.env.BENCH_DURATION ?? 5),
+    rounds: Number(process.env.BENCH_ROUNDS ?? 2),
+    postgresUrl:
+      process.env.BENCH_POSTGRES_URL ?? process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres",
+    log: (line) => console.log(line),
+  });
+  console.log(text);
+  process.exit(0);
+}
