@@ -107,18 +107,7 @@ export function useMetrics({ routes, poolStats, redisHealth, replicas, mail }: M
         "publishFailures",
       ],
     ] as const;
-    for (const [name, help, key] of counters) {
-      let reported = 0;
-      new Counter({
-        name,
-        help,
-        registers: [registry],
-        collect() {
-          this.inc(redisHealth.counts[key] - reported);
-          reported = redisHealth.counts[key];
-        },
-      });
-    }
+    countersOf(registry, redisHealth.counts, counters);
   }
 
   const seenNames = new Set<string>();
@@ -274,19 +263,28 @@ function mailMetrics(registry: Registry, mail: NonNullable<MetricsOptions["mail"
     ],
     [
       "notification_mail_failed_total",
-      "Notification e-mail messages whose last attempt failed: kept as failed jobs (npm run cli -- mail:failed)",
+      "Notification e-mail messages whose last attempt failed: kept as failed jobs (npm run cli -- mail failed)",
       "failed",
     ],
   ] as const;
-  for (const [name, help, key] of counters) {
+  countersOf(registry, mail, counters);
+}
+
+/** Prometheus counters that follow tallies kept elsewhere (each scrape adds what they grew by). */
+function countersOf<K extends string>(
+  registry: Registry,
+  counts: Readonly<Record<K, number>>,
+  specs: readonly (readonly [name: string, help: string, key: K])[],
+) {
+  for (const [name, help, key] of specs) {
     let reported = 0;
     new Counter({
       name,
       help,
       registers: [registry],
       collect() {
-        this.inc(mail[key] - reported);
-        reported = mail[key];
+        this.inc(counts[key] - reported);
+        reported = counts[key];
       },
     });
   }

@@ -7,7 +7,7 @@ import type { NotificationEntityType, NotificationReason, Prisma } from "../../g
 import type { MailConfig } from "../../platform/config.js";
 import type { Db } from "../../platform/db/database.js";
 import { QUEUES } from "../../platform/jobs.js";
-import type { NotificationMail } from "./notifications.service.js";
+import { emailColumn, type NotificationMail } from "./notifications.service.js";
 import { unsubscribeUrl } from "./notifications.unsubscribe.js";
 
 /** The pg-boss queue of notification e-mail: one job per notification. */
@@ -158,13 +158,6 @@ const reasonNames: Record<NotificationReason, string> = {
   review_completed: "completed reviews",
 };
 
-const preferenceOf = {
-  mention: "emailMention",
-  assigned: "emailAssigned",
-  review_requested: "emailReviewRequested",
-  review_completed: "emailReviewCompleted",
-} as const satisfies Record<NotificationReason, string>;
-
 async function titleOf(db: Db, organizationId: string, type: NotificationEntityType, id: string): Promise<string | undefined> {
   const where = { id, organizationId };
   switch (type) {
@@ -223,7 +216,7 @@ export async function composeMessage(
   if (recipient.organizationId !== notification.organizationId) return { skip: "the recipient is not of the organization" };
   if (!recipient.isActive) return { skip: "the recipient is no longer an active member" };
   if (notification.actorId === notification.recipientId) return { skip: "the recipient made the change" };
-  if (recipient.notificationPreference?.[preferenceOf[notification.reason]] === false) {
+  if (recipient.notificationPreference?.[emailColumn[notification.reason]] === false) {
     return { skip: "the recipient switched this e-mail off" };
   }
   const title = await titleOf(db, notification.organizationId, notification.entityType, notification.entityId);

@@ -98,7 +98,8 @@ function trustedContextUrl(links: DeepLinks, organizationId: string, contextUrl:
   return url.href;
 }
 
-const emailColumn = {
+/** The preference column that switches a reason's e-mail on or off. */
+export const emailColumn = {
   mention: "emailMention",
   assigned: "emailAssigned",
   review_requested: "emailReviewRequested",

@@ -3,18 +3,12 @@ import type { NotificationReason, Prisma } from "../../generated/prisma/client.j
 import type { MailConfig } from "../../platform/config.js";
 import type { Db } from "../../platform/db/database.js";
 import { newId } from "../../platform/ids.js";
+import { emailColumn } from "./notifications.service.js";
 
 /** How long an unsubscribe link works after its notification was written (the contract's 90 days). */
 export const UNSUBSCRIBE_VALID_DAYS = 90;
 const AUDIENCE = "unsubscribe";
-const reasons = new Set<string>(["mention", "assigned", "review_requested", "review_completed"]);
-
-const column = {
-  mention: "emailMention",
-  assigned: "emailAssigned",
-  review_requested: "emailReviewRequested",
-  review_completed: "emailReviewCompleted",
-} as const satisfies Record<NotificationReason, string>;
+const reasons = new Set<string>(Object.keys(emailColumn));
 
 export type UnsubscribeClaim = { memberId: string; reason: NotificationReason };
 
@@ -79,7 +73,7 @@ export function createUnsubscribe(db: Db, secret: string) {
         select: { organizationId: true, userId: true },
       });
       if (!member) return { done: false };
-      const field = column[claim.reason];
+      const field = emailColumn[claim.reason];
       await db.$transaction(async (tx) => {
         const current = await tx.notificationPreference.findUnique({
           where: { memberId: claim.memberId },
