@@ -93,6 +93,8 @@ const bundles = {
 
 // A throwaway database, seeded through the CLI as the bench does.
 const admin = new pg.Client({ connectionString: postgresUrl });
+// A server stopped or a database dropped while the client is connected must not end the bench.
+admin.on("error", () => {});
 await admin.connect();
 const dbName = `ab_${process.pid}_${randomBytes(4).toString("hex")}`;
 await admin.query(`CREATE DATABASE "${dbName}"`);

@@ -79,6 +79,8 @@ async function load(base, request) {
 export async function runListPageBench(log = console.log) {
   const name = `bench_list_${randomBytes(4).toString("hex")}`;
   const admin = new pg.Client({ connectionString: adminUrl });
+  // A server stopped or a database dropped while the client is connected must not end the bench.
+  admin.on("error", () => {});
   await admin.connect();
   await admin.query(`CREATE DATABASE ${name}`);
   const url = new URL(adminUrl);
@@ -99,6 +101,8 @@ export async function runListPageBench(log = console.log) {
     const org = cli(["org", "create", "--name", "Lists bench"], env);
     const key = cli(["apikey", "create", "--org", org.id, "--name", "bench", "--scopes", "all"], env).key;
     const db = new pg.Client({ connectionString: databaseUrl });
+    // A server stopped or a database dropped while the client is connected must not end the bench.
+    db.on("error", () => {});
     await db.connect();
     const t0 = performance.now();
     await db.query(`

@@ -67,6 +67,8 @@ export async function benchNotifications({ durationS = 5, rounds = 2, postgresUr
 
     const name = `bench_mail_${process.pid}_${randomBytes(3).toString("hex")}`;
     const admin = new pg.Client({ connectionString: postgresUrl });
+    // A server stopped or a database dropped while the client is connected must not end the bench.
+    admin.on("error", () => {});
     await admin.connect();
     await admin.query(`CREATE DATABASE ${name}`);
     await admin.end();
@@ -75,6 +77,8 @@ export async function benchNotifications({ durationS = 5, rounds = 2, postgresUr
     const databaseUrl = url.toString();
     cleanups.push(async () => {
       const client = new pg.Client({ connectionString: postgresUrl });
+      // A server stopped or a database dropped while the client is connected must not end the bench.
+      client.on("error", () => {});
       await client.connect();
       await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await client.end();
@@ -176,6 +180,8 @@ export async function benchNotifications({ durationS = 5, rounds = 2, postgresUr
       return Number(/^notification_mail_sent_total (\d+)/m.exec(text)?.[1] ?? 0);
     };
     const db = new pg.Client({ connectionString: databaseUrl });
+    // A server stopped or a database dropped while the client is connected must not end the bench.
+    db.on("error", () => {});
     await db.connect();
     cleanups.push(() => db.end());
     const pending = async () =>

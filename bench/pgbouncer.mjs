@@ -65,6 +65,8 @@ async function topology(cleanups) {
   const primary = await startCluster(primaryDir, await freePort());
   cleanups.push(() => stopCluster(primary));
   const admin = new pg.Client({ connectionString: primary.url("postgres") });
+  // A server stopped or a database dropped while the client is connected must not end the bench.
+  admin.on("error", () => {});
   await admin.connect();
   await admin.query("CREATE DATABASE app");
   await admin.end();
@@ -130,6 +132,8 @@ function stopCluster(cluster) {
 
 async function showPools(bouncer) {
   const client = new pg.Client({ connectionString: bouncer.url("pgbouncer") });
+  // A server stopped or a database dropped while the client is connected must not end the bench.
+  client.on("error", () => {});
   await client.connect();
   try {
     return (await client.query("SHOW POOLS")).rows;

@@ -424,6 +424,8 @@ async function sqlProbe(database, proc, request, n) {
     ]);
     // A short-lived connection: its own transaction is flushed when it closes, counted once below.
     const client = new pg.Client({ connectionString: database.url });
+    // A server stopped or a database dropped while the client is connected must not end the bench.
+    client.on("error", () => {});
     await client.connect();
     const t = await client.query(
       `SELECT relname, coalesce(seq_scan, 0) + coalesce(idx_scan, 0) AS scans FROM pg_stat_user_tables WHERE relname <> '_prisma_migrations'`,
@@ -540,6 +542,8 @@ async function benchDatabase(kind, workDir) {
   let adminClient = null;
   if (kind === "postgres") {
     adminClient = new pg.Client({ connectionString: settings.postgresUrl });
+    // A server stopped or a database dropped while the client is connected must not end the bench.
+    adminClient.on("error", () => {});
     try {
       await adminClient.connect();
     } catch (error) {
@@ -926,6 +930,8 @@ async function priceGuardsInProcess(database, scenarios, workDir) {
  */
 async function startPeerJwt(database, seed, out, logFile) {
   const client = new pg.Client({ connectionString: database.url });
+  // A server stopped or a database dropped while the client is connected must not end the bench.
+  client.on("error", () => {});
   await client.connect();
   try {
     await setUpTenancy(client, database.tenantRole);

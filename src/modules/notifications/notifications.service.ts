@@ -98,6 +98,8 @@ function trustedContextUrl(links: DeepLinks, organizationId: string, contextUrl:
   return url.href;
 }
 
+const { sql, join, raw } = Prisma;
+
 /** The preference column that switches a reason's e-mail on or off. */
 export const emailColumn = {
   mention: "emailMention",
@@ -121,56 +123,59 @@ export function createNotifier({ links: given, mail, events }: { links: DeepLink
       actor: ChangeActor,
       drafts: readonly NotificationDraft[],
     ): Promise<WrittenNotification[]> {
-      const candidates = [...new Set(drafts.flatMap((d) => d.recipientIds).filter((id): id is string => Boolean(id)))];
-      if (candidates.length === 0) return [];
       const { organizationId } = actor;
-      const members = await tx.member.findMany({
-        where: {
-          organizationId,
-          OR: [
-            { id: { in: candidates }, isActive: true },
-            ...(actor.userId && !actor.memberId ? [{ userId: actor.userId }] : []),
-          ],
-        },
-        select: {
-          id: true,
-          userId: true,
-          isActive: true,
-          notificationPreference: { select: Object.fromEntries(Object.values(emailColumn).map((c) => [c, true])) },
-        },
-      });
-      const actorMemberId = actor.memberId ?? members.find((m) => actor.userId && m.userId === actor.userId)?.id ?? null;
-      const active = new Map(members.filter((m) => m.isActive && candidates.includes(m.id)).map((m) => [m.id, m]));
-      const told = new Set<string>();
-      const rows: Prisma.NotificationCreateManyInput[] = [];
-      const mailed: string[] = [];
+      // Each candidate once, with the first draft that names it.
+      const rows: Prisma.Sql[] = [];
+      const seen = new Set<string>();
       for (const draft of drafts) {
         const url = deepLink(links, organizationId, draft.entity, draft.contextUrl);
         for (const recipientId of draft.recipientIds) {
-          if (!recipientId || recipientId === actorMemberId || told.has(recipientId)) continue;
-          const member = active.get(recipientId);
-          if (!member) continue;
-          told.add(recipientId);
-          const id = newId("ntf");
-          rows.push({
-            id,
-            organizationId,
-            recipientId,
-            actorId: actorMemberId,
-            reason: draft.reason,
-            entityType: draft.entity.type,
-            entityId: draft.entity.id,
-            commentId: draft.commentId ?? null,
-            url,
-          });
-          const preference = member.notificationPreference as PreferenceRow | null;
-          if (!preference || preference[emailColumn[draft.reason]]) mailed.push(id);
+          if (!recipientId || seen.has(recipientId)) continue;
+          seen.add(recipientId);
+          rows.push(
+            sql`(${join([
+              sql`${newId("ntf")}::text`,
+              sql`${recipientId}::text`,
+              sql`${draft.reason}::"NotificationReason"`,
+              sql`${draft.entity.type}::"NotificationEntityType"`,
+              sql`${draft.entity.id}::text`,
+              sql`${draft.commentId ?? null}::text`,
+              sql`${url}::text`,
+            ])})`,
+          );
         }
       }
       if (rows.length === 0) return [];
-      await tx.notification.createMany({ data: rows });
+      // One statement (the change's transaction holds its connection meanwhile): the actor, the
+      // candidates that are active members of the organization and not the actor, their rows, and
+      // whether each one's e-mail for the reason is on.
+      const written = await tx.$queryRaw<{ id: string; recipientId: string; mail: boolean }[]>(sql`
+        WITH "actor" AS (
+          SELECT COALESCE(${actor.memberId ?? null}::text, (
+            SELECT m."id" FROM "Member" m WHERE m."organizationId" = ${organizationId} AND m."userId" = ${actor.userId ?? null}::text
+          )) AS "id"
+        ), "draft"("id", "recipientId", "reason", "entityType", "entityId", "commentId", "url") AS (
+          VALUES ${join(rows)}
+        ), "inserted" AS (
+          INSERT INTO "Notification" ("id", "organizationId", "recipientId", "actorId", "reason", "entityType", "entityId", "commentId", "url")
+          SELECT d."id", ${organizationId}, d."recipientId", a."id", d."reason", d."entityType", d."entityId", d."commentId", d."url"
+          FROM "draft" d
+          JOIN "Member" m ON m."id" = d."recipientId" AND m."organizationId" = ${organizationId} AND m."isActive"
+          CROSS JOIN "actor" a
+          WHERE a."id" IS NULL OR d."recipientId" <> a."id"
+          RETURNING "id", "recipientId", "reason"
+        )
+        SELECT i."id", i."recipientId", CASE i."reason"
+          ${raw(
+            Object.entries(emailColumn)
+              .map(([reason, column]) => `WHEN '${reason}' THEN COALESCE(p."${column}", TRUE)`)
+              .join(" "),
+          )}
+          END AS "mail"
+        FROM "inserted" i LEFT JOIN "NotificationPreference" p ON p."memberId" = i."recipientId"`);
+      const mailed = written.filter((n) => n.mail).map((n) => n.id);
       if (mail && mailed.length > 0) await mail.enqueue(tx, mailed);
-      return rows.map((r) => ({ id: r.id as string, organizationId, recipientId: r.recipientId }));
+      return written.map((n) => ({ id: n.id, organizationId, recipientId: n.recipientId }));
     },
 
     /** After the commit: each recipient's `notificationAdded` stream hears of its notification. */
