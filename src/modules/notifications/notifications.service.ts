@@ -21,7 +21,7 @@ import type { Events, NotificationAddedEvent } from "../../platform/events.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, limit, list, text } from "../../platform/limits.js";
 import { notNull, parseInput } from "../../platform/validation.js";
-import { auditEvent, changesBetween } from "../audit/audit.service.js";
+import { auditEvent, type Changes, changesBetween } from "../audit/audit.service.js";
 
 /** E-mail for notifications; absent when SMTP is not configured. */
 export type NotificationMail = {
@@ -249,15 +249,39 @@ export type EmailPreferences = Record<NotificationReason, boolean>;
 export type NotificationPreferences = { email: EmailPreferences; updatedAt: Date | null };
 
 function preferencesOf(row: (PreferenceRow & { updatedAt: Date }) | null): NotificationPreferences {
-  return {
-    email: {
-      mention: row?.emailMention ?? true,
-      assigned: row?.emailAssigned ?? true,
-      review_requested: row?.emailReviewRequested ?? true,
-      review_completed: row?.emailReviewCompleted ?? true,
-    },
-    updatedAt: row?.updatedAt ?? null,
-  };
+  const email = Object.fromEntries(
+    Object.entries(emailColumn).map(([reason, column]) => [reason, row?.[column] ?? true]),
+  ) as EmailPreferences;
+  return { email, updatedAt: row?.updatedAt ?? null };
+}
+
+/**
+ * Switches a member's e-mail for some reasons on or off, the others staying, in one transaction with
+ * the audit event of the change (`audit` makes it from the changes); nothing is written when nothing
+ * changes. The inbox's `updateNotificationPreferences` and the unsubscribe link both write through it.
+ */
+export async function writeEmailPreferences(
+  db: Db,
+  member: { memberId: string; organizationId: string },
+  wanted: Partial<EmailPreferences>,
+  audit: (changes: Changes) => Prisma.AuditEventUncheckedCreateInput,
+): Promise<NotificationPreferences> {
+  const { memberId, organizationId } = member;
+  return db.$transaction(async (tx) => {
+    const before = preferencesOf(await tx.notificationPreference.findUnique({ where: { memberId } }));
+    const { changes } = changesBetween(before.email, wanted);
+    if (Object.keys(changes).length === 0) return before;
+    const data = Object.fromEntries(
+      Object.entries(changes).map(([reason, change]) => [emailColumn[reason as NotificationReason], change.to]),
+    ) as Partial<PreferenceRow>;
+    const row = await tx.notificationPreference.upsert({
+      where: { memberId },
+      create: { memberId, organizationId, ...data },
+      update: data,
+    });
+    await tx.auditEvent.create({ data: audit(changes), select: { id: true } });
+    return preferencesOf(row);
+  });
 }
 
 type NotificationQuery = { select?: Prisma.NotificationSelect; include?: Prisma.NotificationInclude };
@@ -331,26 +355,11 @@ export function createNotificationService(db: Db, events: Events) {
     async updatePreferences(actor: Actor, args: { email: Record<string, unknown> }): Promise<NotificationPreferences> {
       const input = parseInput(preferencesInput, args);
       const memberId = await ownMemberId(actor);
-      return db.$transaction(async (tx) => {
-        const before = preferencesOf(await tx.notificationPreference.findUnique({ where: { memberId } }));
-        const { changes } = changesBetween(before.email, input.email);
-        if (Object.keys(changes).length === 0) return before;
-        const data = Object.fromEntries(
-          Object.entries(changes).map(([reason, change]) => [emailColumn[reason as NotificationReason], change.to]),
-        ) as Partial<PreferenceRow>;
-        const row = await tx.notificationPreference.upsert({
-          where: { memberId },
-          create: { memberId, organizationId: actor.organizationId, ...data },
-          update: data,
-        });
-        await tx.auditEvent.create({
-          data: auditEvent(actor, "notification_preferences.updated", { type: "notification_preferences", id: memberId }, {
-            changes,
-          } as Prisma.InputJsonValue),
-          select: { id: true },
-        });
-        return preferencesOf(row);
-      });
+      return writeEmailPreferences(db, { memberId, organizationId: actor.organizationId }, input.email, (changes) =>
+        auditEvent(actor, "notification_preferences.updated", { type: "notification_preferences", id: memberId }, {
+          changes,
+        } as Prisma.InputJsonValue),
+      );
     },
 
     /** The caller's new notifications, as they are written (on any replica: the events are shared). */

@@ -3,7 +3,7 @@ import type { NotificationReason, Prisma } from "../../generated/prisma/client.j
 import type { MailConfig } from "../../platform/config.js";
 import type { Db } from "../../platform/db/database.js";
 import { newId } from "../../platform/ids.js";
-import { emailColumn } from "./notifications.service.js";
+import { emailColumn, writeEmailPreferences } from "./notifications.service.js";
 
 /** How long an unsubscribe link works after its notification was written (the contract's 90 days). */
 export const UNSUBSCRIBE_VALID_DAYS = 90;
@@ -73,32 +73,21 @@ export function createUnsubscribe(db: Db, secret: string) {
         select: { organizationId: true, userId: true },
       });
       if (!member) return { done: false };
-      const field = emailColumn[claim.reason];
-      await db.$transaction(async (tx) => {
-        const current = await tx.notificationPreference.findUnique({
-          where: { memberId: claim.memberId },
-          select: { [field]: true },
-        });
-        if (current && current[field] === false) return;
-        await tx.notificationPreference.upsert({
-          where: { memberId: claim.memberId },
-          create: { memberId: claim.memberId, organizationId: member.organizationId, [field]: false },
-          update: { [field]: false },
-        });
-        await tx.auditEvent.create({
-          data: {
-            id: newId("aud"),
-            organizationId: member.organizationId,
-            actorUserId: member.userId,
-            action: "notification_preferences.updated",
-            entityType: "notification_preferences",
-            entityId: claim.memberId,
-            data: { changes: { [claim.reason]: { from: true, to: false } }, via: "unsubscribe link" } as Prisma.InputJsonValue,
-            requestId,
-          },
-          select: { id: true },
-        });
-      });
+      await writeEmailPreferences(
+        db,
+        { memberId: claim.memberId, organizationId: member.organizationId },
+        { [claim.reason]: false },
+        (changes) => ({
+          id: newId("aud"),
+          organizationId: member.organizationId,
+          actorUserId: member.userId,
+          action: "notification_preferences.updated",
+          entityType: "notification_preferences",
+          entityId: claim.memberId,
+          data: { changes, via: "unsubscribe link" } as Prisma.InputJsonValue,
+          requestId,
+        }),
+      );
       return { done: true, reason: claim.reason };
     },
   };
