@@ -130,6 +130,10 @@ export const sortBy = {
 
 // Keyset -----------------------------------------------------------------------------------------
 
+/** The direction rows are read in: the list's own, or its opposite when a backward page reads it back to front. */
+const readingDirection = (direction: Direction, reversed: boolean): Direction =>
+  reversed ? (direction === "asc" ? "desc" : "asc") : direction;
+
 /**
  * The ORDER BY and the "after this row" condition of an order: the key's direction, nulls last in
  * both directions, ties broken on id in the same direction, so the order is total and a page after
@@ -144,7 +148,7 @@ export function keyset(
   after?: { value: Prisma.Sql; id: Prisma.Sql; valueIsNull: boolean | Prisma.Sql },
   reversed = false,
 ) {
-  const readAs = reversed ? (direction === "asc" ? "desc" : "asc") : direction;
+  const readAs = readingDirection(direction, reversed);
   const dir = raw(readAs === "asc" ? "ASC" : "DESC");
   const nulls = key.nullable ? raw(reversed ? " NULLS FIRST" : " NULLS LAST") : empty;
   const orderBy = sql`${key.sql} ${dir}${nulls}, t."id" ${dir}`;
@@ -389,7 +393,7 @@ function rootPage(
       ORDER BY ${ks.orderBy}
       LIMIT ${take}`;
   }
-  const readAs = reversed ? (direction === "asc" ? "desc" : "asc") : direction;
+  const readAs = readingDirection(direction, reversed);
   const dir = raw(readAs === "asc" ? "ASC" : "DESC");
   const op = raw(readAs === "asc" ? ">" : "<");
   // The part the cursor's row is in continues after it; the part read after that one is whole; the part read before it is done.
