@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSession } from "../../src/auth/sessions.js";
 import { createEvents, createRedisEventTarget } from "../../src/platform/events.js";
 import { connectRedis, type RedisConnection } from "../../src/platform/redis.js";
+import { openEventStream } from "../helpers/event-stream.js";
 import { openFixture } from "../helpers/fixtures.js";
 import type { TestApp } from "../helpers/test-app.js";
 
@@ -34,36 +35,11 @@ const [subscriberApp, writerApp] = [() => replicas[0] as TestApp, () => replicas
 
 /** Opens an SSE subscription on `app` and collects its `next` payloads. */
 async function subscribe(app: TestApp, query: string, variables: Record<string, unknown>) {
-  const controller = new AbortController();
-  const response = await app.app.fetch(
-    new Request("http://test/graphql", {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "text/event-stream", "x-api-key": org.apiKey },
-      body: JSON.stringify({ query, variables }),
-      signal: controller.signal,
-    }),
-  );
-  expect(response.status).toBe(200);
-  // biome-ignore lint/suspicious/noExplicitAny: tests inspect arbitrary JSON
-  const events: any[] = [];
-  const reader = response.body?.getReader();
-  let buffer = "";
-  const pump = (async () => {
-    const decoder = new TextDecoder();
-    for (;;) {
-      const chunk = await reader?.read().catch(() => ({ done: true, value: undefined }));
-      if (!chunk || chunk.done) return;
-      buffer += decoder.decode(chunk.value, { stream: true });
-      for (let i = buffer.indexOf("\n\n"); i >= 0; i = buffer.indexOf("\n\n")) {
-        const block = buffer.slice(0, i);
-        buffer = buffer.slice(i + 2);
-        const data = block.split("\n").find((line) => line.startsWith("data:"));
-        if (data && block.includes("event: next")) events.push(JSON.parse(data.slice(5)));
-      }
-    }
-  })();
+  const stream = await openEventStream(app, { query, variables }, { "x-api-key": org.apiKey });
+  expect(stream.response.status).toBe(200);
   // Redis confirms the SUBSCRIBE asynchronously: give it a moment before the first write.
   await new Promise((r) => setTimeout(r, 300));
+  const { events } = stream;
   return {
     events,
     async next(count: number) {
@@ -72,11 +48,7 @@ async function subscribe(app: TestApp, query: string, variables: Record<string, 
       expect(events.length, JSON.stringify(events)).toBeGreaterThanOrEqual(count);
       return events[count - 1];
     },
-    async close() {
-      controller.abort();
-      await reader?.cancel().catch(() => {});
-      await pump;
-    },
+    close: stream.close,
   };
 }
 

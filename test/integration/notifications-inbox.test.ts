@@ -5,6 +5,7 @@ import { createSession } from "../../src/auth/sessions.js";
 import type { Prisma } from "../../src/generated/prisma/client.js";
 import { createEvents, createRedisEventTarget } from "../../src/platform/events.js";
 import { connectRedis, type RedisConnection } from "../../src/platform/redis.js";
+import { openEventStream } from "../helpers/event-stream.js";
 import { openFixture } from "../helpers/fixtures.js";
 import type { TestApp } from "../helpers/test-app.js";
 
@@ -415,44 +416,15 @@ describe("notificationAdded", () => {
   });
 
   async function subscribe(app: TestApp, h: Record<string, string>) {
-    const controller = new AbortController();
-    const response = await app.app.fetch(
-      new Request("http://test/graphql", {
-        method: "POST",
-        headers: { "content-type": "application/json", accept: "text/event-stream", ...h },
-        body: JSON.stringify({ query: "subscription { notificationAdded { id reason entityId actor { id } } }" }),
-        signal: controller.signal,
-      }),
+    const stream = await openEventStream(
+      app,
+      { query: "subscription { notificationAdded { id reason entityId actor { id } } }" },
+      h,
     );
-    expect(response.status).toBe(200);
-    // biome-ignore lint/suspicious/noExplicitAny: tests inspect arbitrary JSON
-    const events: any[] = [];
-    const reader = response.body?.getReader();
-    let buffer = "";
-    const pump = (async () => {
-      const decoder = new TextDecoder();
-      for (;;) {
-        const chunk = await reader?.read().catch(() => ({ done: true, value: undefined }));
-        if (!chunk || chunk.done) return;
-        buffer += decoder.decode(chunk.value, { stream: true });
-        for (let i = buffer.indexOf("\n\n"); i >= 0; i = buffer.indexOf("\n\n")) {
-          const block = buffer.slice(0, i);
-          buffer = buffer.slice(i + 2);
-          const data = block.split("\n").find((line) => line.startsWith("data:"));
-          if (data && block.includes("event: next")) events.push(JSON.parse(data.slice(5)));
-        }
-      }
-    })();
+    expect(stream.response.status).toBe(200);
     // Redis confirms the SUBSCRIBE asynchronously: give it a moment before the first write.
     await new Promise((r) => setTimeout(r, 300));
-    return {
-      events,
-      async close() {
-        controller.abort();
-        await reader?.cancel().catch(() => {});
-        await pump;
-      },
-    };
+    return stream;
   }
 
   it("delivers to the recipient only, across replicas", async () => {

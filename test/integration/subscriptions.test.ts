@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { openEventStream } from "../helpers/event-stream.js";
 import { openFixture } from "../helpers/fixtures.js";
 
 const { t, org, other } = await openFixture();
@@ -8,43 +9,8 @@ const subscription = `subscription($id: ID!, $type: CommentEntityType!) {
 }`;
 
 /** Opens an SSE subscription and collects its `next` events. */
-async function subscribe(key: string, variables: Record<string, unknown>) {
-  const controller = new AbortController();
-  const response = await t.app.fetch(
-    new Request("http://test/graphql", {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "text/event-stream", "x-api-key": key },
-      body: JSON.stringify({ query: subscription, variables }),
-      signal: controller.signal,
-    }),
-  );
-  const events: unknown[] = [];
-  const reader = response.body?.getReader();
-  let buffer = "";
-  const pump = (async () => {
-    const decoder = new TextDecoder();
-    for (;;) {
-      const chunk = await reader?.read().catch(() => ({ done: true, value: undefined }));
-      if (!chunk || chunk.done) return;
-      buffer += decoder.decode(chunk.value, { stream: true });
-      for (let i = buffer.indexOf("\n\n"); i >= 0; i = buffer.indexOf("\n\n")) {
-        const block = buffer.slice(0, i);
-        buffer = buffer.slice(i + 2);
-        const data = block.split("\n").find((line) => line.startsWith("data:"));
-        if (data && block.includes("event: next")) events.push(JSON.parse(data.slice(5)));
-      }
-    }
-  })();
-  return {
-    response,
-    events,
-    async close() {
-      controller.abort();
-      await reader?.cancel().catch(() => {});
-      await pump;
-    },
-  };
-}
+const subscribe = (key: string, variables: Record<string, unknown>) =>
+  openEventStream(t, { query: subscription, variables }, { "x-api-key": key });
 
 async function eventually(check: () => boolean) {
   const deadline = Date.now() + 5000;
