@@ -6,11 +6,11 @@
 // A measurement, not a test; the targets (50 ms median, 100 ms p99) are printed, not enforced.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { createServer } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import pg from "pg";
+import { freePort } from "./free-port.mjs";
 import { ensurePeer, peerProcess } from "./peer.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -20,16 +20,6 @@ const durationS = Number(process.env.BENCH_LIST_DURATION ?? process.env.BENCH_DU
 const CONNECTIONS = 8;
 const ROWS = Number(process.env.BENCH_LIST_ROWS ?? 100_000);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function freePort() {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function start(name, args, env, cwd, probe) {
   const port = await freePort();

@@ -8,12 +8,12 @@
 // Runs inside `npm run bench` (BENCH_NOTIFICATIONS=0 skips it) or alone: `node bench/notifications.mjs`.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { createServer } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import pg from "pg";
 import { SMTPServer } from "smtp-server";
+import { freePort } from "./free-port.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -22,17 +22,6 @@ const CONNECTIONS = 16;
 const BURST_COMMENTS = 200;
 /** Members the comments mention, five at a time in turn: as in an organization, not the same five every time. */
 const POOL = 40;
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 const median = (values) => {
   const sorted = [...values].sort((a, b) => a - b);

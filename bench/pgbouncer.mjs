@@ -6,12 +6,12 @@
 // It starts its own PostgreSQL primary, a pg_basebackup -R standby and Debian's pgbouncer.
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import pg from "pg";
+import { freePort } from "./free-port.mjs";
 import { createVendorPage, vendorPageRequest } from "./vendor-page.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -39,17 +39,6 @@ function ownedDir(prefix) {
   const dir = mkdtempSync(path.join(tmpdir(), prefix));
   if (asRoot) chownSync(dir, Number(execFileSync("id", ["-u", "postgres"])), Number(execFileSync("id", ["-g", "postgres"])));
   return dir;
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function startCluster(dir, port) {
