@@ -156,3 +156,185 @@ export function sameTask(serviceBody, peerBody) {
     return false;
   }
 }
+
+// ------------------------------------------------------------------------------------------------
+// The vendor page (bench/vendor-page.mjs) on the peer. Vendor has no foreign key to its task items
+// or comments (both point at their entity through entityType + entityId), so PostGraphile cannot
+// follow them by itself; without plugins a deployment adds SQL to the database: functions that
+// PostGraphile exposes as a root field (a function with no row argument) and as fields of Vendor
+// (a function whose first argument is a "Vendor" row, named "Vendor_<field>": PostGraphile 5
+// strips that prefix, see computedAttributeField in graphile-build-pg's PgCustomTypeFieldPlugin).
+// Plain `LANGUAGE sql STABLE`, not SECURITY DEFINER: they run as the caller, so row-level security
+// applies inside them. From comments to their author's name PostGraphile follows the foreign keys
+// (Comment.authorId -> Member, Member.userId -> User).
+
+/** The SQL functions (and one composite type) the peer's vendor page reads through; run as the tables' owner, before the peers start (PostGraphile reads the schema once at start). */
+export const PEER_VENDOR_SQL = [
+  // nodes(ids:) for vendors only: the vendors in the order of the ids; an id that is missing or
+  // hidden by row-level security gives no row (the service's nodes gives null at its index).
+  `CREATE FUNCTION "vendors_by_ids"("ids" text[]) RETURNS SETOF "Vendor" LANGUAGE sql STABLE AS $$
+     SELECT v.* FROM unnest("ids") WITH ORDINALITY AS k("id", "ord") JOIN "Vendor" v ON v."id" = k."id" ORDER BY k."ord"
+   $$`,
+  `CREATE TYPE "vendor_task_item_stats" AS ("total" int, "todo" int, "in_progress" int, "in_review" int, "done" int, "canceled" int)`,
+  // Vendor.taskItemStats: the vendor's task items counted by status, one row.
+  `CREATE FUNCTION "Vendor_task_item_stats"("v" "Vendor") RETURNS "vendor_task_item_stats" LANGUAGE sql STABLE AS $$
+     SELECT count(*)::int,
+            (count(*) FILTER (WHERE i."status" = 'todo'))::int,
+            (count(*) FILTER (WHERE i."status" = 'in_progress'))::int,
+            (count(*) FILTER (WHERE i."status" = 'in_review'))::int,
+            (count(*) FILTER (WHERE i."status" = 'done'))::int,
+            (count(*) FILTER (WHERE i."status" = 'canceled'))::int
+     FROM "TaskItem" i
+     WHERE i."organizationId" = "v"."organizationId" AND i."entityType" = 'vendor' AND i."entityId" = "v"."id"
+   $$`,
+  // Vendor.comments: the vendor's comments, newest first (the service's order: createdAt, then id,
+  // descending); the query asks for the first 5 of the connection.
+  `CREATE FUNCTION "Vendor_comments"("v" "Vendor") RETURNS SETOF "Comment" LANGUAGE sql STABLE AS $$
+     SELECT c.* FROM "Comment" c
+     WHERE c."organizationId" = "v"."organizationId" AND c."entityType" = 'vendor' AND c."entityId" = "v"."id"
+     ORDER BY c."createdAt" DESC, c."id" DESC
+   $$`,
+];
+
+/** Creates the vendor page's functions (PEER_VENDOR_SQL); `client` is the tables' owner on the bench's database. */
+export async function setUpVendorFunctions(client) {
+  for (const statement of PEER_VENDOR_SQL) await client.query(statement);
+}
+
+/** The tables the vendor page reads, other than User, each kept to the token's organization. */
+const VENDOR_PAGE_TABLES = ["Vendor", "TaskItem", "Comment", "Member"];
+
+/**
+ * The tenancy of the vendor page, beside setUpTenancy's (same role): SELECT on the tables it reads
+ * and EXECUTE on its functions, and row-level security on each table: a row of the token's
+ * organization, and a user who is a member of it (User has no organization of its own).
+ */
+export async function setUpVendorTenancy(client, role) {
+  const organization = `current_setting('jwt.claims.${ORGANIZATION_CLAIM}', true)`;
+  for (const table of VENDOR_PAGE_TABLES) {
+    await client.query(`GRANT SELECT ON "${table}" TO "${role}"`);
+    await client.query(`ALTER TABLE "${table}" ENABLE ROW LEVEL SECURITY`);
+    await client.query(
+      `CREATE POLICY "${table.toLowerCase()}_of_the_token_organization" ON "${table}" FOR SELECT TO "${role}"
+         USING ("organizationId" = ${organization})`,
+    );
+  }
+  await client.query(`GRANT SELECT ON "User" TO "${role}"`);
+  await client.query(`ALTER TABLE "User" ENABLE ROW LEVEL SECURITY`);
+  await client.query(
+    `CREATE POLICY "user_member_of_the_token_organization" ON "User" FOR SELECT TO "${role}"
+       USING (EXISTS (SELECT 1 FROM "Member" m WHERE m."userId" = "User"."id" AND m."organizationId" = ${organization}))`,
+  );
+  for (const fn of ['"vendors_by_ids"(text[])', '"Vendor_task_item_stats"("Vendor")', '"Vendor_comments"("Vendor")']) {
+    await client.query(`GRANT EXECUTE ON FUNCTION ${fn} TO "${role}"`);
+  }
+}
+
+/**
+ * The service's VENDOR_PAGE_QUERY as the peer answers it: the same vendors, fields, statistics and
+ * comments with their authors' names, through the functions above and the foreign keys.
+ */
+export const PEER_VENDOR_PAGE_QUERY = `query VendorPage($ids: [String]!) {
+  vendorsByIds(ids: $ids) {
+    nodes {
+      rowId
+      name
+      taskItemStats { total todo inProgress inReview done canceled }
+      comments(first: 5) { nodes { rowId content createdAt memberByAuthorId { userByUserId { name } } } }
+    }
+  }
+}`;
+
+/** What the peer's vendor page does otherwise than the service's, printed beside its figures. */
+export const PEER_VENDOR_PAGE_DIFFERENCES =
+  "vendors through an SQL function vendorsByIds(ids:) (vendors only, by row id; PostGraphile has node(id:) but no nodes(ids:)); " +
+  "statistics and comments through SQL functions added to the database (Vendor_task_item_stats, Vendor_comments); " +
+  "comments(first: 5) of a connection for comments(limit: 5); an id missing or of another organization gives no row, not null";
+
+/** The peer's vendor page for these vendor ids; with a token, as the secured peer's callers send it. */
+export function peerVendorPageRequest(vendorIds, token) {
+  return {
+    method: "POST",
+    path: "/graphql",
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify({ query: PEER_VENDOR_PAGE_QUERY, variables: { ids: vendorIds } }),
+    deterministic: true,
+  };
+}
+
+/** A timestamp as an instant (PostGraphile prints `timestamp(3)` without a zone, the service as UTC ISO). */
+const instant = (s) => (s ? Date.parse(/[zZ]|[+-]\d\d:?\d\d$/.test(s) ? s : `${s}Z`) : null);
+
+/** The service's vendor page in one shape to compare: [id, name, stats, comments] per vendor. */
+function serviceVendorPage(body) {
+  return body.data.nodes.map((v) =>
+    v === null
+      ? null
+      : {
+          id: v.id,
+          name: v.name,
+          stats: [
+            v.taskItemStats.total,
+            ...["todo", "in_progress", "in_review", "done", "canceled"].map((k) => v.taskItemStats.byStatus[k]),
+          ],
+          comments: v.comments.items.map((c) => ({
+            id: c.id,
+            content: c.content,
+            at: instant(c.createdAt),
+            author: c.author?.name ?? null,
+          })),
+        },
+  );
+}
+
+/** The peer's vendor page in the same shape. */
+function peerVendorPage(body) {
+  return body.data.vendorsByIds.nodes.map((v) => ({
+    id: v.rowId,
+    name: v.name,
+    stats: ["total", "todo", "inProgress", "inReview", "done", "canceled"].map((k) => v.taskItemStats?.[k] ?? null),
+    comments: v.comments.nodes.map((c) => ({
+      id: c.rowId,
+      content: c.content,
+      at: instant(c.createdAt),
+      author: c.memberByAuthorId?.userByUserId?.name ?? null,
+    })),
+  }));
+}
+
+/**
+ * Whether PostGraphile's vendor page is the service's: the same vendors in the same order, the same
+ * statistics, the same comments in the same order with their authors' names; null when it is, else
+ * what differs first.
+ */
+export function vendorPageDifference(serviceBody, peerBody) {
+  let ours;
+  let theirs;
+  try {
+    ours = serviceVendorPage(JSON.parse(serviceBody));
+  } catch (error) {
+    return `the service's answer does not read as a vendor page (${error.message})`;
+  }
+  try {
+    theirs = peerVendorPage(JSON.parse(peerBody));
+  } catch (error) {
+    return `PostGraphile's answer does not read as a vendor page (${error.message}): ${peerBody.slice(0, 300)}`;
+  }
+  if (ours.length !== theirs.length) return `${ours.length} vendors from the service, ${theirs.length} from PostGraphile`;
+  for (let i = 0; i < ours.length; i++) {
+    const a = JSON.stringify(ours[i]);
+    const b = JSON.stringify(theirs[i]);
+    if (a !== b) return `vendor #${i + 1}: service ${a.slice(0, 400)}; PostGraphile ${b.slice(0, 400)}`;
+  }
+  return null;
+}
+
+/** Whether PostGraphile answered the vendor page with no vendor at all (row-level security hid them), with no error. */
+export function noVendors(peerBody) {
+  try {
+    const body = JSON.parse(peerBody);
+    return Array.isArray(body?.data?.vendorsByIds?.nodes) && body.data.vendorsByIds.nodes.length === 0 && !body.errors;
+  } catch {
+    return false;
+  }
+}
