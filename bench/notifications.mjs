@@ -1,13 +1,17 @@
 // The "notifications" scenario (issue 29): what notifying costs the change that notifies, and how
-// fast one replica sends the e-mail. One service on PostgreSQL with e-mail on (a local SMTP server,
-// smtp-server, in this process):
+// fast one replica sends the e-mail. PostgreSQL with e-mail on (a local SMTP server, smtp-server,
+// in this process), deployed as web replicas beside a mail replica:
 //   1. create comment (REST) with five mentions against without any, in alternating rounds
-//      (plain, mentions, mentions, plain, ...) of the same run; medians of the rounds;
-//   2. messages per second the replica sends: a burst of comments with five mentions each, then the
-//      rate at which its queue drains to the SMTP server.
+//      (plain, mentions, mentions, plain, ...) of the same run, on a web replica (MAIL_WORKER=false):
+//      each mention writes its notification and enqueues its e-mail job in the comment's
+//      transaction; medians of the rounds;
+//   2. messages per second one replica sends, and its CPU per message: a mail replica (MAIL_WORKER
+//      on, no requests) started on the backlog the rounds left, timed while it drains.
 // Runs inside `npm run bench` (BENCH_NOTIFICATIONS=0 skips it) or alone: `node bench/notifications.mjs`.
+// BENCH_NOTIFICATIONS_MAIL=0 runs part 1 without e-mail (no jobs at all) and skips part 2.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
@@ -19,9 +23,29 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const MENTIONS = 5;
 const CONNECTIONS = 16;
-const BURST_COMMENTS = 200;
+/** The longest the mail replica is timed on the backlog. */
+const SEND_WINDOW_S = 15;
 /** Members the comments mention, five at a time in turn: as in an organization, not the same five every time. */
 const POOL = 40;
+
+/** CPU time (user + system) of a process so far, from /proc/<pid>/stat (Linux), in ms. */
+function processCpuMs(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
+
+/** CPU time of every PostgreSQL server process so far, in ms (the database's share of a round). */
+function postgresCpuMs() {
+  let total = 0;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, "utf8").trim() === "postgres") total += processCpuMs(entry);
+    } catch {}
+  }
+  return total;
+}
 
 const median = (values) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -83,47 +107,57 @@ export async function benchNotifications({ durationS = 5, rounds = 2, postgresUr
     if (seeded.status !== 0) throw new Error(`seed failed: ${seeded.stderr}`);
     const seed = JSON.parse(seeded.stdout);
 
-    const port = await freePort();
-    const child = spawn(process.execPath, ["--max-semi-space-size=16", "--liftoff-only", "dist/server.js"], {
-      cwd: root,
-      env: {
-        ...baseEnv,
-        PORT: String(port),
-        HOST: "127.0.0.1",
-        NODE_ENV: "production",
-        LOG_LEVEL: "warn",
-        RATE_LIMIT_PER_MINUTE: "1000000000",
-        SEED_DEMO_DATA: "false",
-        APP_URL: "https://app.example.com",
-        ...(process.env.BENCH_NOTIFICATIONS_MAIL === "0"
-          ? {}
-          : {
-              SMTP_URL: `smtp://127.0.0.1:${smtpPort}`,
-              MAIL_FROM: "Bench <bench@example.com>",
-              PUBLIC_URL: "http://127.0.0.1",
-              MAIL_UNSUBSCRIBE_SECRET: randomBytes(32).toString("hex"),
-              MAIL_POLL_INTERVAL_SECONDS: "0.5",
-            }),
-      },
-      stdio: ["ignore", "ignore", "inherit"],
-    });
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    cleanups.push(async () => {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill("SIGTERM");
-        await exited;
+    const mailOn = process.env.BENCH_NOTIFICATIONS_MAIL !== "0";
+    const mailEnv = mailOn
+      ? {
+          SMTP_URL: `smtp://127.0.0.1:${smtpPort}`,
+          MAIL_FROM: "Bench <bench@example.com>",
+          PUBLIC_URL: "http://127.0.0.1",
+          MAIL_UNSUBSCRIBE_SECRET: randomBytes(32).toString("hex"),
+          MAIL_POLL_INTERVAL_SECONDS: "0.5",
+        }
+      : {};
+    /** A service replica on the bench's database; `worker`: whether it sends e-mail. */
+    const startReplica = async (worker) => {
+      const port = await freePort();
+      const child = spawn(process.execPath, ["--max-semi-space-size=16", "--liftoff-only", "dist/server.js"], {
+        cwd: root,
+        env: {
+          ...baseEnv,
+          PORT: String(port),
+          HOST: "127.0.0.1",
+          NODE_ENV: "production",
+          LOG_LEVEL: "warn",
+          RATE_LIMIT_PER_MINUTE: "1000000000",
+          SEED_DEMO_DATA: "false",
+          APP_URL: "https://app.example.com",
+          ...mailEnv,
+          MAIL_WORKER: String(worker),
+        },
+        stdio: ["ignore", "ignore", "inherit"],
+      });
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      cleanups.push(async () => {
+        if (child.exitCode === null && child.signalCode === null) {
+          child.kill("SIGTERM");
+          await exited;
+        }
+      });
+      const base = `http://127.0.0.1:${port}`;
+      for (const started = Date.now(); ; ) {
+        if (Date.now() - started > 60_000) throw new Error("the service did not become ready in 60 s");
+        const ok = await fetch(`${base}/ready`).then(
+          (r) => r.ok,
+          () => false,
+        );
+        if (ok) break;
+        await sleep(50);
       }
-    });
-    const base = `http://127.0.0.1:${port}`;
-    for (const started = Date.now(); ; ) {
-      if (Date.now() - started > 60_000) throw new Error("the service did not become ready in 60 s");
-      const ok = await fetch(`${base}/ready`).then(
-        (r) => r.ok,
-        () => false,
-      );
-      if (ok) break;
-      await sleep(50);
-    }
+      return { base, pid: child.pid };
+    };
+    // The web replica: takes the requests, enqueues the e-mail, sends none.
+    const web = await startReplica(false);
+    const { base } = web;
     const headers = { "x-api-key": seed.apiKey, "content-type": "application/json" };
     // Members to mention besides the author: the demo has four in all.
     const mentioned = seed.memberIds.slice(1);
@@ -164,8 +198,8 @@ export async function benchNotifications({ durationS = 5, rounds = 2, postgresUr
         ...options,
       });
     const run = (kind, seconds) => load(kind, { connections: CONNECTIONS, duration: seconds });
-    const metricsSent = async () => {
-      const text = await (await fetch(`${base}/metrics`)).text();
+    const metricsSent = async (replica) => {
+      const text = await (await fetch(`${replica}/metrics`)).text();
       return Number(/^notification_mail_sent_total (\d+)/m.exec(text)?.[1] ?? 0);
     };
     const db = new pg.Client({ connectionString: databaseUrl });
@@ -174,7 +208,7 @@ export async function benchNotifications({ durationS = 5, rounds = 2, postgresUr
     await db.connect();
     cleanups.push(() => db.end());
     const pending = async () =>
-      process.env.BENCH_NOTIFICATIONS_MAIL === "0"
+      !mailOn
         ? 0
         : Number(
             (
@@ -193,8 +227,12 @@ export async function benchNotifications({ durationS = 5, rounds = 2, postgresUr
     for (let r = 0; r < rounds; r++)
       order.push(...(r % 2 ? ["mentions", "plain", "plain", "mentions"] : ["plain", "mentions", "mentions", "plain"]));
     for (const kind of order) {
+      const before = { service: processCpuMs(web.pid), postgres: postgresCpuMs() };
       const result = await run(kind, durationS);
+      const served = Math.max(result.requests.total, 1);
       sides[kind].push({
+        serviceCpuMs: (processCpuMs(web.pid) - before.service) / served,
+        postgresCpuMs: (postgresCpuMs() - before.postgres) / served,
         rps: result.requests.average,
         p50: result.latency.p50,
         p99: result.latency.p99,
@@ -209,34 +247,43 @@ export async function benchNotifications({ durationS = 5, rounds = 2, postgresUr
           p50: median(runs.map((r) => r.p50)),
           p99: median(runs.map((r) => r.p99)),
           errors: runs.reduce((sum, r) => sum + r.errors, 0),
+          serviceCpuMs: median(runs.map((r) => r.serviceCpuMs)),
+          postgresCpuMs: median(runs.map((r) => r.postgresCpuMs)),
         },
       ]),
     );
     const slower = 1 - summary.mentions.rps / summary.plain.rps;
 
-    // 2. Messages per second: let the backlog drain, then a burst, then time the queue draining.
-    for (const deadline = Date.now() + 120_000; (await pending()) > 0 && Date.now() < deadline; ) await sleep(250);
-    await load("mentions", { connections: 8, amount: BURST_COMMENTS });
-    const startSent = await metricsSent();
-    const startAt = performance.now();
-    let backlog = await pending();
-    const backlogAtStart = backlog;
-    for (const deadline = Date.now() + 120_000; backlog > 0 && Date.now() < deadline; ) {
-      await sleep(100);
-      backlog = await pending();
+    // 2. Messages per second: a mail replica, started on the backlog the rounds left, timed while it
+    // drains (at most SEND_WINDOW_S); its CPU per message from /proc.
+    let send = null;
+    if (mailOn) {
+      const backlogAtStart = await pending();
+      const mailer = await startReplica(true);
+      const startSent = await metricsSent(mailer.base);
+      const startCpu = processCpuMs(mailer.pid);
+      const startAt = performance.now();
+      let backlog = backlogAtStart;
+      for (const deadline = Date.now() + SEND_WINDOW_S * 1000; backlog > 0 && Date.now() < deadline; ) {
+        await sleep(250);
+        backlog = await pending();
+      }
+      const seconds = (performance.now() - startAt) / 1000;
+      const sent = (await metricsSent(mailer.base)) - startSent;
+      const cpuMsPerMessage = (processCpuMs(mailer.pid) - startCpu) / Math.max(sent, 1);
+      send = { backlogAtStart, sent, seconds, perSecond: sent / seconds, cpuMsPerMessage, received };
     }
-    const seconds = (performance.now() - startAt) / 1000;
-    const sent = (await metricsSent()) - startSent;
-    const perSecond = sent / seconds;
 
-    const results = { comment: summary, slower, send: { backlogAtStart, sent, seconds, perSecond, received } };
+    const results = { comment: summary, slower, mail: mailOn, send };
     const verdict = slower <= 0.1 ? "PASS" : "FAIL";
     const text = [
-      `Notifications (PostgreSQL, one replica with e-mail on, a local SMTP server; ${CONNECTIONS} connections, ${rounds * 2} alternating rounds of ${durationS} s per side, medians; mentions rotate over ${POOL} members):`,
-      `  create comment, no mention        ${summary.plain.rps.toFixed(0).padStart(6)} req/s, p50 ${summary.plain.p50} ms, p99 ${summary.plain.p99} ms, ${summary.plain.errors} errors`,
-      `  create comment, ${MENTIONS} mentions        ${summary.mentions.rps.toFixed(0).padStart(6)} req/s, p50 ${summary.mentions.p50} ms, p99 ${summary.mentions.p99} ms, ${summary.mentions.errors} errors`,
-      `  ${verdict}  five mentions at most 10 % slower: ${(slower * 100).toFixed(1)} % slower (the replica also sends the mail meanwhile)`,
-      `  e-mail sent by one replica: ${perSecond.toFixed(0)} messages/s (a backlog of ${backlogAtStart} after a burst of ${BURST_COMMENTS} comments, drained in ${seconds.toFixed(1)} s); ${received} messages received in all`,
+      `Notifications (PostgreSQL, a web replica with ${mailOn ? "e-mail enqueued (MAIL_WORKER=false)" : "e-mail off"}; ${CONNECTIONS} connections, ${rounds * 2} alternating rounds of ${durationS} s per side, medians; mentions rotate over ${POOL} members):`,
+      `  create comment, no mention        ${summary.plain.rps.toFixed(0).padStart(6)} req/s, p50 ${summary.plain.p50} ms, p99 ${summary.plain.p99} ms, ${summary.plain.errors} errors; CPU per request: service ${summary.plain.serviceCpuMs.toFixed(2)} ms, PostgreSQL ${summary.plain.postgresCpuMs.toFixed(2)} ms`,
+      `  create comment, ${MENTIONS} mentions        ${summary.mentions.rps.toFixed(0).padStart(6)} req/s, p50 ${summary.mentions.p50} ms, p99 ${summary.mentions.p99} ms, ${summary.mentions.errors} errors; CPU per request: service ${summary.mentions.serviceCpuMs.toFixed(2)} ms, PostgreSQL ${summary.mentions.postgresCpuMs.toFixed(2)} ms`,
+      `  ${verdict}  five mentions at most 10 % slower: ${(slower * 100).toFixed(1)} % slower (${MENTIONS} notifications${mailOn ? ` and ${MENTIONS} e-mail jobs` : ""} in the comment's transaction)`,
+      send
+        ? `  e-mail sent by one mail replica: ${send.perSecond.toFixed(0)} messages/s, ${send.cpuMsPerMessage.toFixed(2)} ms of its CPU per message (${send.sent} of a backlog of ${send.backlogAtStart} in ${send.seconds.toFixed(1)} s); ${received} messages received in all`
+        : "  e-mail off: nothing sent",
       "  On a 2-core machine the service, PostgreSQL, the SMTP server and the load generator share the cores.",
     ];
     return { results, text: lines(text) };

@@ -54,6 +54,7 @@ const settings = {
   profile: env.BENCH_PROFILE !== "0",
   waitQuietS: Number(env.BENCH_WAIT_QUIET ?? 0),
   profileDurationS: Number(env.BENCH_PROFILE_DURATION ?? Math.max(6, Number(env.BENCH_DURATION ?? 5))),
+  profileScenario: env.BENCH_PROFILE_SCENARIO ?? "rest-task",
   // A/B mode: another build of the service (e.g. a copy of an earlier dist/) takes the floor's place.
   against: env.BENCH_AGAINST ? path.resolve(env.BENCH_AGAINST) : null,
   // The peer (PostGraphile) and the framework ceiling run beside service and floor on PostgreSQL;
@@ -796,8 +797,8 @@ async function benchDatabase(kind, workDir) {
     await stopProcess(peer);
     await stopProcess(floor);
     await stopProcess(service);
-    if (settings.profile && !settings.against && activeScenarios.some((s) => s.id === "rest-task")) {
-      out.profile = await profileRun(reqs["rest-task"], workDir, startService);
+    if (settings.profile && !settings.against && activeScenarios.some((s) => s.id === settings.profileScenario)) {
+      out.profile = await profileRun(settings.profileScenario, reqs[settings.profileScenario], workDir, startService);
     }
     const guardScenarios = activeScenarios.filter((s) => s.peer);
     if (settings.guards && !settings.against && guardScenarios.length) {
@@ -1056,11 +1057,11 @@ async function startFramework(reqs, serviceResponses, logFile) {
   return proc;
 }
 
-/** The service once more under node --cpu-prof, REST get task at 32 connections; summary of the load window. */
-async function profileRun(request, workDir, startService) {
+/** The service once more under node --cpu-prof, one scenario (BENCH_PROFILE_SCENARIO, REST get task when unset) at 32 connections; summary of the load window. */
+async function profileRun(scenario, request, workDir, startService) {
   const dir = path.join(workDir, "profile");
   mkdirSync(dir, { recursive: true });
-  log(`\nCPU profile: REST get task, 32 connections, ${settings.profileDurationS} s (service under --cpu-prof)`);
+  log(`\nCPU profile: ${scenario}, 32 connections, ${settings.profileDurationS} s (service under --cpu-prof)`);
   const proc = await startService(["--cpu-prof", "--cpu-prof-dir", dir, "--cpu-prof-name", "service.cpuprofile"]);
   await load(proc, request, 32, settings.warmupS, undefined);
   const startUs = Number(process.hrtime.bigint() / 1000n);
@@ -1079,15 +1080,16 @@ async function profileRun(request, workDir, startService) {
   const summary = summarizeProfile(profile, overlaps ? { startUs, endUs } : undefined);
   const keep = path.join(benchDir, "profiles");
   mkdirSync(keep, { recursive: true });
-  copyFileSync(path.join(dir, file), path.join(keep, "rest-get-task-postgres.cpuprofile"));
+  const kept = `${scenario}-postgres.cpuprofile`;
+  copyFileSync(path.join(dir, file), path.join(keep, kept));
   const title =
-    `CPU profile of the service, PostgreSQL, REST GET /v1/tasks/{taskId}, 32 connections, ${settings.profileDurationS} s ` +
+    `CPU profile of the service, PostgreSQL, ${scenario} (${request.method} ${request.path}), 32 connections, ${settings.profileDurationS} s ` +
     `(${new Date().toISOString()})\n` +
     `Profiled run: ${run.rps.toFixed(0)} req/s, p50 ${run.p50.toFixed(1)} ms, p99 ${run.p99.toFixed(1)} ms ` +
     `(the profiler itself costs some throughput); other processes used ${run.cpu.otherCores.toFixed(2)} of ${cpus().length} cores meanwhile. ` +
     "The profiler samples wall-clock time: when the machine is oversubscribed, time spent waiting for a CPU is counted in whatever ran last, " +
     `typically the socket-write system calls that wake another process.\n${overlaps ? "Only the samples of the load window are counted." : "Whole profile (the load window could not be located)."}\n` +
-    "Raw profile: bench/profiles/rest-get-task-postgres.cpuprofile (open in Chrome DevTools > Performance, or speedscope).\n";
+    `Raw profile: bench/profiles/${kept} (open in Chrome DevTools > Performance, or speedscope).\n`;
   const text = formatSummary(summary, title);
   writeFileSync(path.join(benchDir, "profile-summary.txt"), text);
   return { run, window: overlaps, summary };

@@ -69,6 +69,7 @@ async function openPostgresAtStart(url: string): Promise<Database> {
         readUrls: config.databaseReadUrls,
         readMaxLagMs: config.databaseReadMaxLagMs,
         poolSize: config.databasePoolSize,
+        preparedStatements: config.databasePreparedStatements,
         connectTimeoutMs: config.databaseConnectTimeoutMs,
         statementTimeoutMs: config.databaseStatementTimeoutMs,
         lockTimeoutMs: config.databaseLockTimeoutMs,
@@ -124,7 +125,7 @@ const tracing = config.otlpEndpoint ? await startTracing(config.otlpEndpoint) : 
 
 /**
  * E-mail for notifications: pg-boss in our database (its own schema, created by its start()) and
- * a worker on every replica. Without SMTP configured nothing is started: no job is ever enqueued.
+ * a worker on every replica but those started with MAIL_WORKER=false. Without SMTP configured nothing is started: no job is ever enqueued.
  * The queue is no dependency of /ready: requests enqueue through their own transaction.
  */
 const mail = config.mail
@@ -132,7 +133,8 @@ const mail = config.mail
       try {
         const queue = await startJobQueue({ pglite: database.pglite, url: config.databaseUrl, logger });
         const mailer = await createNotificationMailer({ db: database.db, boss: queue.boss, config: mailConfig, logger });
-        await mailer.start();
+        if (mailConfig.worker) await mailer.start();
+        else logger.info("MAIL_WORKER=false: this replica enqueues e-mail and leaves the sending to replicas with it on");
         return { queue, mailer, unsubscribe: createUnsubscribe(database.db, mailConfig.unsubscribeSecret) };
       } catch (error) {
         logger.fatal({ err: error }, "cannot start the mail queue");

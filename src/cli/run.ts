@@ -54,7 +54,13 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   }
 
   const options: DatabaseOptions = config.databaseUrl
-    ? { kind: "postgres", url: config.databaseUrl, directUrl: config.databaseDirectUrl, poolSize: 2 }
+    ? {
+        kind: "postgres",
+        url: config.databaseUrl,
+        directUrl: config.databaseDirectUrl,
+        poolSize: 2,
+        preparedStatements: config.databasePreparedStatements,
+      }
     : { kind: "embedded", dataDir: config.dataDir };
   const { openDatabase } = await import("../platform/db/database.js");
   let database: Database;

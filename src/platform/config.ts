@@ -61,6 +61,7 @@ const schema = z.object({
   DATABASE_LOCK_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).optional(),
   DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(10_000),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  DATABASE_PREPARED_STATEMENTS: z.enum(["true", "false"]).optional(),
   DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(3_000),
   DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000),
   DATABASE_STARTUP_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
@@ -130,6 +131,7 @@ const schema = z.object({
   MAIL_RETRY_DELAY_SECONDS: z.coerce.number().int().min(1).max(86_400).default(30),
   MAIL_RETRY_DELAY_MAX_SECONDS: z.coerce.number().int().min(1).max(86_400).default(3_600),
   MAIL_POLL_INTERVAL_SECONDS: z.coerce.number().min(0.5).max(60).default(2),
+  MAIL_WORKER: z.enum(["true", "false"]).default("true"),
 });
 
 /** `a@b.example` or `Name <a@b.example>`: what nodemailer puts in From. */
@@ -163,6 +165,11 @@ export type MailConfig = {
   retryDelayMaxSeconds: number;
   /** How often each replica looks for messages to send. */
   pollIntervalSeconds: number;
+  /**
+   * Whether this replica sends the queued messages (MAIL_WORKER, on when absent). Off, it still
+   * enqueues them in each change's transaction; a replica with it on sends them.
+   */
+  worker: boolean;
 };
 
 export type Config = {
@@ -181,6 +188,11 @@ export type Config = {
   /** A transaction left idle this long is ended by the server, releasing its locks. */
   databaseIdleInTransactionTimeoutMs: number;
   databasePoolSize: number;
+  /**
+   * Named (prepared) statements on the pooled connections: on by default, off by default when
+   * DATABASE_DIRECT_URL is set (DATABASE_URL then goes through a pooler that may not keep them).
+   */
+  databasePreparedStatements: boolean;
   /** Longest wait for a PostgreSQL connection, new or from the pool. */
   databaseConnectTimeoutMs: number;
   /** Longest a PostgreSQL statement may run (server-side statement_timeout and a client-side bound). */
@@ -259,6 +271,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseLockTimeoutMs: e.DATABASE_LOCK_TIMEOUT_MS ?? e.DATABASE_STATEMENT_TIMEOUT_MS,
     databaseIdleInTransactionTimeoutMs: e.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
     databasePoolSize: e.DATABASE_POOL_SIZE,
+    databasePreparedStatements: (e.DATABASE_PREPARED_STATEMENTS ?? (e.DATABASE_DIRECT_URL ? "false" : "true")) === "true",
     databaseConnectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
     databaseStatementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
     databaseStartupTimeoutMs: e.DATABASE_STARTUP_TIMEOUT_MS,
@@ -323,5 +336,6 @@ function mailConfig(e: z.infer<typeof schema>): MailConfig | undefined {
     retryDelaySeconds: e.MAIL_RETRY_DELAY_SECONDS,
     retryDelayMaxSeconds: e.MAIL_RETRY_DELAY_MAX_SECONDS,
     pollIntervalSeconds: e.MAIL_POLL_INTERVAL_SECONDS,
+    worker: e.MAIL_WORKER === "true",
   };
 }

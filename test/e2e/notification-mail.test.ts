@@ -122,6 +122,60 @@ describe.runIf(postgresUp)("two service processes on one PostgreSQL database", (
   });
 });
 
+describe.runIf(postgresUp)("a web replica with MAIL_WORKER=false beside a mail replica", () => {
+  let smtp: SmtpServer;
+  let drop: () => Promise<void>;
+  let url: string;
+  let database: Database;
+  let org: SeedResult;
+  let key: string;
+  const replicas: ServerProcess[] = [];
+
+  beforeAll(async () => {
+    smtp = await startSmtpServer();
+    ({ url, drop } = await createPostgresDatabase());
+    database = await openDatabase({ kind: "postgres", url });
+    org = await seedDemo(database.db);
+    key = (await createApiKey(database.db, { organizationId: org.organizationId, name: "e2e", scopes: [...permissions] })).key;
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const replica of replicas) replica.child.kill("SIGKILL");
+    await smtp?.stop();
+    await database?.close();
+    await drop?.();
+  });
+
+  it("the web replica enqueues in the change's transaction and sends nothing; the mail replica sends every message", async () => {
+    const env = { ...mailEnv(smtp), DATABASE_URL: url, NODE_ENV: "production" };
+    const web = await startServer({ ...env, MAIL_WORKER: "false" }, { until: "ready" });
+    replicas.push(web);
+    await mention([web], key, org.userIds[0] as string, org.taskIds[0] as string, org.memberIds, 5);
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    const jobs = async (state: string) =>
+      (await client.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'notification-mail' AND state = $1`, [state]))
+        .rows[0].n as number;
+    try {
+      expect(await jobs("created")).toBe(10);
+      // Three of the web replica's would-be poll intervals (0.5 s): a worker would have taken them by now.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(await jobs("created")).toBe(10);
+      expect(smtp.received).toHaveLength(0);
+
+      const mailer = await startServer(env, { until: "ready" });
+      replicas.push(mailer);
+      await smtp.waitFor((mails) => mails.length >= 10, 60_000, "10 messages");
+      await mailer.waitFor(async () => (await sentBy(mailer)) === 10, "the mail replica to count 10 sent", 10_000);
+      expect(await sentBy(web)).toBe(0);
+      expect(await jobs("completed")).toBe(10);
+      expect(new Set(smtp.received.map((m) => m.messageId)).size).toBe(10);
+    } finally {
+      await client.end();
+    }
+  });
+});
+
 describe("one service process on the embedded database", () => {
   let smtp: SmtpServer;
   let server: ServerProcess;

@@ -59,7 +59,10 @@ async function openTestDatabase(): Promise<{ database: Database; drop: () => Pro
   // Named after the template, so that the global teardown drops what a worker leaves behind.
   const template = inject("postgresTemplate");
   const { url, drop } = await createPostgresDatabase(template || undefined, template ? `${template}_` : undefined);
-  return { database: await openDatabase({ kind: "postgres", url, poolSize: 20, countQueries: true }), drop };
+  return {
+    database: await openDatabase({ kind: "postgres", url, poolSize: 20, countQueries: true, preparedStatements: true }),
+    drop,
+  };
 }
 
 /**
@@ -73,7 +76,7 @@ export async function openOwnDatabase(): Promise<{ database: Database; url?: str
   }
   const template = inject("postgresTemplate");
   const { url, drop } = await createPostgresDatabase(template || undefined, template ? `${template}_` : undefined);
-  const database = await openDatabase({ kind: "postgres", url, poolSize: 10 });
+  const database = await openDatabase({ kind: "postgres", url, poolSize: 10, preparedStatements: true });
   return {
     database,
     url,

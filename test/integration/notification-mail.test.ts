@@ -42,6 +42,7 @@ const config: MailConfig = {
   retryDelaySeconds: 1,
   retryDelayMaxSeconds: 1,
   pollIntervalSeconds: 0.5,
+  worker: true,
 };
 const own = await openOwnDatabase();
 const queue = await startJobQueue({ pglite: own.database.pglite, url: own.url, logger: pino({ level: "silent" }) });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/platform/config.js";
+import { statementNames } from "../../src/platform/db/prepared-statements.js";
 import { timeoutMismatches } from "../../src/platform/db/session-defaults.js";
 
 const primary = "postgres://app@pgbouncer.internal:6432/app";
@@ -33,6 +34,35 @@ describe("PgBouncer and read-replica configuration", () => {
     expect(() => loadConfig({ DATABASE_DIRECT_URL: primary })).toThrow(/set DATABASE_URL too/);
     expect(() => loadConfig({ DATABASE_READ_URLS: primary })).toThrow(/set DATABASE_URL too/);
     expect(() => loadConfig({ DATABASE_URL: primary, DATABASE_READ_URLS: "mysql://r1/app" })).toThrow(/DATABASE_READ_URLS/);
+  });
+
+  it("prepares statements on a direct connection, not through a pooler unless told so", () => {
+    expect(loadConfig({ DATABASE_URL: primary }).databasePreparedStatements).toBe(true);
+    expect(
+      loadConfig({ DATABASE_URL: primary, DATABASE_DIRECT_URL: "postgres://app@db.internal:5432/app" })
+        .databasePreparedStatements,
+    ).toBe(false);
+    expect(
+      loadConfig({
+        DATABASE_URL: primary,
+        DATABASE_DIRECT_URL: "postgres://app@db.internal:5432/app",
+        DATABASE_PREPARED_STATEMENTS: "true",
+      }).databasePreparedStatements,
+    ).toBe(true);
+    expect(loadConfig({ DATABASE_URL: primary, DATABASE_PREPARED_STATEMENTS: "false" }).databasePreparedStatements).toBe(false);
+    expect(() => loadConfig({ DATABASE_PREPARED_STATEMENTS: "yes" })).toThrow(/DATABASE_PREPARED_STATEMENTS/);
+  });
+
+  it("names a statement by its text, the same name each time, and stops naming new texts at the limit", () => {
+    const name = statementNames(2);
+    const first = name({ sql: "SELECT 1" });
+    expect(first).toMatch(/^prisma_[0-9a-f]{24}$/);
+    expect(name({ sql: "SELECT 1" })).toBe(first);
+    expect(statementNames(2)({ sql: "SELECT 1" })).toBe(first);
+    const second = name({ sql: "SELECT 2" });
+    expect(second).not.toBe(first);
+    expect(name({ sql: "SELECT 3" })).toBeUndefined();
+    expect(name({ sql: "SELECT 2" })).toBe(second);
   });
 
   it("names each timeout a connection does not have", () => {

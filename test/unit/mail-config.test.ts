@@ -23,7 +23,9 @@ describe("e-mail configuration", () => {
       retryDelaySeconds: 30,
       retryDelayMaxSeconds: 3_600,
       pollIntervalSeconds: 2,
+      worker: true,
     });
+    expect(loadConfig({ ...complete, MAIL_WORKER: "false" }).mail?.worker).toBe(false);
     expect(
       loadConfig({ ...complete, SMTP_URL: "smtps://u:p@mail.example.com", MAIL_FROM: "notify@example.com" }).mail,
     ).toMatchObject({
@@ -54,5 +56,6 @@ describe("e-mail configuration", () => {
       /MAIL_RETRY_DELAY_MAX_SECONDS must be at least MAIL_RETRY_DELAY_SECONDS/,
     );
     expect(() => loadConfig({ ...complete, MAIL_POLL_INTERVAL_SECONDS: "0.1" })).toThrow(/MAIL_POLL_INTERVAL_SECONDS/);
+    expect(() => loadConfig({ ...complete, MAIL_WORKER: "no" })).toThrow(/MAIL_WORKER/);
   });
 });

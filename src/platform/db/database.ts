@@ -6,6 +6,7 @@ import { PrismaClient } from "../../generated/prisma/client.js";
 import { lockDataDir } from "./data-dir-lock.js";
 import { applyMigrations, pgliteMigrationSession, pgMigrationSession, readMigrations } from "./migrate.js";
 import { pgliteExtensions } from "./pglite-extensions.js";
+import { statementNames } from "./prepared-statements.js";
 import { openReadReplicas, type ReadReplicas } from "./read-replicas.js";
 import { routeReads } from "./read-routing.js";
 import { directRows, readRowsDirectly } from "./row-by-id.js";
@@ -38,6 +39,8 @@ export type DatabaseOptions =
         idleInTransactionTimeoutMs?: number;
         /** Told which configured timeouts the pooled connections do not have (e.g. PgBouncer logs in as another role). */
         onTimeoutMismatch?: (mismatches: string[]) => void;
+        /** Named (prepared) statements on each connection (prepared-statements.ts); unnamed when false or absent. */
+        preparedStatements?: boolean;
       }
     /**
      * Embedded PGlite; `dataDir` undefined means in memory (tests). `loadDataDir` starts it from a
@@ -128,7 +131,12 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       const mismatches = timeoutMismatches(timeouts, inForce);
       if (mismatches.length) options.onTimeoutMismatch?.(mismatches);
     }
-    const primary = createClient(new PrismaPg(pool));
+    // One generator for the primary and the replicas: a text has one name everywhere.
+    const statementName = options.preparedStatements ? statementNames() : undefined;
+    const adapterOptions = statementName
+      ? { statementNameGenerator: statementName as (query: { sql: string }) => string }
+      : undefined;
+    const primary = createClient(new PrismaPg(pool, adapterOptions));
     const replicas: ReadReplicas | undefined = options.readUrls?.length
       ? openReadReplicas({
           urls: options.readUrls,
@@ -138,13 +146,16 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
           connectTimeoutMs: options.connectTimeoutMs,
           statementTimeoutMs: options.statementTimeoutMs,
           createClient,
-          createAdapter: (replicaPool) => new PrismaPg(replicaPool),
+          createAdapter: (replicaPool) => new PrismaPg(replicaPool, adapterOptions),
           onIdleError: options.onIdleError,
         })
       : undefined;
     const db = replicas ? routeReads(primary, replicas) : primary;
     // The fixed by-id reads (row-by-id.ts) on the same pools, routed and observed as Prisma's reads are.
-    readRowsDirectly(db, directRows(pool, replicas, options.countQueries ? (sql) => queryListener?.(sql) : undefined));
+    readRowsDirectly(
+      db,
+      directRows(pool, replicas, options.countQueries ? (sql) => queryListener?.(sql) : undefined, statementName),
+    );
     return {
       db,
       kind: "postgres",

@@ -57,12 +57,18 @@ const prismaTypes = {
 /**
  * Reads on the pools Prisma reads on, routed as `routeReads` routes Prisma's reads (read-routing.ts):
  * inside `withReplicaReads` a replica that `pick` offers, the primary when it fails for want of the
- * database or none is offered; `observe` sees each statement as Prisma's query event would (tests count them).
+ * database or none is offered; `observe` sees each statement as Prisma's query event would (tests
+ * count them); `statementName` names them as Prisma's are named (prepared-statements.ts).
  */
-export function directRows(primary: pg.Pool, replicas: ReadReplicas | undefined, observe?: (sql: string) => void): RowSource {
+export function directRows(
+  primary: pg.Pool,
+  replicas: ReadReplicas | undefined,
+  observe?: (sql: string) => void,
+  statementName?: (query: { sql: string }) => string | undefined,
+): RowSource {
   return async (text, values) => {
     observe?.(text);
-    const query = { text, values, types: prismaTypes };
+    const query = { name: statementName?.({ sql: text }), text, values, types: prismaTypes };
     // Errors go on as pg raises them: the safety net and maskError know pg's as they know Prisma's.
     const replica = replicas && replicaReadsAllowed() ? replicas.pick() : undefined;
     if (replica) {
