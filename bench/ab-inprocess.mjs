@@ -135,6 +135,7 @@ try {
       poolSize: config.databasePoolSize,
       connectTimeoutMs: config.databaseConnectTimeoutMs,
       statementTimeoutMs: config.databaseStatementTimeoutMs,
+      preparedStatements: config.databasePreparedStatements,
     });
     apps[side] = { side, app: mod.createApp({ database, config, logger }), database };
     // The A/A pair: a second app of the base on its own pool.
@@ -145,6 +146,7 @@ try {
         poolSize: config.databasePoolSize,
         connectTimeoutMs: config.databaseConnectTimeoutMs,
         statementTimeoutMs: config.databaseStatementTimeoutMs,
+        preparedStatements: config.databasePreparedStatements,
       });
       apps.A2 = { side: "A2", app: mod.createApp({ database: database2, config, logger }), database: database2 };
     }
