@@ -155,13 +155,20 @@ export async function runListPageBench(log = console.log) {
       const peer = await start("postgraphile", spec.args, spec.env, spec.cwd, peerRequest);
       processes.push(peer.child);
       const peerCheck = await (await fetch(peer.base + peerRequest.path, peerRequest)).json();
-      if (peerCheck.errors) throw new Error(`peer query failed: ${JSON.stringify(peerCheck.errors)}`);
-      const theirs = await load(peer.base, peerRequest);
-      log(
-        `list-page PostGraphile (condition status+assignee, orderBy DUE_DATE_ASC, first 50 + totalCount=${peerCheck.data.allTasks.totalCount}): ` +
-          `median ${theirs.medianMs} ms, p99 ${theirs.p99Ms} ms, ${theirs.rps} req/s, ${theirs.non2xx} errors`,
-      );
-      result.peer = theirs;
+      if (peerCheck.errors) {
+        // Measured only when it answers: timing a peer's errors would flatter it. The service's
+        // figures above stand; the failure is reported beside them.
+        const message = JSON.stringify(peerCheck.errors).slice(0, 300);
+        log(`list-page PostGraphile: its answer is an error, so it is not measured: ${message}`);
+        result.peer = { error: message };
+      } else {
+        const theirs = await load(peer.base, peerRequest);
+        log(
+          `list-page PostGraphile (condition status+assignee, orderBy DUE_DATE_ASC, first 50 + totalCount=${peerCheck.data.allTasks.totalCount}): ` +
+            `median ${theirs.medianMs} ms, p99 ${theirs.p99Ms} ms, ${theirs.rps} req/s, ${theirs.non2xx} errors`,
+        );
+        result.peer = theirs;
+      }
     }
     return result;
   } finally {
