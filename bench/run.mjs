@@ -55,6 +55,13 @@ const settings = {
   waitQuietS: Number(env.BENCH_WAIT_QUIET ?? 0),
   profileDurationS: Number(env.BENCH_PROFILE_DURATION ?? Math.max(6, Number(env.BENCH_DURATION ?? 5))),
   profileScenario: env.BENCH_PROFILE_SCENARIO ?? "rest-task",
+  /** BENCH_AGAINST_ENV="NAME=value,...": the A/B baseline's environment over the service's (a setting against itself). */
+  againstEnv: Object.fromEntries(
+    (env.BENCH_AGAINST_ENV ?? "")
+      .split(",")
+      .filter(Boolean)
+      .map((pair) => [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)]),
+  ),
   // A/B mode: another build of the service (e.g. a copy of an earlier dist/) takes the floor's place.
   against: env.BENCH_AGAINST ? path.resolve(env.BENCH_AGAINST) : null,
   // The peer (PostGraphile) and the framework ceiling run beside service and floor on PostgreSQL;
@@ -595,7 +602,7 @@ async function benchDatabase(kind, workDir) {
       ? await startProcess({
           name: "baseline",
           args: serviceArgs([], settings.against),
-          env: serviceEnv(database),
+          env: { ...serviceEnv(database), ...settings.againstEnv },
           logFile,
           probe,
         })
