@@ -1,3 +1,6 @@
+import { MapperKind, mapSchema } from "@graphql-tools/utils";
+import { defaultFieldResolver, type GraphQLFieldResolver, type GraphQLSchema } from "graphql";
+import type { RequestAuth } from "../auth/actor.js";
 import { lazily } from "../graphql/loaders.js";
 import type { Db } from "../platform/db/database.js";
 import { createCommentLoaders } from "./comments/comments.loaders.js";
@@ -32,4 +35,27 @@ export type Loaders = ReturnType<typeof createLoaders>;
  */
 export function renewLoaders(ctx: { loaders: Loaders; services: { db: Db } }, organizationId: string) {
   ctx.loaders = createLoaders(ctx.services.db, organizationId);
+}
+
+/**
+ * The mutations of one document run one after the other, and each answers with records as its
+ * change left them. A later one must not answer from what an earlier one's answer put in the
+ * loaders' caches (its entity's comment page, say, read before the later change): every root
+ * mutation field starts with new loaders. A query keeps one set for the whole request, which is
+ * what batching across its fields needs.
+ */
+export function freshLoadersPerMutation(schema: GraphQLSchema): GraphQLSchema {
+  return mapSchema(schema, {
+    [MapperKind.MUTATION_ROOT_FIELD]: (field) => {
+      const resolve: GraphQLFieldResolver<unknown, RequestAuth & { loaders: Loaders; services: { db: Db } }> =
+        field.resolve ?? defaultFieldResolver;
+      return {
+        ...field,
+        resolve: (source, args, ctx, info) => {
+          renewLoaders(ctx, "caller" in ctx.auth ? ctx.auth.caller.organizationId : "");
+          return resolve(source, args, ctx, info);
+        },
+      };
+    },
+  });
 }

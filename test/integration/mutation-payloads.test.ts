@@ -244,3 +244,23 @@ describe("what a cache learns from a payload", () => {
     expect(payload.entity.comments.items).not.toContainEqual({ id: comment.id });
   });
 });
+
+describe("several mutations in one document", () => {
+  it("each reads the records as the mutations before it left them, never from their loaders' cache", async () => {
+    const page = "entity { ... on Vendor { comments(limit: 5) { totalCount items { id } } taskItemStats { total } } }";
+    const res = await t.gql(
+      `mutation($e: ID!, $u: ID) {
+        a: createComment(content: "First", entityId: $e, entityType: vendor, userId: $u) { id ${page} }
+        b: createComment(content: "Second", entityId: $e, entityType: vendor, userId: $u) { id ${page} }
+      }`,
+      { e: org.vendorIds[1], u: org.userIds[0] },
+      { key: org.apiKey },
+    );
+    expect(res.body.errors).toBeUndefined();
+    const { a, b } = res.body.data;
+    // b's vendor page was loaded (and cached) under a: b must show its own comment too.
+    expect(b.entity.comments.totalCount).toBe(a.entity.comments.totalCount + 1);
+    expect(b.entity.comments.items[0]).toEqual({ id: b.id });
+    expect(b.entity.comments.items[1]).toEqual({ id: a.id });
+  });
+});
