@@ -62,17 +62,19 @@ describe("secret checks", () => {
     const otherKey = (await t.keyWith(org.organizationId, ["task:read"])).key;
     const freshWrong = `cwk_${otherKey.slice(4, 20)}_${"B".repeat(43)}`;
     const freshUnknown = `cwk_${"e".repeat(16)}_${"B".repeat(43)}`;
+    // The key lookups themselves (countQueries' count leaves them out).
+    const lookups = async (fn: () => Promise<unknown>) =>
+      (await t.countQueries(fn)).statements.filter((s) => s.includes('"ApiKey"')).length;
     const first = [
-      await t.countQueries(() => from("198.51.100.10", freshWrong)),
-      await t.countQueries(() => from("198.51.100.11", freshUnknown)),
+      await lookups(() => from("198.51.100.10", freshWrong)),
+      await lookups(() => from("198.51.100.11", freshUnknown)),
     ];
-    expect(first[0]?.count).toBe(1);
-    expect(first[1]?.count).toBe(1);
+    expect(first).toEqual([1, 1]);
     const cached = [
-      await t.countQueries(() => from("198.51.100.10", freshWrong)),
-      await t.countQueries(() => from("198.51.100.11", freshUnknown)),
+      await lookups(() => from("198.51.100.10", freshWrong)),
+      await lookups(() => from("198.51.100.11", freshUnknown)),
     ];
-    expect(cached.map((c) => c.count)).toEqual([0, 0]);
+    expect(cached).toEqual([0, 0]);
     const [wrong, unknown] = await medians(
       () => from("198.51.100.12", wrongSecret),
       () => from("198.51.100.13", unknownId),
