@@ -80,6 +80,7 @@ type NotificationFields = {
   entityId: string;
   url?: string | null;
   organizationId?: string;
+  outcome?: "approved" | "rejected";
 };
 
 /** Writes notifications and enqueues their e-mail in one transaction, as the services do. */
@@ -97,6 +98,7 @@ async function notify(...list: NotificationFields[]): Promise<string[]> {
           reason: n.reason,
           entityType: n.entityType,
           entityId: n.entityId,
+          outcome: n.outcome ?? null,
           url: n.url === undefined ? `https://app.gateway.test/${org.organizationId}/x` : n.url,
         },
       });
@@ -152,7 +154,13 @@ describe("notification e-mail", () => {
       { recipientId: recipient, reason: "mention", entityType: "task", entityId: org.taskIds[0] as string },
       { recipientId: recipient, reason: "assigned", entityType: "risk", entityId: org.riskIds[0] as string },
       { recipientId: recipient, reason: "review_requested", entityType: "policy", entityId: org.policyIds[0] as string },
-      { recipientId: recipient, reason: "review_completed", entityType: "policy", entityId: org.policyIds[0] as string },
+      {
+        recipientId: recipient,
+        reason: "review_completed",
+        entityType: "policy",
+        entityId: org.policyIds[0] as string,
+        outcome: "rejected",
+      },
     );
     await smtp.waitFor((mails) => ids.every((id) => byMessageId(id)(mails)), 15_000, "four messages");
     const [task, risk, policy] = await Promise.all([
@@ -165,7 +173,7 @@ describe("notification e-mail", () => {
       `Ada Owner mentioned you on the task "${task.title}"`,
       `Ada Owner assigned you the risk "${risk.title}"`,
       `Ada Owner asked you to review the policy "${policy.name}"`,
-      `Ada Owner reviewed your version of the policy "${policy.name}"`,
+      `Ada Owner rejected your version of the policy "${policy.name}"`,
     ]);
     const to = await emailOf(recipient);
     for (const id of ids) {

@@ -146,7 +146,7 @@ describe("the inbox", () => {
     expect(Object.keys(res.body).sort()).toEqual(["items", "nextCursor"]);
     expect(res.body.items).toHaveLength(1);
     expect(Object.keys(res.body.items[0]).sort()).toEqual(
-      ["actorId", "commentId", "createdAt", "entityId", "entityType", "id", "readAt", "reason", "url"].sort(),
+      ["actorId", "commentId", "createdAt", "entityId", "entityType", "id", "outcome", "readAt", "reason", "url"].sort(),
     );
     expect(res.body.items[0]).toMatchObject({ reason: "mention", entityId: taskId, actorId: owner, readAt: null });
     const both = await t.rest("GET", `/v1/notifications?reason=mention,assigned&createdAfter=${since}&sort=createdAt`, {

@@ -296,6 +296,10 @@ describe("review_requested and review_completed", () => {
       ["review_requested", admin, owner],
       ["review_completed", owner, admin],
     ]);
+    // The submitter's inbox says how the review ended.
+    const inbox = await t.rest("GET", "/v1/notifications?reason=review_completed", { headers: as.owner });
+    expect(inbox.status).toBe(200);
+    expect(inbox.body.items.find((n: { entityId: string }) => n.entityId === policyId)).toMatchObject({ outcome: "approved" });
   });
 
   it("reject tells the submitter (GraphQL); a version an API key submitted has no submitter to tell", async () => {
@@ -311,5 +315,13 @@ describe("review_requested and review_completed", () => {
       ["review_completed", admin, owner],
       ["review_requested", owner, null],
     ]);
+    const inbox = await t.gql(
+      `{ notifications(filter: { reason: [review_completed, review_requested] }) { items { reason outcome entityId } } }`,
+      {},
+      { headers: as.admin },
+    );
+    expect(inbox.body.errors).toBeUndefined();
+    const mine = inbox.body.data.notifications.items.filter((n: { entityId: string }) => n.entityId === policyId);
+    expect(mine).toEqual([{ reason: "review_completed", outcome: "rejected", entityId: policyId }]);
   });
 });

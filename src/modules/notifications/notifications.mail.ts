@@ -229,7 +229,8 @@ export async function composeMessage(
     mention: `${actor} mentioned you on the ${kind} ${quoted}`,
     assigned: `${actor} assigned you the ${kind} ${quoted}`,
     review_requested: `${actor} asked you to review the ${kind} ${quoted}`,
-    review_completed: `${actor} reviewed your version of the ${kind} ${quoted}`,
+    // Notifications written before the outcome was recorded have none: "reviewed" then.
+    review_completed: `${actor} ${notification.outcome ?? "reviewed"} your version of the ${kind} ${quoted}`,
   }[notification.reason];
   const unsubscribe = await unsubscribeUrl(config, {
     memberId: notification.recipientId,

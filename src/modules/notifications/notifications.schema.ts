@@ -2,6 +2,7 @@ import { authenticated, authorize } from "../../auth/actor.js";
 import type { Permission } from "../../auth/permissions.js";
 import {
   NotificationEntityType as NotificationEntityTypeValues,
+  NotificationOutcome as NotificationOutcomeValues,
   NotificationReason as NotificationReasonValues,
 } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
@@ -26,6 +27,15 @@ export const NotificationReason = builder.enumType(NotificationReasonValues, {
     assigned: { description: "The member became the assignee of a task, task item, vendor or risk" },
     review_requested: { description: "A policy version was submitted naming the member as its approver" },
     review_completed: { description: "A policy version the member submitted was approved or rejected" },
+  },
+});
+
+const NotificationOutcome = builder.enumType(NotificationOutcomeValues, {
+  name: "NotificationOutcome",
+  description: "How a policy version's review ended.",
+  values: {
+    approved: { description: "The approver approved the version: it is the policy's current text" },
+    rejected: { description: "The approver rejected the version: it is a draft again, with the reason" },
   },
 });
 
@@ -109,6 +119,11 @@ const Notification = builder.prismaObject("Notification", {
         authorize(ctx, "comment:read");
         return ctx.loaders.comments.byId.load({ id: n.commentId, query }) as never;
       },
+    }),
+    outcome: t.expose("outcome", {
+      type: NotificationOutcome,
+      nullable: true,
+      description: "For review_completed: whether the version was approved or rejected; null for the other reasons",
     }),
     url: t.exposeString("url", {
       nullable: true,

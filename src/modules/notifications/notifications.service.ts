@@ -2,7 +2,7 @@ import { filter, pipe } from "graphql-yoga";
 import { z } from "zod";
 import type { Actor } from "../../auth/actor.js";
 import { Prisma } from "../../generated/prisma/client.js";
-import type { NotificationEntityType, NotificationReason } from "../../generated/prisma/enums.js";
+import type { NotificationEntityType, NotificationOutcome, NotificationReason } from "../../generated/prisma/enums.js";
 import {
   column,
   dateBoundRules,
@@ -44,6 +44,8 @@ export type NotificationDraft = {
   recipientIds: readonly (string | null | undefined)[];
   entity: NotifiedEntity;
   commentId?: string;
+  /** For review_completed: whether the version was approved or rejected. */
+  outcome?: NotificationOutcome;
   /** The page the comment was made on; the link when it is trusted (see `deepLink`). */
   contextUrl?: string | null;
 };
@@ -140,6 +142,7 @@ export function createNotifier({ links: given, mail, events }: { links: DeepLink
               sql`${draft.entity.type}::"NotificationEntityType"`,
               sql`${draft.entity.id}::text`,
               sql`${draft.commentId ?? null}::text`,
+              sql`${draft.outcome ?? null}::"NotificationOutcome"`,
               sql`${url}::text`,
             ])})`,
           );
@@ -154,11 +157,11 @@ export function createNotifier({ links: given, mail, events }: { links: DeepLink
           SELECT COALESCE(${actor.memberId ?? null}::text, (
             SELECT m."id" FROM "Member" m WHERE m."organizationId" = ${organizationId} AND m."userId" = ${actor.userId ?? null}::text
           )) AS "id"
-        ), "draft"("id", "recipientId", "reason", "entityType", "entityId", "commentId", "url") AS (
+        ), "draft"("id", "recipientId", "reason", "entityType", "entityId", "commentId", "outcome", "url") AS (
           VALUES ${join(rows)}
         ), "inserted" AS (
-          INSERT INTO "Notification" ("id", "organizationId", "recipientId", "actorId", "reason", "entityType", "entityId", "commentId", "url")
-          SELECT d."id", ${organizationId}, d."recipientId", a."id", d."reason", d."entityType", d."entityId", d."commentId", d."url"
+          INSERT INTO "Notification" ("id", "organizationId", "recipientId", "actorId", "reason", "entityType", "entityId", "commentId", "outcome", "url")
+          SELECT d."id", ${organizationId}, d."recipientId", a."id", d."reason", d."entityType", d."entityId", d."commentId", d."outcome", d."url"
           FROM "draft" d
           JOIN "Member" m ON m."id" = d."recipientId" AND m."organizationId" = ${organizationId} AND m."isActive"
           CROSS JOIN "actor" a

@@ -222,6 +222,7 @@ async function notifySubmitter(
   actor: Actor,
   version: { submittedByUserId: string | null },
   policyId: string,
+  outcome: "approved" | "rejected",
   notify: (draft: NotificationDraft) => Promise<void>,
 ) {
   if (!version.submittedByUserId) return;
@@ -229,7 +230,7 @@ async function notifySubmitter(
     where: { organizationId_userId: { organizationId: actor.organizationId, userId: version.submittedByUserId } },
     select: { id: true },
   });
-  await notify({ reason: "review_completed", recipientIds: [submitter?.id], entity: { type: "policy", id: policyId } });
+  await notify({ reason: "review_completed", recipientIds: [submitter?.id], entity: { type: "policy", id: policyId }, outcome });
 }
 
 export type CreatePolicyArgs = { name: string; description?: string | null; content?: unknown };
@@ -433,7 +434,7 @@ export function createPolicyService(db: Db, events: Events, notifier: Notifier) 
               },
             ),
           });
-          await notifySubmitter(tx, actor, version, args.id, notify);
+          await notifySubmitter(tx, actor, version, args.id, "approved", notify);
           return afterWrite(tx, version.id, query);
         }),
       );
@@ -472,7 +473,7 @@ export function createPolicyService(db: Db, events: Events, notifier: Notifier) 
               },
             ),
           });
-          await notifySubmitter(tx, actor, version, args.id, notify);
+          await notifySubmitter(tx, actor, version, args.id, "rejected", notify);
           return afterWrite(tx, version.id, query);
         }),
       );
