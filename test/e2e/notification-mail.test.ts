@@ -58,48 +58,63 @@ async function sentBy(server: ServerProcess): Promise<number> {
 
 const postgresUp = await reachable(5432);
 
+/**
+ * For the describe it is called in: an SMTP server, a PostgreSQL database with the demo
+ * organization and an all-scopes API key, and the replicas the tests start into `replicas`, all
+ * stopped after it. Its fields are set once its beforeAll has run.
+ */
+function demoWithMail(smtpOptions?: Parameters<typeof startSmtpServer>[0]) {
+  const s = { replicas: [] as ServerProcess[] } as {
+    smtp: SmtpServer;
+    url: string;
+    drop: () => Promise<void>;
+    database: Database;
+    org: SeedResult;
+    key: string;
+    replicas: ServerProcess[];
+  };
+  beforeAll(async () => {
+    s.smtp = await startSmtpServer(smtpOptions);
+    ({ url: s.url, drop: s.drop } = await createPostgresDatabase());
+    s.database = await openDatabase({ kind: "postgres", url: s.url });
+    s.org = await seedDemo(s.database.db);
+    s.key = (
+      await createApiKey(s.database.db, { organizationId: s.org.organizationId, name: "e2e", scopes: [...permissions] })
+    ).key;
+  }, 120_000);
+  afterAll(async () => {
+    for (const replica of s.replicas) replica.child.kill("SIGKILL");
+    await s.smtp?.stop();
+    await s.database?.close();
+    await s.drop?.();
+  });
+  return s;
+}
+
 describe.runIf(postgresUp)("two service processes on one PostgreSQL database", () => {
-  let smtp: SmtpServer;
-  let drop: () => Promise<void>;
-  let url: string;
-  let database: Database;
-  let org: SeedResult;
-  let key: string;
-  const replicas: ServerProcess[] = [];
+  // A little slow, as real servers are: a replica busy sending leaves jobs to the other.
+  const s = demoWithMail({ delayMs: 30 });
 
   beforeAll(async () => {
-    // A little slow, as real servers are: a replica busy sending leaves jobs to the other.
-    smtp = await startSmtpServer({ delayMs: 30 });
-    ({ url, drop } = await createPostgresDatabase());
-    database = await openDatabase({ kind: "postgres", url });
-    org = await seedDemo(database.db);
-    key = (await createApiKey(database.db, { organizationId: org.organizationId, name: "e2e", scopes: [...permissions] })).key;
-    const env = { ...mailEnv(smtp), DATABASE_URL: url, NODE_ENV: "production" };
+    const env = { ...mailEnv(s.smtp), DATABASE_URL: s.url, NODE_ENV: "production" };
     // Both start at once: pg-boss creates its schema under its own lock.
-    replicas.push(...(await Promise.all([startServer(env, { until: "spawned" }), startServer(env, { until: "spawned" })])));
-    await Promise.all(replicas.map((replica) => replica.ready()));
+    s.replicas.push(...(await Promise.all([startServer(env, { until: "spawned" }), startServer(env, { until: "spawned" })])));
+    await Promise.all(s.replicas.map((replica) => replica.ready()));
   }, 120_000);
 
-  afterAll(async () => {
-    for (const replica of replicas) replica.child.kill("SIGKILL");
-    await smtp?.stop();
-    await database?.close();
-    await drop?.();
-  });
-
   it("send each message once: as many messages as notifications, distinct Message-IDs, from both replicas", async () => {
-    await mention(replicas, key, org.userIds[0] as string, org.taskIds[0] as string, org.memberIds, 20);
-    const notifications = await database.db.notification.findMany({
-      where: { organizationId: org.organizationId },
+    await mention(s.replicas, s.key, s.org.userIds[0] as string, s.org.taskIds[0] as string, s.org.memberIds, 20);
+    const notifications = await s.database.db.notification.findMany({
+      where: { organizationId: s.org.organizationId },
       select: { id: true },
     });
     expect(notifications).toHaveLength(40);
-    await smtp.waitFor((mails) => mails.length >= 40, 60_000, "40 messages");
+    await s.smtp.waitFor((mails) => mails.length >= 40, 60_000, "40 messages");
     // Every job settled: nothing more can arrive.
-    const client = new pg.Client({ connectionString: url });
+    const client = new pg.Client({ connectionString: s.url });
     await client.connect();
     try {
-      await replicas[0]?.waitFor(
+      await s.replicas[0]?.waitFor(
         async () =>
           (
             await client.query(
@@ -112,10 +127,10 @@ describe.runIf(postgresUp)("two service processes on one PostgreSQL database", (
     } finally {
       await client.end();
     }
-    expect(smtp.received).toHaveLength(40);
-    const messageIds = new Set(smtp.received.map((m) => m.messageId));
+    expect(s.smtp.received).toHaveLength(40);
+    const messageIds = new Set(s.smtp.received.map((m) => m.messageId));
     expect(messageIds).toEqual(new Set(notifications.map((n) => `<${n.id}@gateway.test>`)));
-    const [first, second] = await Promise.all(replicas.map(sentBy));
+    const [first, second] = await Promise.all(s.replicas.map(sentBy));
     expect((first ?? 0) + (second ?? 0)).toBe(40);
     expect(first).toBeGreaterThan(0);
     expect(second).toBeGreaterThan(0);
@@ -123,35 +138,14 @@ describe.runIf(postgresUp)("two service processes on one PostgreSQL database", (
 });
 
 describe.runIf(postgresUp)("a web replica with MAIL_WORKER=false beside a mail replica", () => {
-  let smtp: SmtpServer;
-  let drop: () => Promise<void>;
-  let url: string;
-  let database: Database;
-  let org: SeedResult;
-  let key: string;
-  const replicas: ServerProcess[] = [];
-
-  beforeAll(async () => {
-    smtp = await startSmtpServer();
-    ({ url, drop } = await createPostgresDatabase());
-    database = await openDatabase({ kind: "postgres", url });
-    org = await seedDemo(database.db);
-    key = (await createApiKey(database.db, { organizationId: org.organizationId, name: "e2e", scopes: [...permissions] })).key;
-  }, 120_000);
-
-  afterAll(async () => {
-    for (const replica of replicas) replica.child.kill("SIGKILL");
-    await smtp?.stop();
-    await database?.close();
-    await drop?.();
-  });
+  const s = demoWithMail();
 
   it("the web replica enqueues in the change's transaction and sends nothing; the mail replica sends every message", async () => {
-    const env = { ...mailEnv(smtp), DATABASE_URL: url, NODE_ENV: "production" };
+    const env = { ...mailEnv(s.smtp), DATABASE_URL: s.url, NODE_ENV: "production" };
     const web = await startServer({ ...env, MAIL_WORKER: "false" }, { until: "ready" });
-    replicas.push(web);
-    await mention([web], key, org.userIds[0] as string, org.taskIds[0] as string, org.memberIds, 5);
-    const client = new pg.Client({ connectionString: url });
+    s.replicas.push(web);
+    await mention([web], s.key, s.org.userIds[0] as string, s.org.taskIds[0] as string, s.org.memberIds, 5);
+    const client = new pg.Client({ connectionString: s.url });
     await client.connect();
     const jobs = async (state: string) =>
       (await client.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'notification-mail' AND state = $1`, [state]))
@@ -161,15 +155,15 @@ describe.runIf(postgresUp)("a web replica with MAIL_WORKER=false beside a mail r
       // Three of the web replica's would-be poll intervals (0.5 s): a worker would have taken them by now.
       await new Promise((resolve) => setTimeout(resolve, 1_500));
       expect(await jobs("created")).toBe(10);
-      expect(smtp.received).toHaveLength(0);
+      expect(s.smtp.received).toHaveLength(0);
 
       const mailer = await startServer(env, { until: "ready" });
-      replicas.push(mailer);
-      await smtp.waitFor((mails) => mails.length >= 10, 60_000, "10 messages");
+      s.replicas.push(mailer);
+      await s.smtp.waitFor((mails) => mails.length >= 10, 60_000, "10 messages");
       await mailer.waitFor(async () => (await sentBy(mailer)) === 10, "the mail replica to count 10 sent", 10_000);
       expect(await sentBy(web)).toBe(0);
       expect(await jobs("completed")).toBe(10);
-      expect(new Set(smtp.received.map((m) => m.messageId)).size).toBe(10);
+      expect(new Set(s.smtp.received.map((m) => m.messageId)).size).toBe(10);
     } finally {
       await client.end();
     }
