@@ -20,6 +20,7 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { build } from "esbuild";
 import pg from "pg";
+import { systemBusyMs } from "./cpu.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const env = process.env;
@@ -129,18 +130,9 @@ try {
   for (const [side, file] of Object.entries(bundles)) {
     const mod = await import(pathToFileURL(file).href);
     const config = mod.loadConfig();
-    const database = await mod.openDatabase({
-      kind: "postgres",
-      url: config.databaseUrl,
-      poolSize: config.databasePoolSize,
-      connectTimeoutMs: config.databaseConnectTimeoutMs,
-      statementTimeoutMs: config.databaseStatementTimeoutMs,
-      preparedStatements: config.databasePreparedStatements,
-    });
-    apps[side] = { side, app: mod.createApp({ database, config, logger }), database };
-    // The A/A pair: a second app of the base on its own pool.
-    if (side === "A") {
-      const database2 = await mod.openDatabase({
+    // Each app on a pool of its own, with the build's own database settings.
+    const open = () =>
+      mod.openDatabase({
         kind: "postgres",
         url: config.databaseUrl,
         poolSize: config.databasePoolSize,
@@ -148,6 +140,11 @@ try {
         statementTimeoutMs: config.databaseStatementTimeoutMs,
         preparedStatements: config.databasePreparedStatements,
       });
+    const database = await open();
+    apps[side] = { side, app: mod.createApp({ database, config, logger }), database };
+    // The A/A pair: a second app of the base.
+    if (side === "A") {
+      const database2 = await open();
       apps.A2 = { side: "A2", app: mod.createApp({ database: database2, config, logger }), database: database2 };
     }
   }
@@ -195,10 +192,6 @@ try {
   const cpuMs = () => {
     const u = process.cpuUsage();
     return (u.user + u.system) / 1000;
-  };
-  const busyMs = () => {
-    const v = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
-    return ((v.reduce((x, y) => x + y, 0) - v[3] - v[4]) * 1000) / 100;
   };
   async function slot(side, s, n) {
     let errors = 0;
@@ -262,7 +255,7 @@ try {
     const ms = { A: [], A2: [], B: [] };
     let errors = 0;
     const wall = performance.now();
-    const busy = busyMs();
+    const busy = systemBusyMs();
     const own = cpuMs();
     for (let block = 0; block < blocks; block++) {
       // Every order of the three in turn, so that no side keeps a place in the block.
@@ -273,7 +266,7 @@ try {
         errors += r.errors;
       }
     }
-    const otherCores = (busyMs() - busy - (cpuMs() - own)) / (performance.now() - wall);
+    const otherCores = (systemBusyMs() - busy - (cpuMs() - own)) / (performance.now() - wall);
     const ab = summary(ms.A, ms.B);
     const aa = summary(ms.A, ms.A2);
     out[id] = { ab, aa, otherCores, errors };

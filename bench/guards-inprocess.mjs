@@ -7,6 +7,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 import pino from "pino";
+import { systemBusyMs } from "./cpu.mjs";
 
 const input = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const { createApp, loadConfig, openDatabase } = await import(pathToFileURL(input.app).href);
@@ -35,10 +36,6 @@ for (const variant of variants) {
 const cpuMs = () => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
-};
-const busyMs = () => {
-  const v = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
-  return ((v.reduce((a, b) => a + b, 0) - v[3] - v[4]) * 1000) / 100;
 };
 
 /** n requests one after the other; CPU ms of this process per request, and wrong answers. */
@@ -83,7 +80,7 @@ for (const scenario of input.scenarios) {
     let errorsBase = 0;
     let errorsWithout = 0;
     const wall = performance.now();
-    const busy = busyMs();
+    const busy = systemBusyMs();
     const own = cpuMs();
     for (let block = 0; block < input.blocks; block++) {
       const pair = block % 2 ? [variant, base] : [base, variant];
@@ -95,7 +92,7 @@ for (const scenario of input.scenarios) {
       errorsBase += measured.on.errors;
       errorsWithout += measured.off.errors;
     }
-    const otherCores = (busyMs() - busy - (cpuMs() - own)) / (performance.now() - wall);
+    const otherCores = (systemBusyMs() - busy - (cpuMs() - own)) / (performance.now() - wall);
     const meanMs = mean(diffs);
     const sd = Math.sqrt(diffs.reduce((a, d) => a + (d - meanMs) ** 2, 0) / (diffs.length - 1));
     // The price is the median of the block differences: a block that a burst of the machine or a

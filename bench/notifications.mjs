@@ -11,12 +11,12 @@
 // BENCH_NOTIFICATIONS_MAIL=0 runs part 1 without e-mail (no jobs at all) and skips part 2.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import pg from "pg";
 import { SMTPServer } from "smtp-server";
+import { postgresCpuMs, postgresCpuSince, processCpuMs } from "./cpu.mjs";
 import { freePort } from "./free-port.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -27,25 +27,6 @@ const CONNECTIONS = 16;
 const SEND_WINDOW_S = 15;
 /** Members the comments mention, five at a time in turn: as in an organization, not the same five every time. */
 const POOL = 40;
-
-/** CPU time (user + system) of a process so far, from /proc/<pid>/stat (Linux), in ms. */
-function processCpuMs(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-}
-
-/** CPU time of every PostgreSQL server process so far, in ms (the database's share of a round). */
-function postgresCpuMs() {
-  let total = 0;
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/comm`, "utf8").trim() === "postgres") total += processCpuMs(entry);
-    } catch {}
-  }
-  return total;
-}
 
 const median = (values) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -232,7 +213,7 @@ export async function benchNotifications({ durationS = 5, rounds = 2, postgresUr
       const served = Math.max(result.requests.total, 1);
       sides[kind].push({
         serviceCpuMs: (processCpuMs(web.pid) - before.service) / served,
-        postgresCpuMs: (postgresCpuMs() - before.postgres) / served,
+        postgresCpuMs: postgresCpuSince(before.postgres) / served,
         rps: result.requests.average,
         p50: result.latency.p50,
         p99: result.latency.p99,

@@ -11,6 +11,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import pg from "pg";
+import { postgresCpuMs, postgresCpuSince, processCpuMs, systemBusyMs } from "./cpu.mjs";
 import { freePort } from "./free-port.mjs";
 import { buildGuardsBundle, GUARD_STEPS, guardTable, priceGuards } from "./guards.mjs";
 import { runListPageBench } from "./list-page.mjs";
@@ -234,33 +235,7 @@ function memoryMb(pid) {
   }
 }
 
-// CPU accounting (Linux /proc), to tell the cost per request and how busy the rest of the machine was.
-const CLK_TCK = 100;
-function processCpuMs(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
-  } catch {
-    return 0;
-  }
-}
-/** CPU of every PostgreSQL server process, by pid (the database's own work, not noise). */
-function postgresCpuMs() {
-  const byPid = new Map();
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/comm`, "utf8").trim() === "postgres") byPid.set(entry, processCpuMs(entry));
-    } catch {}
-  }
-  return byPid;
-}
-function systemBusyMs() {
-  const v = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
-  const total = v.reduce((a, b) => a + b, 0);
-  return ((total - v[3] - v[4]) * 1000) / CLK_TCK;
-}
+// CPU accounting (bench/cpu.mjs), to tell the cost per request and how busy the rest of the machine was.
 function cpuSnapshot(pid) {
   return {
     wall: performance.now(),
@@ -275,8 +250,7 @@ function cpuDelta(before, pid) {
   const wallMs = after.wall - before.wall;
   const self = process.cpuUsage(before.self);
   const selfMs = (self.user + self.system) / 1000;
-  let postgresMs = 0;
-  for (const [p, ms] of after.postgres) postgresMs += ms - (before.postgres.get(p) ?? 0);
+  const postgresMs = postgresCpuSince(before.postgres, after.postgres);
   const targetMs = after.target - before.target;
   const busyMs = after.system - before.system;
   return {
@@ -852,9 +826,7 @@ async function benchDatabase(kind, workDir) {
             };
             return () => {
               const self = process.cpuUsage(before.self);
-              let postgresMs = 0;
-              for (const [p, ms] of postgresCpuMs()) postgresMs += ms - (before.postgres.get(p) ?? 0);
-              const ownMs = (self.user + self.system) / 1000 + postgresMs + servers() - before.servers;
+              const ownMs = (self.user + self.system) / 1000 + postgresCpuSince(before.postgres) + servers() - before.servers;
               return Math.max(0, systemBusyMs() - before.system - ownMs) / (performance.now() - before.wall);
             };
           },
