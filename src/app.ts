@@ -29,7 +29,7 @@ import type { DeviceManagement } from "./modules/members/device-management.js";
 import type { NotificationMailer } from "./modules/notifications/notifications.mail.js";
 import type { NotificationMail } from "./modules/notifications/notifications.service.js";
 import type { Unsubscribe } from "./modules/notifications/notifications.unsubscribe.js";
-import { createLoaders } from "./modules/request-loaders.js";
+import { loadersFor } from "./modules/request-loaders.js";
 import { createServices } from "./modules/services.js";
 import { type Config, DEFAULT_BODY_BUDGET_BYTES } from "./platform/config.js";
 import type { Database } from "./platform/db/database.js";
@@ -175,7 +175,7 @@ export function createApp(deps: AppDeps) {
         auth,
         services,
         logger,
-        loaders: createLoaders(database.db, "caller" in auth ? auth.caller.organizationId : ""),
+        loaders: loadersFor(database.db, auth),
       };
     },
     plugins: withSafetyNet(logger, [

@@ -12,6 +12,6 @@ import "./modules/tasks/tasks.schema.js";
 import "./modules/vendors/vendors.schema.js";
 import "./modules/viewer/viewer.schema.js";
 import "./graphql/node.schema.js";
-import { freshLoadersPerMutation } from "./modules/request-loaders.js";
+import { freshLoadersPerChange } from "./modules/request-loaders.js";
 
-export const schema = freshLoadersPerMutation(boundInputs(lexicographicSortSchema(builder.toSchema())));
+export const schema = freshLoadersPerChange(boundInputs(lexicographicSortSchema(builder.toSchema())));

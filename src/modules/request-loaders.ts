@@ -1,6 +1,7 @@
-import { MapperKind, mapSchema } from "@graphql-tools/utils";
+import { type FieldMapper, MapperKind, mapSchema } from "@graphql-tools/utils";
 import { defaultFieldResolver, type GraphQLFieldResolver, type GraphQLSchema } from "graphql";
 import type { RequestAuth } from "../auth/actor.js";
+import type { AuthState } from "../auth/caller.js";
 import { lazily } from "../graphql/loaders.js";
 import type { Db } from "../platform/db/database.js";
 import { createCommentLoaders } from "./comments/comments.loaders.js";
@@ -29,33 +30,32 @@ export function createLoaders(db: Db, organizationId: string) {
 
 export type Loaders = ReturnType<typeof createLoaders>;
 
-/**
- * A subscription resolves every event on the context it started with: each event gets new
- * loaders, so that it reads the records as they are now, never from an earlier event's cache.
- */
-export function renewLoaders(ctx: { loaders: Loaders; services: { db: Db } }, organizationId: string) {
-  ctx.loaders = createLoaders(ctx.services.db, organizationId);
+/** A request's loaders, for its caller's organization (none to batch for an anonymous caller). */
+export function loadersFor(db: Db, auth: AuthState): Loaders {
+  return createLoaders(db, "caller" in auth ? auth.caller.organizationId : "");
 }
 
 /**
- * The mutations of one document run one after the other, and each answers with records as its
- * change left them. A later one must not answer from what an earlier one's answer put in the
- * loaders' caches (its entity's comment page, say, read before the later change): every root
- * mutation field starts with new loaders. A query keeps one set for the whole request, which is
- * what batching across its fields needs.
+ * A query keeps one set of loaders for the whole request, which is what batching across its fields
+ * needs. Root fields that answer after a change start with new ones, so that they never answer
+ * from what was cached before it:
+ * - each root mutation field: the mutations of one document run one after the other, and a later
+ *   one must not answer from what an earlier one's answer put in the caches (its entity's comment
+ *   page, say, read before the later change);
+ * - each event of a subscription: it resolves every event on the context it started with, and each
+ *   event must read the records as they are now.
  */
-export function freshLoadersPerMutation(schema: GraphQLSchema): GraphQLSchema {
-  return mapSchema(schema, {
-    [MapperKind.MUTATION_ROOT_FIELD]: (field) => {
-      const resolve: GraphQLFieldResolver<unknown, RequestAuth & { loaders: Loaders; services: { db: Db } }> =
-        field.resolve ?? defaultFieldResolver;
-      return {
-        ...field,
-        resolve: (source, args, ctx, info) => {
-          renewLoaders(ctx, "caller" in ctx.auth ? ctx.auth.caller.organizationId : "");
-          return resolve(source, args, ctx, info);
-        },
-      };
-    },
-  });
+export function freshLoadersPerChange(schema: GraphQLSchema): GraphQLSchema {
+  const renewing: FieldMapper = (field) => {
+    const resolve: GraphQLFieldResolver<unknown, RequestAuth & { loaders: Loaders; services: { db: Db } }> =
+      field.resolve ?? defaultFieldResolver;
+    return {
+      ...field,
+      resolve: (source, args, ctx, info) => {
+        ctx.loaders = loadersFor(ctx.services.db, ctx.auth);
+        return resolve(source, args, ctx, info);
+      },
+    };
+  };
+  return mapSchema(schema, { [MapperKind.MUTATION_ROOT_FIELD]: renewing, [MapperKind.SUBSCRIPTION_ROOT_FIELD]: renewing });
 }

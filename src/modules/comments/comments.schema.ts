@@ -8,7 +8,6 @@ import { anyOf, dateBounds, defineConnection, itemsQuery, listArgs } from "../..
 import { nodeTypeOf } from "../../platform/ids.js";
 import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
-import { renewLoaders } from "../request-loaders.js";
 import { attachmentLimits, commentLimits, commentList, type DeletedComment } from "./comments.service.js";
 import { MAX_MENTIONS, mentionedIds } from "./mentions.js";
 
@@ -301,7 +300,6 @@ builder.subscriptionField("commentAdded", (t) =>
     subscribe: (_root, args, ctx) => ctx.services.comments.subscribe(authorize(ctx, "comment:read"), args),
     resolve: (query, event, _args, ctx) => {
       const actor = authorize(ctx, "comment:read");
-      renewLoaders(ctx, actor.organizationId);
       return ctx.services.comments.byId(actor, (event as { id: string }).id, query);
     },
   }),
@@ -318,7 +316,6 @@ builder.subscriptionField("commentUpdated", (t) =>
     subscribe: (_root, args, ctx) => ctx.services.comments.subscribeUpdated(authorize(ctx, "comment:read"), args),
     resolve: (query, event, _args, ctx) => {
       const actor = authorize(ctx, "comment:read");
-      renewLoaders(ctx, actor.organizationId);
       return ctx.services.comments.byId(actor, (event as { id: string }).id, query);
     },
   }),
@@ -335,7 +332,7 @@ builder.subscriptionField("commentDeleted", (t) =>
     },
     subscribe: (_root, args, ctx) => ctx.services.comments.subscribeDeleted(authorize(ctx, "comment:read"), args),
     resolve: (event, _args, ctx) => {
-      renewLoaders(ctx, authorize(ctx, "comment:read").organizationId);
+      authorize(ctx, "comment:read");
       return event as DeletedComment;
     },
   }),

@@ -12,7 +12,6 @@ import { anyOf, dateBounds, defineConnection, itemsQuery, listArgs } from "../..
 import { nodeTypeOf } from "../../platform/ids.js";
 import { limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
-import { renewLoaders } from "../request-loaders.js";
 import { Viewer } from "../viewer/viewer.schema.js";
 import { type NotificationPreferences, notificationLimits, notificationList } from "./notifications.service.js";
 
@@ -267,7 +266,6 @@ builder.subscriptionField("notificationAdded", (t) =>
     subscribe: (_root, _args, ctx) => ctx.services.notifications.subscribe(authenticated(ctx)),
     resolve: (query, event, _args, ctx) => {
       const actor = authenticated(ctx);
-      renewLoaders(ctx, actor.organizationId);
       return ctx.services.notifications.byId(actor, (event as { id: string }).id, query);
     },
   }),

@@ -9,7 +9,6 @@ import { anyOf, dateBounds, defineConnection, itemsQuery, listArgs, searchField 
 import { NotFoundError } from "../../platform/errors.js";
 import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
-import { renewLoaders } from "../request-loaders.js";
 import { policyLimits, policyList, policyVersionList } from "./policies.service.js";
 
 export const PolicyStatus = builder.enumType(PolicyStatusValues, {
@@ -319,7 +318,6 @@ builder.subscriptionField("policyChanged", (t) =>
     subscribe: (_root, args, ctx) => ctx.services.policies.subscribe(authorize(ctx, "policy:read"), args.id),
     resolve: (query, _event, args, ctx) => {
       const actor = authorize(ctx, "policy:read");
-      renewLoaders(ctx, actor.organizationId);
       return ctx.services.policies.get(actor, args.id, query);
     },
   }),
