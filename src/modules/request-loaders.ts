@@ -1,7 +1,8 @@
 import { type FieldMapper, MapperKind, mapSchema } from "@graphql-tools/utils";
 import { defaultFieldResolver, type GraphQLFieldResolver, type GraphQLSchema } from "graphql";
-import type { RequestAuth } from "../auth/actor.js";
+import { authorize, type RequestAuth } from "../auth/actor.js";
 import type { AuthState } from "../auth/caller.js";
+import type { Permission } from "../auth/permissions.js";
 import { lazily } from "../graphql/loaders.js";
 import type { Db } from "../platform/db/database.js";
 import { createCommentLoaders } from "./comments/comments.loaders.js";
@@ -33,6 +34,34 @@ export type Loaders = ReturnType<typeof createLoaders>;
 /** A request's loaders, for its caller's organization (none to batch for an anonymous caller). */
 export function loadersFor(db: Db, auth: AuthState): Loaders {
   return createLoaders(db, "caller" in auth ? auth.caller.organizationId : "");
+}
+
+/** The kinds of record an `entityType` + `entityId` reference can name (comments, task items, notifications). */
+export type ReferencedType = "task" | "task_item" | "vendor" | "risk" | "policy";
+
+const referenceReadPermission: Record<ReferencedType, Permission> = {
+  task: "task:read",
+  task_item: "task:read",
+  vendor: "vendor:read",
+  risk: "risk:read",
+  policy: "policy:read",
+};
+
+/**
+ * The record a reference names, as it is now (null once deleted), through this request's loaders,
+ * when the caller may read its type (else FORBIDDEN).
+ */
+export function referencedRecord(ctx: RequestAuth & { loaders: Loaders }, type: ReferencedType, id: string) {
+  authorize(ctx, referenceReadPermission[type]);
+  const { loaders } = ctx;
+  const byType = {
+    task: loaders.tasks,
+    task_item: loaders.taskItems,
+    vendor: loaders.vendors,
+    risk: loaders.risks,
+    policy: loaders.policies,
+  }[type];
+  return byType.byId.load({ id }) as Promise<never>;
 }
 
 /**

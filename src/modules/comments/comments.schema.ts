@@ -1,13 +1,12 @@
 import { authorize } from "../../auth/actor.js";
-import type { Permission } from "../../auth/permissions.js";
 import { CommentEntityType as CommentEntityTypeValues } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
-import type { Context } from "../../graphql/context.js";
 import { Node, objectRefOf } from "../../graphql/node.schema.js";
 import { anyOf, dateBounds, defineConnection, itemsQuery, listArgs } from "../../graphql/page.schema.js";
 import { nodeTypeOf } from "../../platform/ids.js";
 import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
+import { referencedRecord } from "../request-loaders.js";
 import { attachmentLimits, commentLimits, commentList, type DeletedComment } from "./comments.service.js";
 import { MAX_MENTIONS, mentionedIds } from "./mentions.js";
 
@@ -22,30 +21,11 @@ export const CommentEntityType = builder.enumType(CommentEntityTypeValues, {
   },
 });
 
-const entityReadPermission: Record<CommentEntityTypeValues, Permission> = {
-  task: "task:read",
-  vendor: "vendor:read",
-  risk: "risk:read",
-  policy: "policy:read",
-};
-
 const CommentEntity = builder.unionType("CommentEntity", {
   description: "What a comment can be on.",
   types: [objectRefOf("Task"), objectRefOf("Vendor"), objectRefOf("Risk"), objectRefOf("Policy")],
   resolveType: (entity) => nodeTypeOf((entity as { id: string }).id),
 });
-
-/** The record a comment is (or was) on, when the caller may read that type (else FORBIDDEN). */
-function commentEntity(ctx: Context, comment: { entityType: CommentEntityTypeValues; entityId: string }) {
-  authorize(ctx, entityReadPermission[comment.entityType]);
-  const loaders = {
-    task: ctx.loaders.tasks,
-    vendor: ctx.loaders.vendors,
-    risk: ctx.loaders.risks,
-    policy: ctx.loaders.policies,
-  }[comment.entityType];
-  return loaders.byId.load({ id: comment.entityId }) as Promise<never>;
-}
 
 const Author = builder.prismaObject("Member", {
   variant: "Author",
@@ -124,7 +104,7 @@ const Comment = builder.prismaObject("Comment", {
       ...graphOnly,
       description:
         "The task, vendor, risk or policy commented on. Needs that type's `:read` permission: without it, null with FORBIDDEN here",
-      resolve: (comment, _args, ctx) => commentEntity(ctx, comment),
+      resolve: (comment, _args, ctx) => referencedRecord(ctx, comment.entityType, comment.entityId),
     }),
   }),
 });
@@ -185,7 +165,7 @@ const DeleteCommentPayload = builder.objectRef<DeletedComment>("DeleteCommentPay
       ...graphOnly,
       description:
         "The task, vendor, risk or policy the comment was on, as it is after the delete. Needs that type's `:read` permission: without it, null with FORBIDDEN here",
-      resolve: (deleted, _args, ctx) => commentEntity(ctx, deleted),
+      resolve: (deleted, _args, ctx) => referencedRecord(ctx, deleted.entityType, deleted.entityId),
     }),
   }),
 });

@@ -1,17 +1,16 @@
 import { authenticated, authorize } from "../../auth/actor.js";
-import type { Permission } from "../../auth/permissions.js";
 import {
   NotificationEntityType as NotificationEntityTypeValues,
   NotificationOutcome as NotificationOutcomeValues,
   NotificationReason as NotificationReasonValues,
 } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
-import type { Context } from "../../graphql/context.js";
 import { objectRefOf } from "../../graphql/node.schema.js";
 import { anyOf, dateBounds, defineConnection, itemsQuery, listArgs } from "../../graphql/page.schema.js";
 import { nodeTypeOf } from "../../platform/ids.js";
 import { limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
+import { referencedRecord } from "../request-loaders.js";
 import { Viewer } from "../viewer/viewer.schema.js";
 import { type NotificationPreferences, notificationLimits, notificationList } from "./notifications.service.js";
 
@@ -56,27 +55,6 @@ const NotificationEntity = builder.unionType("NotificationEntity", {
   resolveType: (entity) => nodeTypeOf((entity as { id: string }).id),
 });
 
-const readPermission: Record<NotificationEntityTypeValues, Permission> = {
-  task: "task:read",
-  task_item: "task:read",
-  vendor: "vendor:read",
-  risk: "risk:read",
-  policy: "policy:read",
-};
-
-/** The record as it is now, when the caller may read its type (else FORBIDDEN); null once it is deleted. */
-function notificationEntity(ctx: Context, n: { entityType: NotificationEntityTypeValues; entityId: string }) {
-  authorize(ctx, readPermission[n.entityType]);
-  const loaders = {
-    task: ctx.loaders.tasks,
-    task_item: ctx.loaders.taskItems,
-    vendor: ctx.loaders.vendors,
-    risk: ctx.loaders.risks,
-    policy: ctx.loaders.policies,
-  }[n.entityType];
-  return loaders.byId.load({ id: n.entityId }) as Promise<never>;
-}
-
 const Notification = builder.prismaObject("Notification", {
   description: "A change one member was told of: written with the change, in its transaction. Only its recipient reads it.",
   fields: (t) => ({
@@ -91,7 +69,7 @@ const Notification = builder.prismaObject("Notification", {
       description:
         "The task, task item, vendor, risk or policy it is about, as it is now; null once deleted. Needs that type's `:read` permission (`task:read` for a task item): without it, null with FORBIDDEN here",
       select: { entityType: true, entityId: true },
-      resolve: (n, _args, ctx) => notificationEntity(ctx, n),
+      resolve: (n, _args, ctx) => referencedRecord(ctx, n.entityType, n.entityId),
     }),
     actorId: t.exposeID("actorId", {
       nullable: true,

@@ -1,12 +1,10 @@
 import { authorize } from "../../auth/actor.js";
-import type { Permission } from "../../auth/permissions.js";
 import {
   TaskItemEntityType as TaskItemEntityTypeValues,
   TaskItemPriority as TaskItemPriorityValues,
   TaskItemStatus as TaskItemStatusValues,
 } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
-import type { Context } from "../../graphql/context.js";
 import { Node, objectRefOf } from "../../graphql/node.schema.js";
 import {
   anyOf,
@@ -21,6 +19,7 @@ import { nodeTypeOf } from "../../platform/ids.js";
 import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 import { Member } from "../members/members.schema.js";
+import { referencedRecord } from "../request-loaders.js";
 import { type DeletedTaskItem, type TaskItemStats, taskItemList } from "./task-items.service.js";
 
 export const TaskItemEntityType = builder.enumType(TaskItemEntityTypeValues, {
@@ -50,20 +49,11 @@ export const TaskItemPriority = builder.enumType(TaskItemPriorityValues, {
   },
 });
 
-const entityReadPermission: Record<TaskItemEntityTypeValues, Permission> = { vendor: "vendor:read", risk: "risk:read" };
-
 const TaskItemEntity = builder.unionType("TaskItemEntity", {
   description: "What a task item can belong to.",
   types: [objectRefOf("Vendor"), objectRefOf("Risk")],
   resolveType: (entity) => nodeTypeOf(entity.id),
 });
-
-/** The vendor or risk of a task item, when the caller may read that type (else FORBIDDEN). */
-function taskItemEntity(ctx: Context, item: { entityType: TaskItemEntityTypeValues; entityId: string }) {
-  authorize(ctx, entityReadPermission[item.entityType]);
-  const loaders = item.entityType === "vendor" ? ctx.loaders.vendors : ctx.loaders.risks;
-  return loaders.byId.load({ id: item.entityId });
-}
 
 const TaskItem = builder.prismaObject("TaskItem", {
   description: "A follow-up item on a vendor or a risk.",
@@ -84,7 +74,7 @@ const TaskItem = builder.prismaObject("TaskItem", {
       ...graphOnly,
       description:
         "The vendor or risk the item belongs to. Needs that type's `:read` permission: without it, null with FORBIDDEN here",
-      resolve: (item, _args, ctx) => taskItemEntity(ctx, item),
+      resolve: (item, _args, ctx) => referencedRecord(ctx, item.entityType, item.entityId),
     }),
     assigneeId: t.exposeID("assigneeId", {
       nullable: true,
@@ -272,7 +262,7 @@ const DeleteTaskItemPayload = builder.objectRef<DeletedTaskItem>("DeleteTaskItem
       ...graphOnly,
       description:
         "The vendor or risk the item belonged to, as it is after the delete. Needs that type's `:read` permission: without it, null with FORBIDDEN here",
-      resolve: (deleted, _args, ctx) => taskItemEntity(ctx, deleted),
+      resolve: (deleted, _args, ctx) => referencedRecord(ctx, deleted.entityType, deleted.entityId),
     }),
   }),
 });
