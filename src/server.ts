@@ -125,7 +125,8 @@ const tracing = config.otlpEndpoint ? await startTracing(config.otlpEndpoint) : 
 
 /**
  * E-mail for notifications: pg-boss in our database (its own schema, created by its start()) and
- * a worker on every replica but those started with MAIL_WORKER=false. Without SMTP configured nothing is started: no job is ever enqueued.
+ * a worker on every replica but those started with MAIL_WORKER=false. Without SMTP configured
+ * nothing is started: no job is ever enqueued.
  * The queue is no dependency of /ready: requests enqueue through their own transaction.
  */
 const mail = config.mail
