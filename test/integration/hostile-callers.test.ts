@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 /**
  * The findings of an attack probe (issue 15), each on both transports where it applies: these
  * failed before the fixes.
@@ -297,6 +298,29 @@ describe("7. malformed input answers 400/404 in our envelope, never a stack", ()
     });
     expect(gql.status).toBe(400);
     expect((await json(gql)).errors[0].extensions.code).toBe("BAD_USER_INPUT");
+  });
+
+  it("answers a policy text with a __proto__ key, at any depth, with 400 and writes nothing, on both transports", async () => {
+    // Written as raw JSON: JSON.parse makes "__proto__" an own key, which Prisma's client cannot write.
+    for (const content of ['{"__proto__":null,"type":"doc"}', '[{"type":"p","attrs":{"__proto__":{"x":1}}}]']) {
+      const name = `Proto ${randomUUID()}`;
+      const rest = await t.rest("POST", "/v1/policies", {
+        key: org.apiKey,
+        rawBody: `{"name":"${name}","content":${content}}`,
+        headers: { "content-type": "application/json" },
+      });
+      expect(rest.status, content).toBe(400);
+      expect(rest.body.message).toMatch(/content: must not use "__proto__" as a key/);
+      const gql = await send("/graphql", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-key": org.apiKey },
+        body: `{"query":"mutation($c: JSON) { createPolicy(name: \\"${name}\\", content: $c) { id } }","variables":{"c":${content}}}`,
+      });
+      const errors = (await json(gql)).errors;
+      expect(errors[0].extensions.code).toBe("BAD_USER_INPUT");
+      expect(errors[0].message).toMatch(/__proto__/);
+      expect(await t.db.policy.count({ where: { organizationId: org.organizationId, name } })).toBe(0);
+    }
   });
 
   it("answers /graphiql/__proto__ and friends with 404 in our envelope", async () => {

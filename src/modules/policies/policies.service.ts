@@ -61,15 +61,26 @@ export const policyVersionList: ListSpec = {
 
 const MAX_CONTENT_DEPTH = 64;
 
-/** How deeply a JSON value nests, counted level by level (no recursion on hostile input); stops past the limit. */
-function jsonDepth(value: unknown): number {
+/**
+ * How deeply a JSON value nests, counted level by level (no recursion on hostile input; stops past
+ * the limit), and whether an object in it has its own `__proto__` key: JSON.parse makes one, and
+ * Prisma cannot write it (it fails inside the client), so such a document is refused as input.
+ */
+function jsonShape(value: unknown): { depth: number; protoKey: boolean } {
   let depth = 0;
+  let protoKey = false;
   let level: unknown[] = [value];
   while (level.length && depth <= MAX_CONTENT_DEPTH) {
     depth++;
-    level = level.flatMap((v) => (v && typeof v === "object" ? Object.values(v) : []));
+    const next: unknown[] = [];
+    for (const v of level) {
+      if (!v || typeof v !== "object") continue;
+      if (Object.hasOwn(v, "__proto__")) protoKey = true;
+      next.push(...Object.values(v));
+    }
+    level = next;
   }
-  return depth;
+  return { depth, protoKey };
 }
 
 const createVersionInput = z.object({
@@ -83,9 +94,10 @@ const createPolicyInput = z.object({
   // A rich-text document (the editor's JSON): an array of blocks or one object. Absent means empty.
   content: z
     .custom<Prisma.InputJsonValue>(
-      (value) => value === undefined || (typeof value === "object" && value !== null && jsonDepth(value) <= MAX_CONTENT_DEPTH),
+      (value) => typeof value === "object" && value !== null && jsonShape(value).depth <= MAX_CONTENT_DEPTH,
       `must be a JSON array or object, nested at most ${MAX_CONTENT_DEPTH} levels`,
     )
+    .refine((value) => !jsonShape(value).protoKey, 'must not use "__proto__" as a key')
     .optional(),
 });
 
