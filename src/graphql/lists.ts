@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import DataLoader from "dataloader";
 import { Prisma } from "../generated/prisma/client.js";
 import type { Db } from "../platform/db/database.js";
+import { readRows } from "../platform/db/row-by-id.js";
 import { BadUserInputError } from "../platform/errors.js";
 import { listLimits, text } from "../platform/limits.js";
 import type { RecordQuery } from "./loaders.js";
@@ -332,7 +333,7 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
             ? { value: typed(p.after.v, key.sqlType), id: typed(p.after.i, "text"), valueIsNull: p.after.v === null }
             : undefined;
           const statement = rootPage(spec, key, order.direction, base, p.limit + 1, after, backward);
-          picked.set(index, await db.$queryRaw<{ id: string; v: string | null }[]>(statement));
+          picked.set(index, await readRows<{ id: string; v: string | null }>(db, statement));
         }
         return;
       }
@@ -351,7 +352,9 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
       const names = ["idx", "take", "hc", "cn", "cv", "ci", ...spec.parent.map((_, i) => `p${i}`)];
       const ks = keyset(key, order.direction, { value: sql`k."cv"`, id: sql`k."ci"`, valueIsNull: sql`k."cn"` }, backward);
       const parentMatch = spec.parent.map((c, i) => sql`t.${q(c.name)} = k.${q(`p${i}`)}`);
-      const rows = await db.$queryRaw<{ idx: number; id: string; v: string | null }[]>(sql`
+      const rows = await readRows<{ idx: number; id: string; v: string | null }>(
+        db,
+        sql`
         SELECT k."idx", w."id", w."v"
         FROM (VALUES ${join(values)}) AS k(${raw(names.map((n) => `"${n}"`).join(", "))})
         CROSS JOIN LATERAL (
@@ -359,7 +362,8 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
           WHERE ${whereAll([...base, ...parentMatch, sql`(NOT k."hc" OR ${ks.where})`])}
           ORDER BY ${ks.orderBy}
           LIMIT k."take"
-        ) w`);
+        ) w`,
+      );
       for (const row of rows) {
         const list = picked.get(Number(row.idx)) ?? [];
         list.push({ id: row.id, v: row.v });
@@ -428,7 +432,8 @@ async function countRows(db: Db, organizationId: string, spec: ListSpec, plans: 
       const first = plans[indexes[0] as number] as Plan;
       const base = [sql`t."organizationId" = ${organizationId}`, ...first.conditions];
       if (spec.parent.length === 0) {
-        const [row] = await db.$queryRaw<{ n: number }[]>(
+        const [row] = await readRows<{ n: number }>(
+          db,
           sql`SELECT count(*)::int AS "n" FROM ${q(spec.table)} t WHERE ${whereAll(base)}`,
         );
         for (const index of indexes) counts[index] = Number(row?.n ?? 0);
@@ -438,11 +443,14 @@ async function countRows(db: Db, organizationId: string, spec: ListSpec, plans: 
       const parents = indexes.map(
         (index) => sql`(${join(spec.parent.map((c, i) => typed((plans[index] as Plan).parent[i], c.sqlType)))})`,
       );
-      const rows = await db.$queryRaw<({ n: number } & Record<string, string>)[]>(sql`
+      const rows = await readRows<{ n: number } & Record<string, string>>(
+        db,
+        sql`
         SELECT ${raw(spec.parent.map((c, i) => `t."${c.name}"::text AS "p${i}"`).join(", "))}, count(*)::int AS "n"
         FROM ${q(spec.table)} t
         WHERE ${whereAll([...base, sql`${tuple} IN (VALUES ${join(parents)})`])}
-        GROUP BY ${tuple}`);
+        GROUP BY ${tuple}`,
+      );
       const byParent = new Map(rows.map((r) => [JSON.stringify(spec.parent.map((_, i) => r[`p${i}`])), Number(r.n)]));
       for (const index of indexes) {
         const p = plans[index] as Plan;
@@ -468,6 +476,19 @@ function queryName(query: RecordQuery): string {
     queryNames.set(query, name);
   }
   return name;
+}
+
+/** An edge whose cursor is written when a client selects it: a page read as `items` needs none. */
+class ListEdge<T> implements Edge<T> {
+  #cursor: string | undefined;
+  constructor(
+    readonly node: T,
+    private readonly writeCursor: () => string,
+  ) {}
+  get cursor(): string {
+    this.#cursor ??= this.writeCursor();
+    return this.#cursor;
+  }
 }
 
 type Hydrate<T> = (ids: string[], query: RecordQuery) => Promise<T[]>;
@@ -521,9 +542,10 @@ async function pages<T extends { id: string }>(
     if (p.backward) shown.reverse();
     const cursorOf = (r: { id: string; v: string | null }) =>
       encodeCursor({ o: p.order.field, d: p.order.direction, f: p.digest, v: r.v, i: r.id });
+    const name = queryName(key.query);
     const edges = shown.flatMap((r): Edge<T>[] => {
-      const node = rows.get(`${queryName(key.query)}\u0000${r.id}`);
-      return node ? [{ cursor: cursorOf(r), node }] : [];
+      const node = rows.get(`${name}\u0000${r.id}`);
+      return node ? [new ListEdge(node, () => cursorOf(r))] : [];
     });
     const first = shown[0];
     const last = shown[shown.length - 1];

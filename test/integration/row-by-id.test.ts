@@ -40,6 +40,16 @@ describe("a task read by id with one fixed statement", () => {
     expect(answer.status).toBe(404);
   });
 
+  it("reads many ids as findMany does: every scalar, only the organization's rows, unknown ids left out", async () => {
+    const ids = [...org.taskIds.slice(0, 3), other.taskIds[0] as string, "tsk_unknown"] as string[];
+    const where = { id: { in: ids }, organizationId: org.organizationId };
+    const prisma = await t.db.task.findMany({ where, orderBy: { id: "asc" } });
+    const fixed = await taskById.byIds(t.db, ids, org.organizationId);
+    expect(prisma).toHaveLength(3);
+    expect([...fixed].sort((a, b) => a.id.localeCompare(b.id))).toEqual(prisma);
+    expect(await taskById.byIds(t.db, [], org.organizationId)).toEqual([]);
+  });
+
   it("answers an id with a NUL character as the caller's error on both transports, as Prisma's reads do", async () => {
     const rest = await t.rest("GET", "/v1/tasks/tsk_a%00b", { key: org.apiKey });
     expect(rest.status).toBe(400);

@@ -121,7 +121,9 @@ export function createTaskService(db: Db, notifier: Notifier) {
 
     async list(actor: Actor, args: ListArgs, query: TaskQuery) {
       return listPage(db, actor.organizationId, taskList, { ...args, query }, (ids, q: RecordQuery) =>
-        db.task.findMany({ ...(q as TaskQuery), where: { id: { in: ids }, organizationId: actor.organizationId } }),
+        selectsScalarsOnly(q as TaskQuery)
+          ? taskById.byIds(db, ids, actor.organizationId)
+          : db.task.findMany({ ...(q as TaskQuery), where: { id: { in: ids }, organizationId: actor.organizationId } }),
       );
     },
 

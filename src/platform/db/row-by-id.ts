@@ -1,5 +1,8 @@
 import pg from "pg";
 import { type PrismaClient as Db, Prisma } from "../../generated/prisma/client.js";
+
+const { raw } = Prisma;
+
 import type { ReadReplicas } from "./read-replicas.js";
 import { replicaReadsAllowed } from "./read-routing.js";
 import { isDatabaseUnavailable } from "./unavailable.js";
@@ -15,28 +18,36 @@ export function readRowsDirectly(db: Db, source: RowSource): void {
 }
 
 /**
- * The hottest reads (a task by id, on both transports) select every scalar column of one row by
- * its primary key within an organization. Through `findUnique` each is planned by Prisma's query
- * compiler and its plan interpreted; on PostgreSQL this fixed statement goes straight to the pool
- * Prisma uses (`directRows`), elsewhere (PGlite, a transaction's client) through `$queryRaw`.
- * In process, per read: `findUnique` 0.23 to 0.29 ms of CPU, `$queryRaw` 0.17 to 0.21, the pool
- * 0.065 (bench/results/2026-11-25-perf.md).
+ * A read-only statement's rows: on PostgreSQL straight from the pool Prisma reads on (`directRows`),
+ * elsewhere (PGlite, a transaction's client) through `$queryRaw`. For statements whose values are
+ * strings, numbers, booleans or null, each cast in the SQL: both ways then read the same rows.
+ */
+export async function readRows<Row>(db: Db, statement: Prisma.Sql): Promise<Row[]> {
+  const source = sources.get(db);
+  return source ? ((await source(statement.text, statement.values)) as Row[]) : db.$queryRaw<Row[]>(statement);
+}
+
+/**
+ * The hottest reads (a task by id on both transports, a page of tasks) select every scalar column
+ * of rows by primary key within an organization. Through `findUnique`/`findMany` each is planned
+ * by Prisma's query compiler and its plan interpreted; these fixed statements go through
+ * `readRows`. In process, per read of one row: `findUnique` 0.23 to 0.29 ms of CPU, `$queryRaw`
+ * 0.17 to 0.21, the pool 0.065 (bench/results/2026-11-25-perf.md).
  *
- * `columns` are the model's scalar fields as `findUnique` returns them (a test compares the two
- * on both databases); the identifiers are constants of the caller's code, the values parameters.
+ * `columns` are the model's scalar fields as Prisma returns them (a test compares the two on both
+ * databases); the identifiers are constants of the caller's code, the values parameters.
  */
 export function rowByIdReader<Row>(table: string, columns: readonly string[]) {
   const quoted = (name: string) => `"${name.replaceAll('"', '""')}"`;
-  const head = `SELECT ${columns.map(quoted).join(", ")} FROM ${quoted(table)} WHERE "id" = `;
-  const strings = [head, ` AND "organizationId" = `, " LIMIT 1"];
-  const text = `${head}$1 AND "organizationId" = $2 LIMIT 1`;
-  return async (db: Db, id: string, organizationId: string): Promise<Row | null> => {
-    const source = sources.get(db);
-    const rows = source
-      ? ((await source(text, [id, organizationId])) as Row[])
-      : await db.$queryRaw<Row[]>(Prisma.sql(strings, id, organizationId));
+  const head = raw(`SELECT ${columns.map(quoted).join(", ")} FROM ${quoted(table)} WHERE `);
+  const byId = async (db: Db, id: string, organizationId: string): Promise<Row | null> => {
+    const rows = await readRows<Row>(db, Prisma.sql`${head}"id" = ${id} AND "organizationId" = ${organizationId} LIMIT 1`);
     return rows[0] ?? null;
   };
+  /** The rows of these ids in the organization, in no particular order; unknown ids are left out. */
+  const byIds = (db: Db, ids: readonly string[], organizationId: string): Promise<Row[]> =>
+    readRows<Row>(db, Prisma.sql`${head}"id" = ANY(${[...ids]}::text[]) AND "organizationId" = ${organizationId}`);
+  return Object.assign(byId, { byIds });
 }
 
 /** Whether plugin-prisma's selection asks for the scalar columns alone (no relation, no narrowing). */
