@@ -2,7 +2,8 @@
 // PostgreSQL; a filtered, sorted page of 50 with its totalCount ("my open tasks by due date"),
 // 8 connections, median and p99; beside it PostGraphile's nearest equivalent (`condition` on one
 // status and the assignee, `orderBy` due date, `totalCount`). Run on its own with
-// `node bench/list-page.mjs` (after `npm run build`), or as part of `npm run bench`.
+// `node bench/list-page.mjs` (after `npm run build`), or as part of `npm run bench`;
+// BENCH_LIST_PROFILE=<dir> profiles the service (see below).
 // A measurement, not a test; the targets (50 ms median, 100 ms p99) are printed, not enforced.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -10,6 +11,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import pg from "pg";
+import { postgresCpuMs, postgresCpuSince, processCpuMs } from "./cpu.mjs";
 import { freePort } from "./free-port.mjs";
 import { ensurePeer, peerProcess } from "./peer.mjs";
 
@@ -54,14 +56,20 @@ function cli(args, env) {
   );
 }
 
-async function load(base, request) {
+/** Load at CONNECTIONS for durationS; with the CPU per request of `pid` (the server) and of PostgreSQL. */
+async function load(base, request, pid) {
+  const cpu0 = processCpuMs(pid);
+  const pg0 = postgresCpuMs();
   const result = await autocannon({ url: base + request.path, connections: CONNECTIONS, duration: durationS, ...request });
+  const n = Math.max(1, result.requests.total);
   return {
     requests: result.requests.total,
     non2xx: result.non2xx + result.errors,
     rps: Math.round(result.requests.average),
     medianMs: result.latency.p50,
     p99Ms: result.latency.p99,
+    cpuMsPerRequest: Number(((processCpuMs(pid) - cpu0) / n).toFixed(2)),
+    postgresCpuMsPerRequest: Number((postgresCpuSince(pg0) / n).toFixed(2)),
   };
 }
 
@@ -82,7 +90,11 @@ export async function runListPageBench(log = console.log) {
   try {
     const service = await start(
       "service",
-      () => ["dist/server.js"],
+      // BENCH_LIST_PROFILE=<dir>: the service writes a V8 CPU profile there when it stops (summarize with bench/profile.mjs).
+      () => [
+        ...(process.env.BENCH_LIST_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_LIST_PROFILE}`] : []),
+        "dist/server.js",
+      ],
       { ...env, RATE_LIMIT_PER_MINUTE: "1000000000", SEED_DEMO_DATA: "false" },
       root,
       { path: "/ready" },
@@ -133,10 +145,11 @@ export async function runListPageBench(log = console.log) {
     const check = await (await fetch(service.base + serviceRequest.path, serviceRequest)).json();
     if (check.errors) throw new Error(`service query failed: ${JSON.stringify(check.errors)}`);
     const count = check.data.tasks.totalCount;
-    const ours = await load(service.base, serviceRequest);
+    const ours = await load(service.base, serviceRequest, service.child.pid);
     log(
       `list-page service (GraphQL, filter status+assignee, orderBy dueDate, 50 + totalCount=${count}), ${CONNECTIONS} connections: ` +
-        `median ${ours.medianMs} ms, p99 ${ours.p99Ms} ms, ${ours.rps} req/s, ${ours.non2xx} errors ` +
+        `median ${ours.medianMs} ms, p99 ${ours.p99Ms} ms, ${ours.rps} req/s, ${ours.non2xx} errors, ` +
+        `CPU ms/request ${ours.cpuMsPerRequest} (PostgreSQL ${ours.postgresCpuMsPerRequest}) ` +
         `(target median < 50 ms: ${ours.medianMs < 50 ? "PASS" : "FAIL"}, p99 < 100 ms: ${ours.p99Ms < 100 ? "PASS" : "FAIL"})`,
     );
     const result = { rows: ROWS, connections: CONNECTIONS, durationS, totalCount: count, service: ours, peer: null };
@@ -162,10 +175,11 @@ export async function runListPageBench(log = console.log) {
         log(`list-page PostGraphile: its answer is an error, so it is not measured: ${message}`);
         result.peer = { error: message };
       } else {
-        const theirs = await load(peer.base, peerRequest);
+        const theirs = await load(peer.base, peerRequest, peer.child.pid);
         log(
           `list-page PostGraphile (condition status+assignee, orderBy DUE_DATE_ASC, first 50 + totalCount=${peerCheck.data.allTasks.totalCount}): ` +
-            `median ${theirs.medianMs} ms, p99 ${theirs.p99Ms} ms, ${theirs.rps} req/s, ${theirs.non2xx} errors`,
+            `median ${theirs.medianMs} ms, p99 ${theirs.p99Ms} ms, ${theirs.rps} req/s, ${theirs.non2xx} errors, ` +
+            `CPU ms/request ${theirs.cpuMsPerRequest} (PostgreSQL ${theirs.postgresCpuMsPerRequest})`,
         );
         result.peer = theirs;
       }
