@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { policyRows } from "../../src/modules/policies/policies.service.js";
+import { riskRows } from "../../src/modules/risks/risks.service.js";
+import { taskItemRows } from "../../src/modules/task-items/task-items.service.js";
 import { taskById } from "../../src/modules/tasks/tasks.service.js";
+import { vendorRows } from "../../src/modules/vendors/vendors.service.js";
 import { openFixture } from "../helpers/fixtures.js";
 
 const { t, org, other } = await openFixture();
@@ -40,16 +44,6 @@ describe("a task read by id with one fixed statement", () => {
     expect(answer.status).toBe(404);
   });
 
-  it("reads many ids as findMany does: every scalar, only the organization's rows, unknown ids left out", async () => {
-    const ids = [...org.taskIds.slice(0, 3), other.taskIds[0] as string, "tsk_unknown"] as string[];
-    const where = { id: { in: ids }, organizationId: org.organizationId };
-    const prisma = await t.db.task.findMany({ where, orderBy: { id: "asc" } });
-    const fixed = await taskById.byIds(t.db, ids, org.organizationId);
-    expect(prisma).toHaveLength(3);
-    expect([...fixed].sort((a, b) => a.id.localeCompare(b.id))).toEqual(prisma);
-    expect(await taskById.byIds(t.db, [], org.organizationId)).toEqual([]);
-  });
-
   it("answers an id with a NUL character as the caller's error on both transports, as Prisma's reads do", async () => {
     const rest = await t.rest("GET", "/v1/tasks/tsk_a%00b", { key: org.apiKey });
     expect(rest.status).toBe(400);
@@ -77,5 +71,77 @@ describe("a task read by id with one fixed statement", () => {
       dueDate: "2027-02-28",
       assignee: { id: org.memberIds[1] },
     });
+  });
+});
+
+// Lists read their rows by id the same way when a client selects scalar fields alone.
+describe("a page's rows read by id with one fixed statement", () => {
+  const where = (ids: string[]) => ({ id: { in: ids }, organizationId: org.organizationId });
+  const readers = {
+    Task: {
+      reader: taskById,
+      ids: org.taskIds,
+      foreign: other.taskIds,
+      findMany: (ids: string[]) => t.db.task.findMany({ where: where(ids) }),
+    },
+    Vendor: {
+      reader: vendorRows,
+      ids: org.vendorIds,
+      foreign: other.vendorIds,
+      findMany: (ids: string[]) => t.db.vendor.findMany({ where: where(ids) }),
+    },
+    Risk: {
+      reader: riskRows,
+      ids: org.riskIds,
+      foreign: other.riskIds,
+      findMany: (ids: string[]) => t.db.risk.findMany({ where: where(ids) }),
+    },
+    TaskItem: {
+      reader: taskItemRows,
+      ids: org.taskItemIds,
+      foreign: other.taskItemIds,
+      findMany: (ids: string[]) => t.db.taskItem.findMany({ where: where(ids) }),
+    },
+    Policy: {
+      reader: policyRows,
+      ids: org.policyIds,
+      foreign: other.policyIds,
+      findMany: (ids: string[]) => t.db.policy.findMany({ where: where(ids) }),
+    },
+  };
+
+  it.each(Object.entries(readers))(
+    "%s: what findMany returns, value for value, only the organization's rows, unknown ids left out",
+    async (_name, { reader, ids, foreign, findMany }) => {
+      const asked = [...ids.slice(0, 3), foreign[0] as string, "unknown_id"];
+      const byId = (rows: { id: string }[]) => [...rows].sort((a, b) => (a.id < b.id ? -1 : 1));
+      const prisma = byId(await findMany(asked));
+      const fixed = byId(await reader.byIds(t.db, asked, org.organizationId));
+      expect(prisma.length).toBeGreaterThan(0);
+      expect(prisma.length).toBeLessThanOrEqual(3);
+      expect(fixed).toEqual(prisma);
+      for (const [a, b] of fixed.map((row, i) => [row, prisma[i]] as const)) {
+        expect(Object.keys(a).sort()).toEqual(Object.keys(b ?? {}).sort());
+      }
+      expect(await reader.byIds(t.db, [], org.organizationId)).toEqual([]);
+    },
+  );
+});
+
+describe("pages selected by scalar fields read their rows with the fixed statement", () => {
+  it.each([
+    ["/v1/tasks", "Task"],
+    ["/v1/vendors", "Vendor"],
+    ["/v1/risks", "Risk"],
+    ["/v1/policies", "Policy"],
+  ])("REST %s", async (path, table) => {
+    const answer = await t.countQueries(() => t.rest("GET", path, { key: org.apiKey }));
+    expect(answer.statements.filter((s) => s.includes(`FROM "${table}" WHERE "id" = ANY(`))).toHaveLength(1);
+  });
+
+  it("GraphQL, task items under many vendors", async () => {
+    const query = `{ vendors(limit: 5) { items { id taskItems(limit: 3) { items { id title status } } } } }`;
+    const answer = await t.countQueries(() => t.gql(query, {}, { key: org.apiKey }));
+    expect(answer.statements.filter((s) => s.includes('FROM "TaskItem" WHERE "id" = ANY('))).toHaveLength(1);
   });
 });

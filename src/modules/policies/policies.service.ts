@@ -19,6 +19,7 @@ import {
 } from "../../graphql/lists.js";
 import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
+import { rowByIdReader, rowsByIds } from "../../platform/db/row-by-id.js";
 import { BadUserInputError, ConflictError, ForbiddenError, NotFoundError } from "../../platform/errors.js";
 import type { Events } from "../../platform/events.js";
 import { newId } from "../../platform/ids.js";
@@ -33,6 +34,9 @@ const awaitingApprovalBy: FilterRule = ((memberId: string) => Prisma.sql`EXISTS 
     WHERE v."policyId" = ${column("id")} AND v."status" = 'in_review' AND v."approverId" = ${memberId})`) as FilterRule;
 
 /** The organization's policies: what `policies` filters and sorts by. */
+/** Policies' scalar columns by id (row-by-id.ts): what `findMany` returns without a selection. */
+export const policyRows = rowByIdReader<Prisma.PolicyGetPayload<object>>("Policy", Object.values(Prisma.PolicyScalarFieldEnum));
+
 export const policyList: ListSpec = {
   table: "Policy",
   parent: [],
@@ -316,8 +320,14 @@ export function createPolicyService(db: Db, events: Events, notifier: Notifier) 
 
     /** The organization's policies, newest first. */
     async list(actor: Actor, args: ListArgs, query: PolicyQuery) {
-      return listPage(db, actor.organizationId, policyList, { ...args, query }, (ids, q: RecordQuery) =>
-        db.policy.findMany({ ...(q as PolicyQuery), where: { id: { in: ids }, organizationId: actor.organizationId } }),
+      return listPage(
+        db,
+        actor.organizationId,
+        policyList,
+        { ...args, query },
+        rowsByIds(policyRows, db, actor.organizationId, (ids, q) =>
+          db.policy.findMany({ ...(q as PolicyQuery), where: { id: { in: ids }, organizationId: actor.organizationId } }),
+        ),
       );
     },
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { Actor } from "../../auth/actor.js";
-import type { Prisma } from "../../generated/prisma/client.js";
+import { Prisma } from "../../generated/prisma/client.js";
 import { RiskCategory, RiskStatus, RiskTreatment } from "../../generated/prisma/enums.js";
 import {
   atLeast,
@@ -15,8 +15,8 @@ import {
   search,
   sortBy,
 } from "../../graphql/lists.js";
-import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
+import { rowByIdReader, rowsByIds } from "../../platform/db/row-by-id.js";
 import { NotFoundError } from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, integer, limit, text } from "../../platform/limits.js";
@@ -35,6 +35,9 @@ export const riskLimits = {
 };
 
 /** The organization's risks: what `risks` filters and sorts by. */
+/** Risks' scalar columns by id (row-by-id.ts): what `findMany` returns without a selection. */
+export const riskRows = rowByIdReader<Prisma.RiskGetPayload<object>>("Risk", Object.values(Prisma.RiskScalarFieldEnum));
+
 export const riskList: ListSpec = {
   table: "Risk",
   parent: [],
@@ -143,8 +146,14 @@ export function createRiskService(db: Db, notifier: Notifier) {
 
     /** The organization's risks, filtered and sorted (default newest first). */
     async list(actor: Actor, args: ListArgs, query: RiskQuery) {
-      return listPage(db, actor.organizationId, riskList, { ...args, query }, (ids, q: RecordQuery) =>
-        db.risk.findMany({ ...(q as RiskQuery), where: { id: { in: ids }, organizationId: actor.organizationId } }),
+      return listPage(
+        db,
+        actor.organizationId,
+        riskList,
+        { ...args, query },
+        rowsByIds(riskRows, db, actor.organizationId, (ids, q) =>
+          db.risk.findMany({ ...(q as RiskQuery), where: { id: { in: ids }, organizationId: actor.organizationId } }),
+        ),
       );
     },
 

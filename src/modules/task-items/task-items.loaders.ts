@@ -1,17 +1,19 @@
 import DataLoader from "dataloader";
 import type { TaskItemEntityType, TaskItemStatus } from "../../generated/prisma/enums.js";
 import { listLoader } from "../../graphql/lists.js";
-import { type RecordQuery, recordLoader } from "../../graphql/loaders.js";
+import { recordLoader } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
+import { rowsByIds } from "../../platform/db/row-by-id.js";
 import { byType } from "../comments/comments.loaders.js";
-import { type TaskItemStats, taskItemList } from "./task-items.service.js";
+import { type TaskItemStats, taskItemList, taskItemRows } from "./task-items.service.js";
 
 type Entity = { entityType: TaskItemEntityType; entityId: string };
 
 /** Task items and their statistics for many vendors and risks, for one request of one organization. */
 export function createTaskItemLoaders(db: Db, organizationId: string) {
-  const find = (ids: string[], query: RecordQuery) =>
-    db.taskItem.findMany({ ...(query as object), where: { id: { in: ids }, organizationId } });
+  const find = rowsByIds(taskItemRows, db, organizationId, (ids, query) =>
+    db.taskItem.findMany({ ...(query as object), where: { id: { in: ids }, organizationId } }),
+  );
   return {
     byId: recordLoader(find),
     /** Pages of task items of many vendors and risks, each with its own limit, cursor, filter and order, with their counts. */

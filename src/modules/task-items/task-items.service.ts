@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { Actor } from "../../auth/actor.js";
-import type { Prisma } from "../../generated/prisma/client.js";
+import { Prisma } from "../../generated/prisma/client.js";
 import {
   type TaskItemEntityType,
   type TaskItemPriority,
@@ -20,8 +20,8 @@ import {
   search,
   sortBy,
 } from "../../graphql/lists.js";
-import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
+import { rowByIdReader, rowsByIds } from "../../platform/db/row-by-id.js";
 import { BadUserInputError, NotFoundError } from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, text } from "../../platform/limits.js";
@@ -33,6 +33,12 @@ import type { Notifier } from "../notifications/notifications.service.js";
 export type TaskItemStats = { total: number; byStatus: Record<TaskItemStatus, number> };
 
 /** The task items of one vendor or risk: what `taskItems` and `<Type>.taskItems` filter and sort by. */
+/** Task items' scalar columns by id (row-by-id.ts): what `findMany` returns without a selection. */
+export const taskItemRows = rowByIdReader<Prisma.TaskItemGetPayload<object>>(
+  "TaskItem",
+  Object.values(Prisma.TaskItemScalarFieldEnum),
+);
+
 export const taskItemList: ListSpec = {
   table: "TaskItem",
   parent: [
@@ -159,8 +165,9 @@ export function createTaskItemService(db: Db, notifier: Notifier) {
         actor.organizationId,
         taskItemList,
         { ...args, parent: [input.entityType, input.entityId], query },
-        (ids, q: RecordQuery) =>
+        rowsByIds(taskItemRows, db, actor.organizationId, (ids, q) =>
           db.taskItem.findMany({ ...(q as TaskItemQuery), where: { id: { in: ids }, organizationId: actor.organizationId } }),
+        ),
       );
     },
 

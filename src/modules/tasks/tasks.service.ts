@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { Actor } from "../../auth/actor.js";
-import type { Prisma } from "../../generated/prisma/client.js";
+import { Prisma } from "../../generated/prisma/client.js";
 import { TaskStatus } from "../../generated/prisma/enums.js";
 import {
   bound,
@@ -15,9 +15,8 @@ import {
   search,
   sortBy,
 } from "../../graphql/lists.js";
-import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
-import { rowByIdReader, selectsScalarsOnly } from "../../platform/db/row-by-id.js";
+import { rowByIdReader, rowsByIds, selectsScalarsOnly } from "../../platform/db/row-by-id.js";
 import { NotFoundError } from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, limit, text } from "../../platform/limits.js";
@@ -95,19 +94,8 @@ type LockedTask = {
   dueDate: string | null;
 };
 
-/** A task's scalar columns, by id (row-by-id.ts): what `findUnique` returns without a selection. */
-export const taskById = rowByIdReader<Prisma.TaskGetPayload<object>>("Task", [
-  "id",
-  "organizationId",
-  "title",
-  "description",
-  "status",
-  "taskTemplateId",
-  "assigneeId",
-  "dueDate",
-  "createdAt",
-  "updatedAt",
-]);
+/** Tasks' scalar columns by id (row-by-id.ts): what `findUnique`/`findMany` return without a selection. */
+export const taskById = rowByIdReader<Prisma.TaskGetPayload<object>>("Task", Object.values(Prisma.TaskScalarFieldEnum));
 
 export function createTaskService(db: Db, notifier: Notifier) {
   return {
@@ -120,10 +108,14 @@ export function createTaskService(db: Db, notifier: Notifier) {
     },
 
     async list(actor: Actor, args: ListArgs, query: TaskQuery) {
-      return listPage(db, actor.organizationId, taskList, { ...args, query }, (ids, q: RecordQuery) =>
-        selectsScalarsOnly(q as TaskQuery)
-          ? taskById.byIds(db, ids, actor.organizationId)
-          : db.task.findMany({ ...(q as TaskQuery), where: { id: { in: ids }, organizationId: actor.organizationId } }),
+      return listPage(
+        db,
+        actor.organizationId,
+        taskList,
+        { ...args, query },
+        rowsByIds(taskById, db, actor.organizationId, (ids, q) =>
+          db.task.findMany({ ...(q as TaskQuery), where: { id: { in: ids }, organizationId: actor.organizationId } }),
+        ),
       );
     },
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { Actor } from "../../auth/actor.js";
-import type { Prisma } from "../../generated/prisma/client.js";
+import { Prisma } from "../../generated/prisma/client.js";
 import { VendorCategory, VendorStatus } from "../../generated/prisma/enums.js";
 import {
   dateBoundRules,
@@ -14,8 +14,8 @@ import {
   search,
   sortBy,
 } from "../../graphql/lists.js";
-import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
+import { rowByIdReader, rowsByIds } from "../../platform/db/row-by-id.js";
 import { NotFoundError } from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, limit, text } from "../../platform/limits.js";
@@ -31,6 +31,9 @@ export const vendorLimits = {
 };
 
 /** The organization's vendors: what `vendors` filters and sorts by. */
+/** Vendors' scalar columns by id (row-by-id.ts): what `findMany` returns without a selection. */
+export const vendorRows = rowByIdReader<Prisma.VendorGetPayload<object>>("Vendor", Object.values(Prisma.VendorScalarFieldEnum));
+
 export const vendorList: ListSpec = {
   table: "Vendor",
   parent: [],
@@ -124,8 +127,14 @@ export function createVendorService(db: Db, notifier: Notifier) {
 
     /** The organization's vendors, filtered and sorted (default newest first). */
     async list(actor: Actor, args: ListArgs, query: VendorQuery) {
-      return listPage(db, actor.organizationId, vendorList, { ...args, query }, (ids, q: RecordQuery) =>
-        db.vendor.findMany({ ...(q as VendorQuery), where: { id: { in: ids }, organizationId: actor.organizationId } }),
+      return listPage(
+        db,
+        actor.organizationId,
+        vendorList,
+        { ...args, query },
+        rowsByIds(vendorRows, db, actor.organizationId, (ids, q) =>
+          db.vendor.findMany({ ...(q as VendorQuery), where: { id: { in: ids }, organizationId: actor.organizationId } }),
+        ),
       );
     },
 

@@ -1,11 +1,10 @@
 import pg from "pg";
 import { type PrismaClient as Db, Prisma } from "../../generated/prisma/client.js";
-
-const { raw } = Prisma;
-
 import type { ReadReplicas } from "./read-replicas.js";
 import { replicaReadsAllowed } from "./read-routing.js";
 import { isDatabaseUnavailable } from "./unavailable.js";
+
+const { raw } = Prisma;
 
 /** Runs one read-only statement and returns its rows; `values` are bound parameters. */
 export type RowSource = (text: string, values: unknown[]) => Promise<Record<string, unknown>[]>;
@@ -20,7 +19,8 @@ export function readRowsDirectly(db: Db, source: RowSource): void {
 /**
  * A read-only statement's rows: on PostgreSQL straight from the pool Prisma reads on (`directRows`),
  * elsewhere (PGlite, a transaction's client) through `$queryRaw`. For statements whose values are
- * strings, numbers, booleans or null, each cast in the SQL: both ways then read the same rows.
+ * strings, numbers, booleans, null or arrays of strings, each cast in the SQL: both ways then read
+ * the same rows (lists.ts's statements are such).
  */
 export async function readRows<Row>(db: Db, statement: Prisma.Sql): Promise<Row[]> {
   const source = sources.get(db);
@@ -28,8 +28,8 @@ export async function readRows<Row>(db: Db, statement: Prisma.Sql): Promise<Row[
 }
 
 /**
- * The hottest reads (a task by id on both transports, a page of tasks) select every scalar column
- * of rows by primary key within an organization. Through `findUnique`/`findMany` each is planned
+ * The hottest reads (a task by id on both transports, the rows of a list page) select every scalar
+ * column of rows by primary key within an organization. Through `findUnique`/`findMany` each is planned
  * by Prisma's query compiler and its plan interpreted; these fixed statements go through
  * `readRows`. In process, per read of one row: `findUnique` 0.23 to 0.29 ms of CPU, `$queryRaw`
  * 0.17 to 0.21, the pool 0.065 (bench/results/2026-11-25-perf.md).
@@ -50,9 +50,28 @@ export function rowByIdReader<Row>(table: string, columns: readonly string[]) {
   return Object.assign(byId, { byIds });
 }
 
+export type RowReader<Row> = ReturnType<typeof rowByIdReader<Row>>;
+
+/** A Prisma selection as plugin-prisma builds it; absent or empty: the scalar fields alone. */
+type Selection = { select?: object; include?: object } | undefined;
+
+/**
+ * A list's rows by id (the `hydrate` of `listPage` and `listLoader`, or a record loader's): a
+ * selection of the scalar fields alone is read with the reader's fixed statement, any other
+ * (relations, a narrowed `select`) with Prisma's `findMany`.
+ */
+export function rowsByIds<Row>(
+  reader: RowReader<Row>,
+  db: Db,
+  organizationId: string,
+  findMany: (ids: string[], query: Selection) => Promise<Row[]>,
+) {
+  return (ids: string[], query: Selection): Promise<Row[]> =>
+    selectsScalarsOnly(query) ? reader.byIds(db, ids, organizationId) : findMany(ids, query);
+}
+
 /** Whether plugin-prisma's selection asks for the scalar columns alone (no relation, no narrowing). */
-export const selectsScalarsOnly = (query: { select?: object; include?: object } | undefined) =>
-  !query || (query.select === undefined && query.include === undefined);
+export const selectsScalarsOnly = (query: Selection) => !query || (query.select === undefined && query.include === undefined);
 
 const TIMESTAMP = 1114;
 const DATE = 1082;
