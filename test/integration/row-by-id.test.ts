@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { SeedResult } from "../../src/admin/seed.js";
 import { policyRows } from "../../src/modules/policies/policies.service.js";
 import { riskRows } from "../../src/modules/risks/risks.service.js";
 import { taskItemRows } from "../../src/modules/task-items/task-items.service.js";
@@ -76,46 +77,23 @@ describe("a task read by id with one fixed statement", () => {
 
 // Lists read their rows by id the same way when a client selects scalar fields alone.
 describe("a page's rows read by id with one fixed statement", () => {
-  const where = (ids: string[]) => ({ id: { in: ids }, organizationId: org.organizationId });
-  const readers = {
-    Task: {
-      reader: taskById,
-      ids: org.taskIds,
-      foreign: other.taskIds,
-      findMany: (ids: string[]) => t.db.task.findMany({ where: where(ids) }),
-    },
-    Vendor: {
-      reader: vendorRows,
-      ids: org.vendorIds,
-      foreign: other.vendorIds,
-      findMany: (ids: string[]) => t.db.vendor.findMany({ where: where(ids) }),
-    },
-    Risk: {
-      reader: riskRows,
-      ids: org.riskIds,
-      foreign: other.riskIds,
-      findMany: (ids: string[]) => t.db.risk.findMany({ where: where(ids) }),
-    },
-    TaskItem: {
-      reader: taskItemRows,
-      ids: org.taskItemIds,
-      foreign: other.taskItemIds,
-      findMany: (ids: string[]) => t.db.taskItem.findMany({ where: where(ids) }),
-    },
-    Policy: {
-      reader: policyRows,
-      ids: org.policyIds,
-      foreign: other.policyIds,
-      findMany: (ids: string[]) => t.db.policy.findMany({ where: where(ids) }),
-    },
-  };
+  type Reader = { byIds(db: typeof t.db, ids: string[], organizationId: string): Promise<{ id: string }[]> };
+  type Model = { findMany(args: { where: object }): Promise<{ id: string }[]> };
+  // name, reader, the model findMany reads, and the seeded ids of the two organizations.
+  const readers: [string, Reader, Model, keyof SeedResult][] = [
+    ["Task", taskById, t.db.task, "taskIds"],
+    ["Vendor", vendorRows, t.db.vendor, "vendorIds"],
+    ["Risk", riskRows, t.db.risk, "riskIds"],
+    ["TaskItem", taskItemRows, t.db.taskItem, "taskItemIds"],
+    ["Policy", policyRows, t.db.policy, "policyIds"],
+  ];
 
-  it.each(Object.entries(readers))(
+  it.each(readers)(
     "%s: what findMany returns, value for value, only the organization's rows, unknown ids left out",
-    async (_name, { reader, ids, foreign, findMany }) => {
-      const asked = [...ids.slice(0, 3), foreign[0] as string, "unknown_id"];
+    async (_name, reader, model, seeded) => {
+      const asked = [...(org[seeded] as string[]).slice(0, 3), (other[seeded] as string[])[0] as string, "unknown_id"];
       const byId = (rows: { id: string }[]) => [...rows].sort((a, b) => (a.id < b.id ? -1 : 1));
-      const prisma = byId(await findMany(asked));
+      const prisma = byId(await model.findMany({ where: { id: { in: asked }, organizationId: org.organizationId } }));
       const fixed = byId(await reader.byIds(t.db, asked, org.organizationId));
       expect(prisma.length).toBeGreaterThan(0);
       expect(prisma.length).toBeLessThanOrEqual(3);

@@ -320,15 +320,8 @@ export function createPolicyService(db: Db, events: Events, notifier: Notifier) 
 
     /** The organization's policies, newest first. */
     async list(actor: Actor, args: ListArgs, query: PolicyQuery) {
-      return listPage(
-        db,
-        actor.organizationId,
-        policyList,
-        { ...args, query },
-        rowsByIds(policyRows, db, actor.organizationId, (ids, q) =>
-          db.policy.findMany({ ...(q as PolicyQuery), where: { id: { in: ids }, organizationId: actor.organizationId } }),
-        ),
-      );
+      const rows = rowsByIds(policyRows, db.policy, db, actor.organizationId);
+      return listPage(db, actor.organizationId, policyList, { ...args, query }, rows);
     },
 
     /** Name and description; the text lives in versions and changes through the review. */

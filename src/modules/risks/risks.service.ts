@@ -146,15 +146,8 @@ export function createRiskService(db: Db, notifier: Notifier) {
 
     /** The organization's risks, filtered and sorted (default newest first). */
     async list(actor: Actor, args: ListArgs, query: RiskQuery) {
-      return listPage(
-        db,
-        actor.organizationId,
-        riskList,
-        { ...args, query },
-        rowsByIds(riskRows, db, actor.organizationId, (ids, q) =>
-          db.risk.findMany({ ...(q as RiskQuery), where: { id: { in: ids }, organizationId: actor.organizationId } }),
-        ),
-      );
+      const rows = rowsByIds(riskRows, db.risk, db, actor.organizationId);
+      return listPage(db, actor.organizationId, riskList, { ...args, query }, rows);
     },
 
     /** Changes the given fields under the row's lock; the score follows likelihood and impact. */

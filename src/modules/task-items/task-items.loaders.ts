@@ -11,9 +11,7 @@ type Entity = { entityType: TaskItemEntityType; entityId: string };
 
 /** Task items and their statistics for many vendors and risks, for one request of one organization. */
 export function createTaskItemLoaders(db: Db, organizationId: string) {
-  const find = rowsByIds(taskItemRows, db, organizationId, (ids, query) =>
-    db.taskItem.findMany({ ...(query as object), where: { id: { in: ids }, organizationId } }),
-  );
+  const find = rowsByIds(taskItemRows, db.taskItem, db, organizationId);
   return {
     byId: recordLoader(find),
     /** Pages of task items of many vendors and risks, each with its own limit, cursor, filter and order, with their counts. */

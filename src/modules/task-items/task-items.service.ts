@@ -165,9 +165,7 @@ export function createTaskItemService(db: Db, notifier: Notifier) {
         actor.organizationId,
         taskItemList,
         { ...args, parent: [input.entityType, input.entityId], query },
-        rowsByIds(taskItemRows, db, actor.organizationId, (ids, q) =>
-          db.taskItem.findMany({ ...(q as TaskItemQuery), where: { id: { in: ids }, organizationId: actor.organizationId } }),
-        ),
+        rowsByIds(taskItemRows, db.taskItem, db, actor.organizationId),
       );
     },
 

@@ -108,15 +108,8 @@ export function createTaskService(db: Db, notifier: Notifier) {
     },
 
     async list(actor: Actor, args: ListArgs, query: TaskQuery) {
-      return listPage(
-        db,
-        actor.organizationId,
-        taskList,
-        { ...args, query },
-        rowsByIds(taskById, db, actor.organizationId, (ids, q) =>
-          db.task.findMany({ ...(q as TaskQuery), where: { id: { in: ids }, organizationId: actor.organizationId } }),
-        ),
-      );
+      const rows = rowsByIds(taskById, db.task, db, actor.organizationId);
+      return listPage(db, actor.organizationId, taskList, { ...args, query }, rows);
     },
 
     async create(actor: Actor, args: CreateTaskArgs, query: TaskQuery) {

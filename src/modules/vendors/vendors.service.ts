@@ -127,15 +127,8 @@ export function createVendorService(db: Db, notifier: Notifier) {
 
     /** The organization's vendors, filtered and sorted (default newest first). */
     async list(actor: Actor, args: ListArgs, query: VendorQuery) {
-      return listPage(
-        db,
-        actor.organizationId,
-        vendorList,
-        { ...args, query },
-        rowsByIds(vendorRows, db, actor.organizationId, (ids, q) =>
-          db.vendor.findMany({ ...(q as VendorQuery), where: { id: { in: ids }, organizationId: actor.organizationId } }),
-        ),
-      );
+      const rows = rowsByIds(vendorRows, db.vendor, db, actor.organizationId);
+      return listPage(db, actor.organizationId, vendorList, { ...args, query }, rows);
     },
 
     /** Changes the given fields under the row's lock, so that the audit event's `from` values are exact. */

@@ -55,19 +55,21 @@ export type RowReader<Row> = ReturnType<typeof rowByIdReader<Row>>;
 /** A Prisma selection as plugin-prisma builds it; absent or empty: the scalar fields alone. */
 type Selection = { select?: object; include?: object } | undefined;
 
+/** A Prisma model (`db.vendor`, ...) as `rowsByIds` reads it. */
+type ModelById<Row> = {
+  findMany(args: { where: { id: { in: string[] }; organizationId: string } }): PromiseLike<Row[]>;
+};
+
 /**
  * A list's rows by id (the `hydrate` of `listPage` and `listLoader`, or a record loader's): a
  * selection of the scalar fields alone is read with the reader's fixed statement, any other
- * (relations, a narrowed `select`) with Prisma's `findMany`.
+ * (relations, a narrowed `select`) with the model's `findMany`.
  */
-export function rowsByIds<Row>(
-  reader: RowReader<Row>,
-  db: Db,
-  organizationId: string,
-  findMany: (ids: string[], query: Selection) => Promise<Row[]>,
-) {
-  return (ids: string[], query: Selection): Promise<Row[]> =>
-    selectsScalarsOnly(query) ? reader.byIds(db, ids, organizationId) : findMany(ids, query);
+export function rowsByIds<Row>(reader: RowReader<Row>, model: ModelById<Row>, db: Db, organizationId: string) {
+  return async (ids: string[], query: Selection): Promise<Row[]> =>
+    selectsScalarsOnly(query)
+      ? reader.byIds(db, ids, organizationId)
+      : model.findMany({ ...query, where: { id: { in: ids }, organizationId } });
 }
 
 /** Whether plugin-prisma's selection asks for the scalar columns alone (no relation, no narrowing). */
