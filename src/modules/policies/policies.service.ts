@@ -33,10 +33,10 @@ const awaitingApprovalBy: FilterRule = ((memberId: string) => Prisma.sql`EXISTS 
     SELECT 1 FROM "PolicyVersion" v
     WHERE v."policyId" = ${column("id")} AND v."status" = 'in_review' AND v."approverId" = ${memberId})`) as FilterRule;
 
-/** The organization's policies: what `policies` filters and sorts by. */
 /** Policies' scalar columns by id (row-by-id.ts): what `findMany` returns without a selection. */
 export const policyRows = rowByIdReader<Prisma.PolicyGetPayload<object>>("Policy", Object.values(Prisma.PolicyScalarFieldEnum));
 
+/** The organization's policies: what `policies` filters and sorts by. */
 export const policyList: ListSpec = {
   table: "Policy",
   parent: [],

@@ -34,10 +34,10 @@ export const riskLimits = {
   score: limit({ minimum: 1, maximum: 25 }),
 };
 
-/** The organization's risks: what `risks` filters and sorts by. */
 /** Risks' scalar columns by id (row-by-id.ts): what `findMany` returns without a selection. */
 export const riskRows = rowByIdReader<Prisma.RiskGetPayload<object>>("Risk", Object.values(Prisma.RiskScalarFieldEnum));
 
+/** The organization's risks: what `risks` filters and sorts by. */
 export const riskList: ListSpec = {
   table: "Risk",
   parent: [],

@@ -32,13 +32,13 @@ import type { Notifier } from "../notifications/notifications.service.js";
 
 export type TaskItemStats = { total: number; byStatus: Record<TaskItemStatus, number> };
 
-/** The task items of one vendor or risk: what `taskItems` and `<Type>.taskItems` filter and sort by. */
 /** Task items' scalar columns by id (row-by-id.ts): what `findMany` returns without a selection. */
 export const taskItemRows = rowByIdReader<Prisma.TaskItemGetPayload<object>>(
   "TaskItem",
   Object.values(Prisma.TaskItemScalarFieldEnum),
 );
 
+/** The task items of one vendor or risk: what `taskItems` and `<Type>.taskItems` filter and sort by. */
 export const taskItemList: ListSpec = {
   table: "TaskItem",
   parent: [

@@ -30,10 +30,10 @@ export const vendorLimits = {
   website: limit({ maxLength: 2048, format: "uri", pattern: "^[Hh][Tt][Tt][Pp][Ss]://", patternHint: "an absolute https URL" }),
 };
 
-/** The organization's vendors: what `vendors` filters and sorts by. */
 /** Vendors' scalar columns by id (row-by-id.ts): what `findMany` returns without a selection. */
 export const vendorRows = rowByIdReader<Prisma.VendorGetPayload<object>>("Vendor", Object.values(Prisma.VendorScalarFieldEnum));
 
+/** The organization's vendors: what `vendors` filters and sorts by. */
 export const vendorList: ListSpec = {
   table: "Vendor",
   parent: [],
