@@ -64,6 +64,7 @@ export const policyVersionList: ListSpec = {
 };
 
 const MAX_CONTENT_DEPTH = 64;
+const contentShape = `must be a JSON array or object, nested at most ${MAX_CONTENT_DEPTH} levels`;
 
 /**
  * How deeply a JSON value nests, counted level by level (no recursion on hostile input; stops past
@@ -97,11 +98,13 @@ const createPolicyInput = z.object({
   description: text(commonLimits.freeText).nullish(),
   // A rich-text document (the editor's JSON): an array of blocks or one object. Absent means empty.
   content: z
-    .custom<Prisma.InputJsonValue>(
-      (value) => typeof value === "object" && value !== null && jsonShape(value).depth <= MAX_CONTENT_DEPTH,
-      `must be a JSON array or object, nested at most ${MAX_CONTENT_DEPTH} levels`,
-    )
-    .refine((value) => !jsonShape(value).protoKey, 'must not use "__proto__" as a key')
+    .custom<Prisma.InputJsonValue>((value) => typeof value === "object" && value !== null, contentShape)
+    // One walk of the document for both checks.
+    .superRefine((value, ctx) => {
+      const { depth, protoKey } = jsonShape(value);
+      if (depth > MAX_CONTENT_DEPTH) ctx.addIssue({ code: "custom", message: contentShape });
+      if (protoKey) ctx.addIssue({ code: "custom", message: 'must not use "__proto__" as a key' });
+    })
     .optional(),
 });
 
