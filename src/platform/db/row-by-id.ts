@@ -4,8 +4,6 @@ import type { ReadReplicas } from "./read-replicas.js";
 import { replicaReadsAllowed } from "./read-routing.js";
 import { isDatabaseUnavailable } from "./unavailable.js";
 
-const { raw } = Prisma;
-
 /** Runs one read-only statement and returns its rows; `values` are bound parameters. */
 export type RowSource = (text: string, values: unknown[]) => Promise<Record<string, unknown>[]>;
 
@@ -22,9 +20,14 @@ export function readRowsDirectly(db: Db, source: RowSource): void {
  * strings, numbers, booleans, null or arrays of strings, each cast in the SQL: both ways then read
  * the same rows (lists.ts's statements are such).
  */
-export async function readRows<Row>(db: Db, statement: Prisma.Sql): Promise<Row[]> {
+export function readRows<Row>(db: Db, statement: Prisma.Sql): Promise<Row[]> {
+  return rowsOf(db, statement.text, statement.values, () => statement);
+}
+
+/** `text` with `values` on the pool where `db` has one; otherwise `statement()` through `$queryRaw`. */
+async function rowsOf<Row>(db: Db, text: string, values: unknown[], statement: () => Prisma.Sql): Promise<Row[]> {
   const source = sources.get(db);
-  return source ? ((await source(statement.text, statement.values)) as Row[]) : db.$queryRaw<Row[]>(statement);
+  return source ? ((await source(text, values)) as Row[]) : db.$queryRaw<Row[]>(statement());
 }
 
 /**
@@ -39,14 +42,20 @@ export async function readRows<Row>(db: Db, statement: Prisma.Sql): Promise<Row[
  */
 export function rowByIdReader<Row>(table: string, columns: readonly string[]) {
   const quoted = (name: string) => `"${name.replaceAll('"', '""')}"`;
-  const head = raw(`SELECT ${columns.map(quoted).join(", ")} FROM ${quoted(table)} WHERE `);
+  // The texts are built once: the by-id read is the hottest path of both transports.
+  const head = `SELECT ${columns.map(quoted).join(", ")} FROM ${quoted(table)} WHERE `;
+  const one = [`${head}"id" = `, ` AND "organizationId" = `, " LIMIT 1"];
+  const many = [`${head}"id" = ANY(`, `::text[]) AND "organizationId" = `, ""];
+  const text = (strings: string[]) => `${strings[0]}$1${strings[1]}$2${strings[2]}`;
+  const oneText = text(one);
+  const manyText = text(many);
   const byId = async (db: Db, id: string, organizationId: string): Promise<Row | null> => {
-    const rows = await readRows<Row>(db, Prisma.sql`${head}"id" = ${id} AND "organizationId" = ${organizationId} LIMIT 1`);
+    const rows = await rowsOf<Row>(db, oneText, [id, organizationId], () => Prisma.sql(one, id, organizationId));
     return rows[0] ?? null;
   };
   /** The rows of these ids in the organization, in no particular order; unknown ids are left out. */
   const byIds = (db: Db, ids: readonly string[], organizationId: string): Promise<Row[]> =>
-    readRows<Row>(db, Prisma.sql`${head}"id" = ANY(${[...ids]}::text[]) AND "organizationId" = ${organizationId}`);
+    rowsOf<Row>(db, manyText, [[...ids], organizationId], () => Prisma.sql(many, [...ids], organizationId));
   return Object.assign(byId, { byIds });
 }
 
