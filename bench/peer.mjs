@@ -115,15 +115,20 @@ export async function peerToken(secret, { role, organizationId }) {
 export const PEER_TASK_QUERY =
   "query($id: String!) { taskByRowId(rowId: $id) { rowId title status description taskTemplateId createdAt updatedAt } }";
 
-/** The peer's get task by id; with a token, as the secured peer's callers send it. */
-export function peerTaskRequest(taskId, token) {
+/** A GraphQL request to the peer; with a token, as the secured peer's callers send it. */
+function peerRequest(query, variables, token) {
   return {
     method: "POST",
     path: "/graphql",
     headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: JSON.stringify({ query: PEER_TASK_QUERY, variables: { id: taskId } }),
+    body: JSON.stringify({ query, variables }),
     deterministic: true,
   };
+}
+
+/** The peer's get task by id. */
+export function peerTaskRequest(taskId, token) {
+  return peerRequest(PEER_TASK_QUERY, { id: taskId }, token);
 }
 
 /** Whether PostGraphile answered the task as not there (row-level security hid it), with no error. */
@@ -261,15 +266,9 @@ export const PEER_VENDOR_PAGE_DIFFERENCES =
   "statistics and comments through SQL functions added to the database (Vendor_task_item_stats, Vendor_comments); " +
   "comments(first: 5) of a connection for comments(limit: 5); an id missing or of another organization gives no row, not null";
 
-/** The peer's vendor page for these vendor ids; with a token, as the secured peer's callers send it. */
+/** The peer's vendor page for these vendor ids. */
 export function peerVendorPageRequest(vendorIds, token) {
-  return {
-    method: "POST",
-    path: "/graphql",
-    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: JSON.stringify({ query: PEER_VENDOR_PAGE_QUERY, variables: { ids: vendorIds } }),
-    deterministic: true,
-  };
+  return peerRequest(PEER_VENDOR_PAGE_QUERY, { ids: vendorIds }, token);
 }
 
 /** A timestamp as an instant (PostGraphile prints `timestamp(3)` without a zone, the service as UTC ISO). */
