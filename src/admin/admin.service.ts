@@ -1,6 +1,7 @@
 import { generateApiKey } from "../auth/api-keys.js";
 import { isPermission, type Permission, permissions } from "../auth/permissions.js";
 import type { MemberRole } from "../generated/prisma/enums.js";
+import { writeAuditEvent } from "../modules/audit/audit.service.js";
 import type { Db } from "../platform/db/database.js";
 import { BadUserInputError, ConflictError, NotFoundError } from "../platform/errors.js";
 import { newId } from "../platform/ids.js";
@@ -52,9 +53,10 @@ export async function createUser(
       },
       select: { id: true, role: true },
     });
-    await tx.auditEvent.create({
-      data: operatorAudit(org.id, "member.created", { type: "member", id: member.id }, { userId: user.id, role: member.role }),
-    });
+    await writeAuditEvent(
+      tx,
+      operatorAudit(org.id, "member.created", { type: "member", id: member.id }, { userId: user.id, role: member.role }),
+    );
     return { userId: user.id, memberId: member.id };
   });
 }
@@ -89,8 +91,8 @@ export async function createApiKey(
   const { key, lookupId, secretHash } = generateApiKey();
   const expiresAt = input.expiresInMs ? new Date(Date.now() + input.expiresInMs) : null;
   const id = newId("apk");
-  const [row] = await db.$transaction([
-    db.apiKey.create({
+  const row = await db.$transaction(async (tx) => {
+    const created = await tx.apiKey.create({
       data: {
         id,
         organizationId: org.id,
@@ -102,16 +104,18 @@ export async function createApiKey(
         createdBy: input.createdBy ?? "cli",
       },
       select: { id: true, scopes: true, expiresAt: true },
-    }),
-    db.auditEvent.create({
-      data: operatorAudit(
+    });
+    await writeAuditEvent(
+      tx,
+      operatorAudit(
         org.id,
         "api_key.created",
         { type: "api_key", id },
         { name: input.name.trim(), scopes: input.scopes, expiresAt },
       ),
-    }),
-  ]);
+    );
+    return created;
+  });
   return { id: row.id, key, scopes: row.scopes, expiresAt: row.expiresAt?.toISOString() ?? null };
 }
 
@@ -120,10 +124,10 @@ export async function revokeApiKey(db: Db, id: string) {
   if (!key) throw new NotFoundError("API key", id);
   const revokedAt = key.revokedAt ?? new Date();
   if (!key.revokedAt) {
-    await db.$transaction([
-      db.apiKey.update({ where: { id }, data: { revokedAt } }),
-      db.auditEvent.create({ data: operatorAudit(key.organizationId, "api_key.revoked", { type: "api_key", id }, {}) }),
-    ]);
+    await db.$transaction(async (tx) => {
+      await tx.apiKey.update({ where: { id }, data: { revokedAt } });
+      await writeAuditEvent(tx, operatorAudit(key.organizationId, "api_key.revoked", { type: "api_key", id }, {}));
+    });
   }
   return { id, revokedAt: revokedAt.toISOString() };
 }

@@ -12,8 +12,8 @@ const allowed: Record<string, string[]> = {
   graphql: ["auth", "platform", "generated", "rest", "modules"],
   modules: ["graphql", "auth", "platform", "generated", "rest"],
   rest: ["http", "auth", "platform", "generated"],
-  admin: ["auth", "platform", "generated"],
-  cli: ["admin", "auth", "platform", "generated"],
+  admin: ["modules", "graphql", "auth", "platform", "generated", "rest"],
+  cli: ["admin", "modules", "graphql", "auth", "platform", "generated", "rest"],
 };
 
 describe("src layers", () => {

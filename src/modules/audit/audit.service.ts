@@ -52,6 +52,14 @@ export function auditEvent(
   };
 }
 
+/**
+ * Writes a change's audit event in the change's own transaction: every audit event is written here,
+ * so what an event entails (its place in the organization's chain, its webhook deliveries) has one home.
+ */
+export async function writeAuditEvent(tx: Prisma.TransactionClient, data: Prisma.AuditEventUncheckedCreateInput): Promise<void> {
+  await tx.auditEvent.create({ data, select: { id: true } });
+}
+
 export function createAuditService(db: Db) {
   return {
     /** The organization's audit trail, filtered (default newest first). */

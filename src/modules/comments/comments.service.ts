@@ -20,7 +20,7 @@ import type { Events } from "../../platform/events.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, decodedSize, limit, list, text } from "../../platform/limits.js";
 import { parseInput } from "../../platform/validation.js";
-import { auditEvent } from "../audit/audit.service.js";
+import { auditEvent, writeAuditEvent } from "../audit/audit.service.js";
 import { assertEntityExists } from "../entities.js";
 import type { Notifier } from "../notifications/notifications.service.js";
 import { executableReason, safeFileNamePattern } from "./attachment-rules.js";
@@ -230,8 +230,9 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier)
               },
             },
           });
-          await tx.auditEvent.create({
-            data: auditEvent(
+          await writeAuditEvent(
+            tx,
+            auditEvent(
               actor,
               "comment.created",
               { type: "comment", id },
@@ -242,8 +243,7 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier)
                 contextUrl: input.contextUrl ?? null,
               },
             ),
-            select: { id: true },
-          });
+          );
           await notify({
             reason: "mention",
             recipientIds: mentionedIds(input.content),
@@ -280,15 +280,15 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier)
       const author = { organizationId: actor.organizationId, memberId: comment.authorId };
       const updated = await notifier.transaction(db, author, async (tx, notify) => {
         const changed = await tx.comment.update({ ...query, where, data: { content: input.content } });
-        await tx.auditEvent.create({
-          data: auditEvent(
+        await writeAuditEvent(
+          tx,
+          auditEvent(
             actor,
             "comment.updated",
             { type: "comment", id: comment.id },
             { changes: { content: { from: comment.content, to: input.content } } },
           ),
-          select: { id: true },
-        });
+        );
         await notify({
           reason: "mention",
           recipientIds: added,
@@ -309,11 +309,12 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier)
     async delete(actor: Actor, args: { id: string; userId?: string | null }): Promise<DeletedComment> {
       const input = parseInput(actingUser, { userId: args.userId });
       const comment = await ownComment(actor, args.id, input.userId);
-      await db.$transaction([
-        db.attachment.deleteMany({ where: { commentId: comment.id, organizationId: actor.organizationId } }),
-        db.comment.delete({ where: { id: comment.id, organizationId: actor.organizationId }, select: { id: true } }),
-        db.auditEvent.create({
-          data: auditEvent(
+      await db.$transaction(async (tx) => {
+        await tx.attachment.deleteMany({ where: { commentId: comment.id, organizationId: actor.organizationId } });
+        await tx.comment.delete({ where: { id: comment.id, organizationId: actor.organizationId }, select: { id: true } });
+        await writeAuditEvent(
+          tx,
+          auditEvent(
             actor,
             "comment.deleted",
             { type: "comment", id: comment.id },
@@ -326,9 +327,8 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier)
               attachments: comment.attachments,
             },
           ),
-          select: { id: true },
-        }),
-      ]);
+        );
+      });
       const deleted = { deletedId: comment.id, entityType: comment.entityType, entityId: comment.entityId };
       events.publish("comment.deleted", actor.organizationId, { ...deleted, organizationId: actor.organizationId });
       return deleted;

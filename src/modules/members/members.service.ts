@@ -22,7 +22,7 @@ import { ConflictError, ForbiddenError, NotFoundError } from "../../platform/err
 import { newId } from "../../platform/ids.js";
 import { commonLimits, integer, limit, text } from "../../platform/limits.js";
 import { notNull, parseInput, type WithNulls } from "../../platform/validation.js";
-import { auditEvent, changesBetween } from "../audit/audit.service.js";
+import { auditEvent, changesBetween, writeAuditEvent } from "../audit/audit.service.js";
 import type { DeviceManagement } from "./device-management.js";
 
 type MemberQuery = { select?: Prisma.MemberSelect; include?: Prisma.MemberInclude };
@@ -189,8 +189,9 @@ export function createMemberService(db: Db, deviceManagement: DeviceManagement |
             deviceLabelId: input.deviceLabelId ?? null,
           },
         });
-        await tx.auditEvent.create({
-          data: auditEvent(
+        await writeAuditEvent(
+          tx,
+          auditEvent(
             actor,
             "member.created",
             { type: "member", id: member.id },
@@ -203,7 +204,7 @@ export function createMemberService(db: Db, deviceManagement: DeviceManagement |
               deviceLabelId: member.deviceLabelId,
             },
           ),
-        });
+        );
         return existed ? asIfNew(member, input.name) : member;
       });
     },
@@ -242,9 +243,10 @@ export function createMemberService(db: Db, deviceManagement: DeviceManagement |
           where: { id, organizationId: actor.organizationId },
           data,
         });
-        await tx.auditEvent.create({
-          data: auditEvent(actor, "member.updated", { type: "member", id }, { changes } as Prisma.InputJsonValue),
-        });
+        await writeAuditEvent(
+          tx,
+          auditEvent(actor, "member.updated", { type: "member", id }, { changes } as Prisma.InputJsonValue),
+        );
         return updated;
       });
     },
@@ -266,8 +268,9 @@ export function createMemberService(db: Db, deviceManagement: DeviceManagement |
         if (!previous) throw new NotFoundError("Member", id);
         const updated = await tx.member.update({ ...query, where, data: { deviceLabelId: null } });
         if (previous.deviceLabelId !== null || devices.count > 0) {
-          await tx.auditEvent.create({
-            data: auditEvent(
+          await writeAuditEvent(
+            tx,
+            auditEvent(
               actor,
               "member.device_unlinked",
               { type: "member", id },
@@ -277,7 +280,7 @@ export function createMemberService(db: Db, deviceManagement: DeviceManagement |
                 hostsRemoved,
               },
             ),
-          });
+          );
         }
         return updated;
       });

@@ -21,7 +21,7 @@ import type { Events, NotificationAddedEvent } from "../../platform/events.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, limit, list, text } from "../../platform/limits.js";
 import { notNull, parseInput } from "../../platform/validation.js";
-import { auditEvent, type Changes, changesBetween } from "../audit/audit.service.js";
+import { auditEvent, type Changes, changesBetween, writeAuditEvent } from "../audit/audit.service.js";
 
 /** E-mail for notifications; absent when SMTP is not configured. */
 export type NotificationMail = {
@@ -282,7 +282,7 @@ export async function writeEmailPreferences(
       create: { memberId, organizationId, ...data },
       update: data,
     });
-    await tx.auditEvent.create({ data: audit(changes), select: { id: true } });
+    await writeAuditEvent(tx, audit(changes));
     return preferencesOf(row);
   });
 }

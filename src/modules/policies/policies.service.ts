@@ -25,7 +25,7 @@ import type { Events } from "../../platform/events.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, limit, text } from "../../platform/limits.js";
 import { parseInput, type WithNulls } from "../../platform/validation.js";
-import { auditEvent, changesBetween } from "../audit/audit.service.js";
+import { auditEvent, changesBetween, writeAuditEvent } from "../audit/audit.service.js";
 import type { NotificationDraft, Notifier } from "../notifications/notifications.service.js";
 
 /** Policies with a version in review that names this member as its approver. */
@@ -299,8 +299,9 @@ export function createPolicyService(db: Db, events: Events, notifier: Notifier) 
           select: { id: true },
         });
         const policy = await tx.policy.update({ ...query, where: { id: policyId }, data: { currentVersionId: versionId } });
-        await tx.auditEvent.create({
-          data: auditEvent(
+        await writeAuditEvent(
+          tx,
+          auditEvent(
             actor,
             "policy.created",
             { type: "policy", id: policyId },
@@ -310,7 +311,7 @@ export function createPolicyService(db: Db, events: Events, notifier: Notifier) 
               version: 1,
             },
           ),
-        });
+        );
         return policy;
       });
     },
@@ -340,9 +341,10 @@ export function createPolicyService(db: Db, events: Events, notifier: Notifier) 
         const where = { id, organizationId: actor.organizationId };
         if (Object.keys(changes).length === 0) return tx.policy.findUniqueOrThrow({ ...query, where });
         const updated = await tx.policy.update({ ...query, where, data });
-        await tx.auditEvent.create({
-          data: auditEvent(actor, "policy.updated", { type: "policy", id }, { changes } as Prisma.InputJsonValue),
-        });
+        await writeAuditEvent(
+          tx,
+          auditEvent(actor, "policy.updated", { type: "policy", id }, { changes } as Prisma.InputJsonValue),
+        );
         changed = true;
         return updated;
       });
@@ -393,8 +395,9 @@ export function createPolicyService(db: Db, events: Events, notifier: Notifier) 
             },
           });
           await tx.policy.update({ where: { id: args.id }, data: { status: "needs_review" }, select: { id: true } });
-          await tx.auditEvent.create({
-            data: auditEvent(
+          await writeAuditEvent(
+            tx,
+            auditEvent(
               actor,
               "policy.version_submitted",
               { type: "policy", id: args.id },
@@ -406,7 +409,7 @@ export function createPolicyService(db: Db, events: Events, notifier: Notifier) 
                 submittedByUserId: actor.userId,
               },
             ),
-          });
+          );
           await notify({ reason: "review_requested", recipientIds: [approver.id], entity: { type: "policy", id: args.id } });
           return afterWrite(tx, version.id, query);
         }),
@@ -437,8 +440,9 @@ export function createPolicyService(db: Db, events: Events, notifier: Notifier) 
             data: { currentVersionId: version.id, status },
             select: { id: true },
           });
-          await tx.auditEvent.create({
-            data: auditEvent(
+          await writeAuditEvent(
+            tx,
+            auditEvent(
               actor,
               "policy.version_approved",
               { type: "policy", id: args.id },
@@ -451,7 +455,7 @@ export function createPolicyService(db: Db, events: Events, notifier: Notifier) 
                 previousCurrentVersionId: policy.currentVersionId,
               },
             ),
-          });
+          );
           await notifySubmitter(tx, actor, version, args.id, "approved", notify);
           return afterWrite(tx, version.id, query);
         }),
@@ -476,8 +480,9 @@ export function createPolicyService(db: Db, events: Events, notifier: Notifier) 
           });
           const status = await policyStatusAfter(tx, args.id, policy.currentVersionId);
           await tx.policy.update({ where: { id: args.id }, data: { status }, select: { id: true } });
-          await tx.auditEvent.create({
-            data: auditEvent(
+          await writeAuditEvent(
+            tx,
+            auditEvent(
               actor,
               "policy.version_rejected",
               { type: "policy", id: args.id },
@@ -490,7 +495,7 @@ export function createPolicyService(db: Db, events: Events, notifier: Notifier) 
                 reason: input.reason,
               },
             ),
-          });
+          );
           await notifySubmitter(tx, actor, version, args.id, "rejected", notify);
           return afterWrite(tx, version.id, query);
         }),
@@ -558,8 +563,9 @@ export function createPolicyService(db: Db, events: Events, notifier: Notifier) 
             },
             select: { id: true, version: true },
           });
-          await tx.auditEvent.create({
-            data: auditEvent(
+          await writeAuditEvent(
+            tx,
+            auditEvent(
               actor,
               "policy.version_created",
               { type: "policy", id: policyId },
@@ -569,7 +575,7 @@ export function createPolicyService(db: Db, events: Events, notifier: Notifier) 
                 sourceVersionId: source?.id ?? null,
               },
             ),
-          });
+          );
           return { versionId: created.id, version: created.version };
         }),
       );

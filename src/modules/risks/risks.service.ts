@@ -21,7 +21,7 @@ import { NotFoundError } from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, integer, limit, text } from "../../platform/limits.js";
 import { notNull, parseInput, type WithNulls } from "../../platform/validation.js";
-import { auditEvent, changesBetween } from "../audit/audit.service.js";
+import { auditEvent, changesBetween, writeAuditEvent } from "../audit/audit.service.js";
 import { assertActiveMember } from "../entities.js";
 import type { Notifier } from "../notifications/notifications.service.js";
 
@@ -130,9 +130,7 @@ export function createRiskService(db: Db, notifier: Notifier) {
           data: { id, organizationId: actor.organizationId, ...data },
         });
         const { description: _description, ...recorded } = data;
-        await tx.auditEvent.create({
-          data: auditEvent(actor, "risk.created", { type: "risk", id }, recorded),
-        });
+        await writeAuditEvent(tx, auditEvent(actor, "risk.created", { type: "risk", id }, recorded));
         await notify({ reason: "assigned", recipientIds: [data.assigneeId], entity: { type: "risk", id } });
         return risk;
       });
@@ -166,9 +164,7 @@ export function createRiskService(db: Db, notifier: Notifier) {
         const where = { id, organizationId: actor.organizationId };
         if (Object.keys(changes).length === 0) return tx.risk.findUniqueOrThrow({ ...query, where });
         const updated = await tx.risk.update({ ...query, where, data });
-        await tx.auditEvent.create({
-          data: auditEvent(actor, "risk.updated", { type: "risk", id }, { changes } as Prisma.InputJsonValue),
-        });
+        await writeAuditEvent(tx, auditEvent(actor, "risk.updated", { type: "risk", id }, { changes } as Prisma.InputJsonValue));
         if (changes.assigneeId)
           await notify({ reason: "assigned", recipientIds: [data.assigneeId], entity: { type: "risk", id } });
         return updated;

@@ -26,7 +26,7 @@ import { BadUserInputError, NotFoundError } from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, text } from "../../platform/limits.js";
 import { notNull, parseInput } from "../../platform/validation.js";
-import { auditEvent, changesBetween } from "../audit/audit.service.js";
+import { auditEvent, changesBetween, writeAuditEvent } from "../audit/audit.service.js";
 import { assertActiveMember, assertEntityExists } from "../entities.js";
 import type { Notifier } from "../notifications/notifications.service.js";
 
@@ -142,7 +142,7 @@ export function createTaskItemService(db: Db, notifier: Notifier) {
       return notifier.transaction(db, actor, async (tx, notify) => {
         if (data.assigneeId) await assertActiveMember(tx, actor.organizationId, data.assigneeId);
         const created = await tx.taskItem.create({ ...query, data: { id, organizationId: actor.organizationId, ...data } });
-        await tx.auditEvent.create({ data: auditEvent(actor, "task_item.created", { type: "task_item", id }, data) });
+        await writeAuditEvent(tx, auditEvent(actor, "task_item.created", { type: "task_item", id }, data));
         await notify({
           reason: "assigned",
           recipientIds: [data.assigneeId],
@@ -194,9 +194,10 @@ export function createTaskItemService(db: Db, notifier: Notifier) {
         const { changes, data } = changesBetween(before, input as Partial<Editable>);
         if (Object.keys(changes).length === 0) return tx.taskItem.findUniqueOrThrow({ ...query, where });
         const updated = await tx.taskItem.update({ ...query, where, data });
-        await tx.auditEvent.create({
-          data: auditEvent(actor, "task_item.updated", { type: "task_item", id }, { changes } as Prisma.InputJsonValue),
-        });
+        await writeAuditEvent(
+          tx,
+          auditEvent(actor, "task_item.updated", { type: "task_item", id }, { changes } as Prisma.InputJsonValue),
+        );
         if (changes.assigneeId) {
           await notify({
             reason: "assigned",
@@ -217,7 +218,7 @@ export function createTaskItemService(db: Db, notifier: Notifier) {
           FROM "TaskItem" WHERE "id" = ${id} AND "organizationId" = ${actor.organizationId} FOR UPDATE`;
         if (!item) throw new NotFoundError("Task item", id);
         await tx.taskItem.delete({ where: { id, organizationId: actor.organizationId }, select: { id: true } });
-        await tx.auditEvent.create({ data: auditEvent(actor, "task_item.deleted", { type: "task_item", id }, item) });
+        await writeAuditEvent(tx, auditEvent(actor, "task_item.deleted", { type: "task_item", id }, item));
         return { deletedId: id, entityType: item.entityType as TaskItemEntityType, entityId: item.entityId };
       });
     },

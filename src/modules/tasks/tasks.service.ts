@@ -21,7 +21,7 @@ import { NotFoundError } from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, limit, text } from "../../platform/limits.js";
 import { notNull, parseInput, type WithNulls } from "../../platform/validation.js";
-import { auditEvent, changesBetween } from "../audit/audit.service.js";
+import { auditEvent, changesBetween, writeAuditEvent } from "../audit/audit.service.js";
 import { assertActiveMember } from "../entities.js";
 import type { Notifier } from "../notifications/notifications.service.js";
 
@@ -130,8 +130,9 @@ export function createTaskService(db: Db, notifier: Notifier) {
             dueDate: asDate(input.dueDate),
           },
         });
-        await tx.auditEvent.create({
-          data: auditEvent(
+        await writeAuditEvent(
+          tx,
+          auditEvent(
             actor,
             "task.created",
             { type: "task", id },
@@ -143,7 +144,7 @@ export function createTaskService(db: Db, notifier: Notifier) {
               dueDate: input.dueDate ?? null,
             },
           ),
-        });
+        );
         await notify({ reason: "assigned", recipientIds: [input.assigneeId], entity: { type: "task", id } });
         return task;
       });
@@ -170,9 +171,10 @@ export function createTaskService(db: Db, notifier: Notifier) {
           where,
           data: newDueDate === undefined ? rest : { ...rest, dueDate: asDate(newDueDate) },
         });
-        await tx.auditEvent.create({
-          data: auditEvent(actor, "task.updated", { type: "task", id: taskId }, { changes } as Prisma.InputJsonValue),
-        });
+        await writeAuditEvent(
+          tx,
+          auditEvent(actor, "task.updated", { type: "task", id: taskId }, { changes } as Prisma.InputJsonValue),
+        );
         if (changes.assigneeId) {
           await notify({ reason: "assigned", recipientIds: [data.assigneeId], entity: { type: "task", id: taskId } });
         }

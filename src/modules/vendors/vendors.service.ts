@@ -20,7 +20,7 @@ import { NotFoundError } from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, limit, text } from "../../platform/limits.js";
 import { notNull, parseInput, type WithNulls } from "../../platform/validation.js";
-import { auditEvent, changesBetween } from "../audit/audit.service.js";
+import { auditEvent, changesBetween, writeAuditEvent } from "../audit/audit.service.js";
 import { assertActiveMember } from "../entities.js";
 import type { Notifier } from "../notifications/notifications.service.js";
 
@@ -111,9 +111,7 @@ export function createVendorService(db: Db, notifier: Notifier) {
           data: { id, organizationId: actor.organizationId, ...data },
         });
         const { description: _description, ...recorded } = data;
-        await tx.auditEvent.create({
-          data: auditEvent(actor, "vendor.created", { type: "vendor", id }, recorded),
-        });
+        await writeAuditEvent(tx, auditEvent(actor, "vendor.created", { type: "vendor", id }, recorded));
         await notify({ reason: "assigned", recipientIds: [data.assigneeId], entity: { type: "vendor", id } });
         return vendor;
       });
@@ -145,9 +143,10 @@ export function createVendorService(db: Db, notifier: Notifier) {
         const where = { id, organizationId: actor.organizationId };
         if (Object.keys(changes).length === 0) return tx.vendor.findUniqueOrThrow({ ...query, where });
         const updated = await tx.vendor.update({ ...query, where, data });
-        await tx.auditEvent.create({
-          data: auditEvent(actor, "vendor.updated", { type: "vendor", id }, { changes } as Prisma.InputJsonValue),
-        });
+        await writeAuditEvent(
+          tx,
+          auditEvent(actor, "vendor.updated", { type: "vendor", id }, { changes } as Prisma.InputJsonValue),
+        );
         if (changes.assigneeId)
           await notify({ reason: "assigned", recipientIds: [data.assigneeId], entity: { type: "vendor", id } });
         return updated;
