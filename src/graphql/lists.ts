@@ -61,6 +61,8 @@ const q = (name: string) => raw(`"${name}"`);
 /** The column `name` of the list's table. */
 export const column = (name: string) => raw(`t."${name}"`);
 const typed = (value: unknown, sqlType: string) => sql`${value}::${raw(sqlType)}`;
+/** One parameter holding every value, as an array of `sqlType`. */
+const typedArray = (values: unknown[], sqlType: string) => sql`${values}::${raw(sqlType)}[]`;
 
 // Filter rules ---------------------------------------------------------------------------------
 
@@ -337,18 +339,38 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
         }
         return;
       }
-      const values = indexes.map((index) => {
-        const p = plans[index] as Plan;
-        return sql`(${join([
-          typed(index, "int"),
-          typed(p.limit + 1, "int"),
-          typed(p.after !== null, "boolean"),
-          typed(p.after?.v === null, "boolean"),
-          typed(p.after?.v ?? null, key.sqlType),
-          typed(p.after?.i ?? null, "text"),
-          ...spec.parent.map((c, i) => typed(p.parent[i], c.sqlType)),
-        ])})`;
-      });
+      // One array per column, not one parameter per value: the text (and its prepared statement) is the
+      // same for 5 parents as for 50, and the driver binds 6 + n arrays instead of (6 + n) × parents values.
+      const ps = indexes.map((index) => plans[index] as Plan);
+      const columns = [
+        typedArray(indexes, "int"),
+        typedArray(
+          ps.map((p) => p.limit + 1),
+          "int",
+        ),
+        typedArray(
+          ps.map((p) => p.after !== null),
+          "boolean",
+        ),
+        typedArray(
+          ps.map((p) => p.after?.v === null),
+          "boolean",
+        ),
+        typedArray(
+          ps.map((p) => p.after?.v ?? null),
+          key.sqlType,
+        ),
+        typedArray(
+          ps.map((p) => p.after?.i ?? null),
+          "text",
+        ),
+        ...spec.parent.map((c, i) =>
+          typedArray(
+            ps.map((p) => p.parent[i]),
+            c.sqlType,
+          ),
+        ),
+      ];
       const names = ["idx", "take", "hc", "cn", "cv", "ci", ...spec.parent.map((_, i) => `p${i}`)];
       const ks = keyset(key, order.direction, { value: sql`k."cv"`, id: sql`k."ci"`, valueIsNull: sql`k."cn"` }, backward);
       const parentMatch = spec.parent.map((c, i) => sql`t.${q(c.name)} = k.${q(`p${i}`)}`);
@@ -356,7 +378,7 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
         db,
         sql`
         SELECT k."idx", w."id", w."v"
-        FROM (VALUES ${join(values)}) AS k(${raw(names.map((n) => `"${n}"`).join(", "))})
+        FROM unnest(${join(columns)}) AS k(${raw(names.map((n) => `"${n}"`).join(", "))})
         CROSS JOIN LATERAL (
           SELECT t."id", (${key.sql})::text AS "v" FROM ${q(spec.table)} t
           WHERE ${whereAll([...base, ...parentMatch, sql`(NOT k."hc" OR ${ks.where})`])}
@@ -440,15 +462,18 @@ async function countRows(db: Db, organizationId: string, spec: ListSpec, plans: 
         return;
       }
       const tuple = raw(`(${spec.parent.map((c) => `t."${c.name}"`).join(", ")})`);
-      const parents = indexes.map(
-        (index) => sql`(${join(spec.parent.map((c, i) => typed((plans[index] as Plan).parent[i], c.sqlType)))})`,
+      const parents = spec.parent.map((c, i) =>
+        typedArray(
+          indexes.map((index) => (plans[index] as Plan).parent[i]),
+          c.sqlType,
+        ),
       );
       const rows = await readRows<{ n: number } & Record<string, string>>(
         db,
         sql`
         SELECT ${raw(spec.parent.map((c, i) => `t."${c.name}"::text AS "p${i}"`).join(", "))}, count(*)::int AS "n"
         FROM ${q(spec.table)} t
-        WHERE ${whereAll([...base, sql`${tuple} IN (VALUES ${join(parents)})`])}
+        WHERE ${whereAll([...base, sql`${tuple} IN (SELECT * FROM unnest(${join(parents)}))`])}
         GROUP BY ${tuple}`,
       );
       const byParent = new Map(rows.map((r) => [JSON.stringify(spec.parent.map((_, i) => r[`p${i}`])), Number(r.n)]));
@@ -524,11 +549,15 @@ async function pages<T extends { id: string }>(
     group.ids.push(...(picked.get(i) ?? []).map((r: { id: string }) => r.id));
     byQuery.set(queryName(query), group);
   });
-  const rows = new Map<string, T>();
+  // Rows by selection, then by id: a key made of the selection's text and the id would build (and
+  // hash) a long string per row.
+  const rows = new Map<string, Map<string, T>>();
   await Promise.all(
     [...byQuery].map(async ([name, { query, ids }]) => {
       if (ids.length === 0) return;
-      for (const row of await hydrate([...new Set(ids)], selecting(query, ["id"]))) rows.set(`${name}\u0000${row.id}`, row);
+      const byId = new Map<string, T>();
+      for (const row of await hydrate([...new Set(ids)], selecting(query, ["id"]))) byId.set(row.id, row);
+      rows.set(name, byId);
     }),
   );
   const validIndex = new Map(valid.map(({ index }, i) => [index, i]));
@@ -542,9 +571,9 @@ async function pages<T extends { id: string }>(
     if (p.backward) shown.reverse();
     const cursorOf = (r: { id: string; v: string | null }) =>
       encodeCursor({ o: p.order.field, d: p.order.direction, f: p.digest, v: r.v, i: r.id });
-    const name = queryName(key.query);
+    const byId = rows.get(queryName(key.query));
     const edges = shown.flatMap((r): Edge<T>[] => {
-      const node = rows.get(`${name}\u0000${r.id}`);
+      const node = byId?.get(r.id);
       return node ? [new ListEdge(node, () => cursorOf(r))] : [];
     });
     const first = shown[0];
@@ -553,12 +582,26 @@ async function pages<T extends { id: string }>(
     // that cursor's row beside it (docs/lists.md).
     const hasNextPage = p.backward ? p.after !== null : more;
     const hasPreviousPage = p.backward ? more : p.after !== null;
-    const endCursor = last ? cursorOf(last) : null;
+    // Cursors are written when a client selects them: a page read as `items` alone needs none.
+    const startEdge = edges[0];
+    const endEdge = edges.at(-1);
+    const endCursor = () => (last ? (endEdge?.node.id === last.id ? endEdge.cursor : cursorOf(last)) : null);
     return {
       items: edges.map((e) => e.node),
       edges,
-      pageInfo: { hasNextPage, hasPreviousPage, startCursor: first ? cursorOf(first) : null, endCursor },
-      nextCursor: hasNextPage ? endCursor : null,
+      pageInfo: {
+        hasNextPage,
+        hasPreviousPage,
+        get startCursor() {
+          return first ? (startEdge?.node.id === first.id ? startEdge.cursor : cursorOf(first)) : null;
+        },
+        get endCursor() {
+          return endCursor();
+        },
+      },
+      get nextCursor() {
+        return hasNextPage ? endCursor() : null;
+      },
     };
   });
 }
@@ -574,7 +617,8 @@ export async function listPage<T extends { id: string }>(
   const [page] = await pages(db, organizationId, spec, [key], hydrate);
   if (page instanceof Error || !page) throw page;
   const plans = [plan(spec, key, organizationId)];
-  return { ...page, totalCount: async () => (await countRows(db, organizationId, spec, plans))[0] as number };
+  // Assigned, not spread: a spread would write the page's lazy cursors.
+  return Object.assign(page, { totalCount: async () => (await countRows(db, organizationId, spec, plans))[0] as number });
 }
 
 const keyName = (key: ListKey) =>
@@ -608,7 +652,7 @@ export function listLoader<T extends { id: string }>(db: Db, organizationId: str
     async (keys) => {
       const found = await pages(db, organizationId, spec, keys, hydrate);
       return found.map((page, index) =>
-        page instanceof Error ? page : { ...page, totalCount: () => counts.load(keys[index] as ListKey) },
+        page instanceof Error ? page : Object.assign(page, { totalCount: () => counts.load(keys[index] as ListKey) }),
       );
     },
     { cacheKeyFn: keyName },

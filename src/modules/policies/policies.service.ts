@@ -19,7 +19,8 @@ import {
 } from "../../graphql/lists.js";
 import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
-import { rowByIdReader, rowsByIds } from "../../platform/db/row-by-id.js";
+import { rowsByIds } from "../../platform/db/graph-reader.js";
+import { rowByIdReader } from "../../platform/db/row-by-id.js";
 import { BadUserInputError, ConflictError, ForbiddenError, NotFoundError } from "../../platform/errors.js";
 import type { Events } from "../../platform/events.js";
 import { newId } from "../../platform/ids.js";
@@ -324,7 +325,7 @@ export function createPolicyService(db: Db, events: Events, notifier: Notifier) 
 
     /** The organization's policies, newest first. */
     async list(actor: Actor, args: ListArgs, query: PolicyQuery) {
-      const rows = rowsByIds(policyRows, db.policy, db, actor.organizationId);
+      const rows = rowsByIds(policyRows, db, actor.organizationId);
       return listPage(db, actor.organizationId, policyList, { ...args, query }, rows);
     },
 

@@ -16,7 +16,8 @@ import {
   sortBy,
 } from "../../graphql/lists.js";
 import type { Db } from "../../platform/db/database.js";
-import { rowByIdReader, rowsByIds } from "../../platform/db/row-by-id.js";
+import { rowsByIds } from "../../platform/db/graph-reader.js";
+import { rowByIdReader } from "../../platform/db/row-by-id.js";
 import { NotFoundError } from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, integer, limit, text } from "../../platform/limits.js";
@@ -144,7 +145,7 @@ export function createRiskService(db: Db, notifier: Notifier) {
 
     /** The organization's risks, filtered and sorted (default newest first). */
     async list(actor: Actor, args: ListArgs, query: RiskQuery) {
-      const rows = rowsByIds(riskRows, db.risk, db, actor.organizationId);
+      const rows = rowsByIds(riskRows, db, actor.organizationId);
       return listPage(db, actor.organizationId, riskList, { ...args, query }, rows);
     },
 

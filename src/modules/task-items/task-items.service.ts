@@ -21,7 +21,8 @@ import {
   sortBy,
 } from "../../graphql/lists.js";
 import type { Db } from "../../platform/db/database.js";
-import { rowByIdReader, rowsByIds } from "../../platform/db/row-by-id.js";
+import { rowsByIds } from "../../platform/db/graph-reader.js";
+import { rowByIdReader } from "../../platform/db/row-by-id.js";
 import { BadUserInputError, NotFoundError } from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, text } from "../../platform/limits.js";
@@ -165,7 +166,7 @@ export function createTaskItemService(db: Db, notifier: Notifier) {
         actor.organizationId,
         taskItemList,
         { ...args, parent: [input.entityType, input.entityId], query },
-        rowsByIds(taskItemRows, db.taskItem, db, actor.organizationId),
+        rowsByIds(taskItemRows, db, actor.organizationId),
       );
     },
 

@@ -16,7 +16,8 @@ import {
   sortBy,
 } from "../../graphql/lists.js";
 import type { Db } from "../../platform/db/database.js";
-import { rowByIdReader, rowsByIds, selectsScalarsOnly } from "../../platform/db/row-by-id.js";
+import { rowsByIds, selectsScalarsOnly } from "../../platform/db/graph-reader.js";
+import { rowByIdReader } from "../../platform/db/row-by-id.js";
 import { NotFoundError } from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, limit, text } from "../../platform/limits.js";
@@ -108,7 +109,7 @@ export function createTaskService(db: Db, notifier: Notifier) {
     },
 
     async list(actor: Actor, args: ListArgs, query: TaskQuery) {
-      const rows = rowsByIds(taskById, db.task, db, actor.organizationId);
+      const rows = rowsByIds(taskById, db, actor.organizationId);
       return listPage(db, actor.organizationId, taskList, { ...args, query }, rows);
     },
 

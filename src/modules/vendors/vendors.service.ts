@@ -15,7 +15,8 @@ import {
   sortBy,
 } from "../../graphql/lists.js";
 import type { Db } from "../../platform/db/database.js";
-import { rowByIdReader, rowsByIds } from "../../platform/db/row-by-id.js";
+import { rowsByIds } from "../../platform/db/graph-reader.js";
+import { rowByIdReader } from "../../platform/db/row-by-id.js";
 import { NotFoundError } from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, limit, text } from "../../platform/limits.js";
@@ -125,7 +126,7 @@ export function createVendorService(db: Db, notifier: Notifier) {
 
     /** The organization's vendors, filtered and sorted (default newest first). */
     async list(actor: Actor, args: ListArgs, query: VendorQuery) {
-      const rows = rowsByIds(vendorRows, db.vendor, db, actor.organizationId);
+      const rows = rowsByIds(vendorRows, db, actor.organizationId);
       return listPage(db, actor.organizationId, vendorList, { ...args, query }, rows);
     },
 

@@ -5,7 +5,7 @@ import { replicaReadsAllowed } from "./read-routing.js";
 import { isDatabaseUnavailable } from "./unavailable.js";
 
 /** Runs one read-only statement and returns its rows; `values` are bound parameters. */
-export type RowSource = (text: string, values: unknown[]) => Promise<Record<string, unknown>[]>;
+export type RowSource = (text: string, values: unknown[], arrays?: boolean) => Promise<Record<string, unknown>[]>;
 
 /** The PostgreSQL pools behind a client (set by openDatabase); absent on PGlite and in transactions. */
 const sources = new WeakMap<object, RowSource>();
@@ -22,6 +22,22 @@ export function readRowsDirectly(db: Db, source: RowSource): void {
  */
 export function readRows<Row>(db: Db, statement: Prisma.Sql): Promise<Row[]> {
   return rowsOf(db, statement.text, statement.values, () => statement);
+}
+
+/**
+ * A fixed read-only statement (`$1`, `$2`... for `values`, each cast in the SQL): on the pool where
+ * `db` has one, otherwise through `$queryRawUnsafe` (PGlite, a transaction's client).
+ */
+export async function readText<Row>(db: Db, text: string, values: unknown[]): Promise<Row[]> {
+  const source = sources.get(db);
+  return source ? ((await source(text, values)) as Row[]) : db.$queryRawUnsafe<Row[]>(text, ...values);
+}
+
+/** As `readText`, each row an array of its columns in the statement's order (no object per row to build). */
+export async function readArrays(db: Db, text: string, values: unknown[]): Promise<unknown[][]> {
+  const source = sources.get(db);
+  if (source) return (await source(text, values, true)) as unknown as unknown[][];
+  return (await db.$queryRawUnsafe<Record<string, unknown>[]>(text, ...values)).map((row) => Object.values(row));
 }
 
 /** `text` with `values` on the pool where `db` has one; otherwise `statement()` through `$queryRaw`. */
@@ -56,40 +72,45 @@ export function rowByIdReader<Row>(table: string, columns: readonly string[]) {
   /** The rows of these ids in the organization, in no particular order; unknown ids are left out. */
   const byIds = (db: Db, ids: readonly string[], organizationId: string): Promise<Row[]> =>
     rowsOf<Row>(db, manyText, [[...ids], organizationId], () => Prisma.sql(many, [...ids], organizationId));
-  return Object.assign(byId, { byIds });
+  return Object.assign(byId, { byIds, table });
 }
 
 export type RowReader<Row> = ReturnType<typeof rowByIdReader<Row>>;
 
-/** A Prisma selection as plugin-prisma builds it; absent or empty: the scalar fields alone. */
-type Selection = { select?: object; include?: object } | undefined;
-
-/** A Prisma model (`db.vendor`, ...) as `rowsByIds` reads it. */
-type ModelById<Row> = {
-  findMany(args: { where: { id: { in: string[] }; organizationId: string } }): PromiseLike<Row[]>;
-};
-
-/**
- * A list's rows by id (the `hydrate` of `listPage` and `listLoader`, or a record loader's): a
- * selection of the scalar fields alone is read with the reader's fixed statement, any other
- * (relations, a narrowed `select`) with the model's `findMany`.
- */
-export function rowsByIds<Row>(reader: RowReader<Row>, model: ModelById<Row>, db: Db, organizationId: string) {
-  return async (ids: string[], query: Selection): Promise<Row[]> =>
-    selectsScalarsOnly(query)
-      ? reader.byIds(db, ids, organizationId)
-      : model.findMany({ ...query, where: { id: { in: ids }, organizationId } });
-}
-
-/** Whether plugin-prisma's selection asks for the scalar columns alone (no relation, no narrowing). */
-export const selectsScalarsOnly = (query: Selection) => !query || (query.select === undefined && query.include === undefined);
-
 const TIMESTAMP = 1114;
+const digits = (text: string, from: number, to: number) => {
+  let n = 0;
+  for (let i = from; i < to; i++) n = n * 10 + text.charCodeAt(i) - 48;
+  return n;
+};
+/**
+ * `timestamp(3)` as PostgreSQL writes it (`2026-11-26 07:41:40.071`, UTC), read field by field: a
+ * list page reads hundreds, and parsing each as an ISO string was a visible part of its CPU. Any
+ * other form (a year before 100 or past 9999, BC) goes to Date's own parser.
+ */
+function timestampOf(value: string): Date {
+  const { length } = value;
+  const year = digits(value, 0, 4);
+  const plain = length >= 19 && length <= 23 && value.charCodeAt(4) === 45 && value.charCodeAt(10) === 32 && year >= 100;
+  if (!plain || (length > 19 && value.charCodeAt(19) !== 46)) return new Date(`${value.replace(" ", "T")}Z`);
+  const fraction = length > 20 ? digits(value, 20, length) * 10 ** (23 - length) : 0;
+  return new Date(
+    Date.UTC(
+      year,
+      digits(value, 5, 7) - 1,
+      digits(value, 8, 10),
+      digits(value, 11, 13),
+      digits(value, 14, 16),
+      digits(value, 17, 19),
+      fraction,
+    ),
+  );
+}
 const DATE = 1082;
 /** Timestamps and dates as Prisma reads them: `timestamp(3)` and `date` are UTC. */
 const prismaTypes = {
   getTypeParser(oid: number, format?: "text" | "binary") {
-    if (oid === TIMESTAMP) return (value: string) => new Date(`${value.replace(" ", "T")}Z`);
+    if (oid === TIMESTAMP) return timestampOf;
     if (oid === DATE) return (value: string) => new Date(`${value}T00:00:00.000Z`);
     return pg.types.getTypeParser(oid, format as "text");
   },
@@ -107,9 +128,15 @@ export function directRows(
   observe?: (sql: string) => void,
   statementName?: (query: { sql: string }) => string | undefined,
 ): RowSource {
-  return async (text, values) => {
+  return async (text, values, arrays) => {
     observe?.(text);
-    const query = { name: statementName?.({ sql: text }), text, values, types: prismaTypes };
+    const query = {
+      name: statementName?.({ sql: text }),
+      text,
+      values,
+      types: prismaTypes,
+      ...(arrays ? { rowMode: "array" as const } : {}),
+    };
     // Errors go on as pg raises them: the safety net and maskError know pg's as they know Prisma's.
     const replica = replicas && replicaReadsAllowed() ? replicas.pick() : undefined;
     if (replica) {
