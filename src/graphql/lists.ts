@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import DataLoader from "dataloader";
 import { Prisma } from "../generated/prisma/client.js";
 import type { Db } from "../platform/db/database.js";
+import { scalarFields, selectsScalarsOnly } from "../platform/db/graph-reader.js";
 import { readRows } from "../platform/db/row-by-id.js";
 import { BadUserInputError } from "../platform/errors.js";
 import { listLimits, text } from "../platform/limits.js";
@@ -39,6 +40,11 @@ export type ListSpec = {
   filters: Record<string, FilterRule>;
   orders: Record<string, SortKey>;
   defaultOrder: Order;
+  /**
+   * A root list of a model whose rows are read as they are stored (no hydrate rule of its own): a
+   * page whose selection is the scalar fields alone is read in the statement that picks it.
+   */
+  rowsInline?: boolean;
 };
 
 export type ListArgs = {
@@ -315,8 +321,30 @@ function plan(spec: ListSpec, key: ListKey, organizationId: string): Plan {
 
 const whereAll = (parts: Prisma.Sql[]) => join(parts, " AND ");
 
+/** The columns a page reads beside its ids when it reads its rows inline, and the record of a picked row. */
+type InlineColumns = { select: string; rowOf(row: Record<string, unknown>): Record<string, unknown> };
+const inlineByTable = new Map<string, InlineColumns>();
+function inlineColumns(table: string): InlineColumns {
+  let inline = inlineByTable.get(table);
+  if (!inline) {
+    const fields = scalarFields(table);
+    inline = {
+      select: fields.map((f, i) => `, t.${`"${f.name}"`}${f.cast} AS "r${i}"`).join(""),
+      rowOf: (row) => {
+        const record: Record<string, unknown> = {};
+        fields.forEach((f, i) => {
+          record[f.name] = f.read(row[`r${i}`]);
+        });
+        return record;
+      },
+    };
+    inlineByTable.set(table, inline);
+  }
+  return inline;
+}
+
 /** Ids (and sort values, as text) of each key's page; one statement per group of keys sharing a filter and order. */
-async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: Plan[]) {
+async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: Plan[], inline?: InlineColumns) {
   const picked = new Map<number, { id: string; v: string | null }[]>();
   const groups = new Map<string, number[]>();
   plans.forEach((p, index) => {
@@ -334,7 +362,7 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
           const after = p.after
             ? { value: typed(p.after.v, key.sqlType), id: typed(p.after.i, "text"), valueIsNull: p.after.v === null }
             : undefined;
-          const statement = rootPage(spec, key, order.direction, base, p.limit + 1, after, backward);
+          const statement = rootPage(spec, key, order.direction, base, p.limit + 1, after, backward, inline);
           picked.set(index, await readRows<{ id: string; v: string | null }>(db, statement));
         }
         return;
@@ -411,10 +439,12 @@ function rootPage(
   take: number,
   after: { value: Prisma.Sql; id: Prisma.Sql; valueIsNull: boolean } | undefined,
   reversed: boolean,
+  inline?: InlineColumns,
 ): Prisma.Sql {
+  const rowColumns = raw(inline ? inline.select : "");
   if (!key.nullable) {
     const ks = keyset(key, direction, after, reversed);
-    return sql`SELECT t."id", (${key.sql})::text AS "v" FROM ${q(spec.table)} t
+    return sql`SELECT t."id", (${key.sql})::text AS "v"${rowColumns} FROM ${q(spec.table)} t
       WHERE ${whereAll([...base, ks.where])}
       ORDER BY ${ks.orderBy}
       LIMIT ${take}`;
@@ -431,12 +461,12 @@ function rootPage(
       : sql`(${key.sql}, t."id") ${op} (${after.value}, ${after.id})`;
   const nulls = !after ? sql`TRUE` : after.valueIsNull ? sql`t."id" ${op} ${after.id}` : raw(nullsFirst ? "FALSE" : "TRUE");
   const table = q(spec.table);
-  return sql`SELECT u."id", u."v" FROM (
-    (SELECT t."id", (${key.sql})::text AS "v", ${key.sql} AS "k", ${raw(nullsFirst ? "1" : "0")} AS "part" FROM ${table} t
+  return sql`SELECT u.* FROM (
+    (SELECT t."id", (${key.sql})::text AS "v", ${key.sql} AS "k", ${raw(nullsFirst ? "1" : "0")} AS "part"${rowColumns} FROM ${table} t
       WHERE ${whereAll([...base, sql`${key.sql} IS NOT NULL`, valued])}
       ORDER BY ${key.sql} ${dir}, t."id" ${dir} LIMIT ${take})
     UNION ALL
-    (SELECT t."id", NULL::text AS "v", ${key.sql} AS "k", ${raw(nullsFirst ? "0" : "1")} AS "part" FROM ${table} t
+    (SELECT t."id", NULL::text AS "v", ${key.sql} AS "k", ${raw(nullsFirst ? "0" : "1")} AS "part"${rowColumns} FROM ${table} t
       WHERE ${whereAll([...base, sql`${key.sql} IS NULL`, nulls])}
       ORDER BY t."id" ${dir} LIMIT ${take})
   ) u ORDER BY u."part", u."k" ${dir}, u."id" ${dir} LIMIT ${take}`;
@@ -534,12 +564,17 @@ async function pages<T extends { id: string }>(
     }
   });
   const valid = plans.flatMap((p, index) => (p instanceof Error ? [] : [{ p, index }]));
+  const inline =
+    spec.rowsInline && spec.parent.length === 0 && keys.every((key) => selectsScalarsOnly(key.query))
+      ? inlineColumns(spec.table)
+      : undefined;
   const picked = valid.length
     ? await pickRows(
         db,
         organizationId,
         spec,
         valid.map(({ p }) => p),
+        inline,
       )
     : new Map();
   const byQuery = new Map<string, { query: RecordQuery; ids: string[] }>();
@@ -552,9 +587,14 @@ async function pages<T extends { id: string }>(
   // Rows by selection, then by id: a key made of the selection's text and the id would build (and
   // hash) a long string per row.
   const rows = new Map<string, Map<string, T>>();
+  if (inline) {
+    const byId = new Map<string, T>();
+    for (const list of picked.values()) for (const r of list) byId.set(r.id, inline.rowOf(r) as T);
+    for (const name of byQuery.keys()) rows.set(name, byId);
+  }
   await Promise.all(
     [...byQuery].map(async ([name, { query, ids }]) => {
-      if (ids.length === 0) return;
+      if (ids.length === 0 || inline) return;
       const byId = new Map<string, T>();
       for (const row of await hydrate([...new Set(ids)], selecting(query, ["id"]))) byId.set(row.id, row);
       rows.set(name, byId);

@@ -112,7 +112,7 @@ describe("the graph's read path", () => {
       expect(planned("Comment", query)).toBe(false);
       const ours = await recordsByKey("Comment", t.db, org.organizationId)([id?.id as string], query);
       const prisma = await t.db.comment.findMany({
-        ...query,
+        ...(query as object),
         where: { id: { in: [id?.id as string] }, organizationId: org.organizationId },
       });
       expect(ours).toEqual(prisma);

@@ -39,6 +39,7 @@ export const policyRows = rowByIdReader<Prisma.PolicyGetPayload<object>>("Policy
 
 /** The organization's policies: what `policies` filters and sorts by. */
 export const policyList: ListSpec = {
+  rowsInline: true,
   table: "Policy",
   parent: [],
   filters: {

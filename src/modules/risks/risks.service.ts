@@ -40,6 +40,7 @@ export const riskRows = rowByIdReader<Prisma.RiskGetPayload<object>>("Risk", Obj
 
 /** The organization's risks: what `risks` filters and sorts by. */
 export const riskList: ListSpec = {
+  rowsInline: true,
   table: "Risk",
   parent: [],
   filters: {

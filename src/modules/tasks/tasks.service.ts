@@ -43,6 +43,7 @@ const asDate = (d: string | null | undefined) => (d ? new Date(`${d}T00:00:00.00
 
 /** The organization's tasks: what `tasks` filters and sorts by, and how. */
 export const taskList: ListSpec = {
+  rowsInline: true,
   table: "Task",
   parent: [],
   filters: {

@@ -36,6 +36,7 @@ export const vendorRows = rowByIdReader<Prisma.VendorGetPayload<object>>("Vendor
 
 /** The organization's vendors: what `vendors` filters and sorts by. */
 export const vendorList: ListSpec = {
+  rowsInline: true,
   table: "Vendor",
   parent: [],
   filters: {

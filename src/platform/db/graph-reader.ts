@@ -268,6 +268,19 @@ export function recordsByKey<T>(model: string, db: Db, organizationId: string, k
   };
 }
 
+/**
+ * A model's scalar fields as a statement reads them: the cast its column needs and how its value
+ * becomes what Prisma answers (lists.ts reads a page's rows with its ids).
+ */
+export function scalarFields(model: string): { name: string; cast: string; read(value: unknown): unknown }[] {
+  const fields = models.get(model)?.fields.filter(isScalar) ?? [];
+  return fields.map((f) => ({
+    name: f.name,
+    cast: f.isList && f.kind === "enum" ? "::text[]" : "",
+    read: f.type === "Bytes" ? bytesOf : (value: unknown) => value,
+  }));
+}
+
 /** Whether `recordsByKey` reads this selection itself (tests and the bench's A/B). */
 export const planned = (model: string, query?: object, keyColumn = "id") => planFor(model, keyColumn, query as Args) !== null;
 
