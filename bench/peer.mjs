@@ -185,7 +185,7 @@ export function sameTask(serviceBody, peerBody) {
 }
 
 // ------------------------------------------------------------------------------------------------
-// The vendor page (bench/vendor-page.mjs) on the peer. Vendor has no foreign key to its task items
+// The vendor page (bench/scenarios/vendor-page.mjs) on the peer. Vendor has no foreign key to its task items
 // or comments (both point at their entity through entityType + entityId), so PostGraphile cannot
 // follow them by itself; without plugins a deployment adds SQL to the database: functions that
 // PostGraphile exposes as a root field (a function with no row argument) and as fields of Vendor
