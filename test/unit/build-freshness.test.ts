@@ -15,8 +15,8 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 function build(): string {
   return execFileSync(process.execPath, [buildScript, "--if-changed"], { cwd: work, encoding: "utf8" });
 }
-const bundle = () => readFileSync(path.join(work, "dist", "server.js"), "utf8");
-const bundleMtime = () => statSync(path.join(work, "dist", "server.js")).mtimeMs;
+const bundle = () => readFileSync(path.join(work, "dist", "service.js"), "utf8");
+const bundleMtime = () => statSync(path.join(work, "dist", "service.js")).mtimeMs;
 
 describe("npm start's build step", () => {
   it("is the first command of npm start, with --if-changed", () => {
@@ -51,11 +51,30 @@ describe("npm start's build step", () => {
     expect(build()).toBe("");
 
     // A bundle changed or removed behind the build's back is rebuilt.
-    writeFileSync(path.join(work, "dist", "server.js"), "tampered\n");
+    writeFileSync(path.join(work, "dist", "service.js"), "tampered\n");
     expect(build()).toContain("built");
     expect(bundle()).toContain('"second"');
-    rmSync(path.join(work, "dist", "server.js.map"));
+    rmSync(path.join(work, "dist", "server.js"));
     expect(build()).toContain("built");
     expect(build()).toBe("");
+    rmSync(path.join(work, "dist", "service.js.map"));
+    expect(build()).toContain("built");
+    expect(build()).toBe("");
+  });
+
+  it("writes dist/server.js as a launcher that turns on the compile cache before the bundle loads", () => {
+    writeFileSync(
+      path.join(work, "src", "server.ts"),
+      'import module from "node:module";\nimport { word } from "./lib/word.js";\nconsole.log(word, Boolean(module.getCompileCacheDir()));\n',
+    );
+    expect(build()).toContain("built");
+    const run = (env: Record<string, string>) => {
+      const base = { ...process.env };
+      delete base.NODE_COMPILE_CACHE;
+      delete base.NODE_DISABLE_COMPILE_CACHE;
+      return execFileSync(process.execPath, ["dist/server.js"], { cwd: work, encoding: "utf8", env: { ...base, ...env } }).trim();
+    };
+    expect(run({})).toBe("second true");
+    expect(run({ NODE_DISABLE_COMPILE_CACHE: "1" })).toBe("second false");
   });
 });
