@@ -18,7 +18,7 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypt
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
 import { createServer } from "node:http";
 import path from "node:path";
-import { floorVendorPage } from "./vendor-page.mjs";
+import { floorVendorPage } from "./scenarios/vendor-page.mjs";
 
 const kind = process.env.FLOOR_DB ?? (process.env.DATABASE_URL ? "postgres" : "pglite");
 const port = Number(process.env.PORT ?? 4100);

@@ -202,3 +202,12 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     },
   );
 }
+
+/** As a part of `npm run bench` (bench/suites.mjs): after the scenarios, on a PostgreSQL database of its own. */
+export const suite = {
+  id: "list-page",
+  resultKey: "listPage",
+  skip: "BENCH_LIST_PAGE",
+  runs: (settings) => settings.databases.includes("postgres"),
+  run: (_settings, log) => runListPageBench(log),
+};

@@ -291,3 +291,13 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   console.log(text);
   process.exit(0);
 }
+
+/** As a part of `npm run bench` (bench/suites.mjs): after the scenarios, on PostgreSQL. */
+export const suite = {
+  id: "notifications",
+  resultKey: "notifications",
+  skip: "BENCH_NOTIFICATIONS",
+  runs: (settings) => !settings.against && settings.databases.includes("postgres"),
+  run: (settings, log) =>
+    benchNotifications({ durationS: settings.durationS, rounds: settings.rounds, postgresUrl: settings.postgresUrl, log }),
+};

@@ -1,41 +1,63 @@
 // The peer: PostGraphile 5, the server a team would pick instead of this one, on the same
 // PostgreSQL database and the same Node as the service. Installed on demand into bench/.peer/
-// (git-ignored), so that neither the project's dependencies nor its lock file carry it.
+// (git-ignored), so that neither the project's dependencies nor its lock file carry it; the tree it
+// installs is locked by bench/peer-lock/ (package.json + package-lock.json, installed with `npm ci`),
+// so every run measures the same PostGraphile and the same grafast, @dataplan/pg, pg, ...
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-export const PEER_VERSION = "5.1.5";
-export const peerDir = path.join(path.dirname(fileURLToPath(import.meta.url)), ".peer");
+const benchDir = path.dirname(fileURLToPath(import.meta.url));
+export const peerDir = path.join(benchDir, ".peer");
+/** The committed manifest and lock of the peer's tree. */
+export const peerLockDir = path.join(benchDir, "peer-lock");
+export const PEER_VERSION = JSON.parse(readFileSync(path.join(peerLockDir, "package.json"), "utf8")).dependencies.postgraphile;
 const cli = path.join(peerDir, "node_modules", "postgraphile", "dist", "cli-run.js");
+const stampFile = path.join(peerDir, "installed-lock.sha256");
+/** PostGraphile 5 and grafast declare Node >= 22; on Node 20 every connection field fails at run time. */
+const PEER_NODE_MAJOR = 22;
 
-function installedVersion() {
+function lockDigest() {
+  const hash = createHash("sha256");
+  for (const file of ["package.json", "package-lock.json"]) hash.update(readFileSync(path.join(peerLockDir, file)));
+  return hash.digest("hex");
+}
+
+function installedDigest() {
   try {
-    return JSON.parse(readFileSync(path.join(peerDir, "node_modules", "postgraphile", "package.json"), "utf8")).version;
+    return readFileSync(stampFile, "utf8").trim();
   } catch {
     return null;
   }
 }
 
-/** Installs postgraphile@PEER_VERSION into bench/.peer unless it is there; returns a note on what happened. */
+/**
+ * Installs the locked tree (bench/peer-lock) into bench/.peer unless that very tree is there; returns
+ * a note on what happened. `npm ci` installs exactly the lock's versions, checked against its
+ * integrity hashes, and removes whatever else a .peer of an earlier run held.
+ */
 export function ensurePeer(log) {
-  if (installedVersion() === PEER_VERSION && existsSync(cli)) return `PostGraphile ${PEER_VERSION} (bench/.peer)`;
+  const major = Number(process.versions.node.split(".")[0]);
+  if (major < PEER_NODE_MAJOR) {
+    throw new Error(
+      `PostGraphile ${PEER_VERSION} needs Node >= ${PEER_NODE_MAJOR} (this is ${process.version}): run the bench through npm run, or npx node`,
+    );
+  }
+  const digest = lockDigest();
+  if (installedDigest() === digest && existsSync(cli)) return `PostGraphile ${PEER_VERSION} (bench/.peer, locked)`;
   mkdirSync(peerDir, { recursive: true });
-  writeFileSync(
-    path.join(peerDir, "package.json"),
-    `${JSON.stringify({ private: true, description: "installed by npm run bench", dependencies: { postgraphile: PEER_VERSION } }, null, 2)}\n`,
-  );
-  log(`installing PostGraphile ${PEER_VERSION} into bench/.peer (once; about a minute)`);
+  rmSync(stampFile, { force: true });
+  for (const file of ["package.json", "package-lock.json"]) copyFileSync(path.join(peerLockDir, file), path.join(peerDir, file));
+  log(`installing PostGraphile ${PEER_VERSION} and its locked dependencies into bench/.peer (once; about a minute)`);
   // npm from the PATH that `npm run` set up, i.e. running on the project's pinned Node.
-  const result = spawnSync("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error"], {
-    cwd: peerDir,
-    encoding: "utf8",
-  });
-  if (result.status !== 0 || installedVersion() !== PEER_VERSION) {
+  const result = spawnSync("npm", ["ci", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: peerDir, encoding: "utf8" });
+  if (result.status !== 0 || !existsSync(cli)) {
     throw new Error(`installing PostGraphile failed (${result.status}):\n${result.stderr}`);
   }
-  return `PostGraphile ${PEER_VERSION} (bench/.peer, installed now)`;
+  writeFileSync(stampFile, `${digest}\n`);
+  return `PostGraphile ${PEER_VERSION} (bench/.peer, locked, installed now)`;
 }
 
 /** How to start it: PostGraphile's own CLI with the Amber preset, in production mode. */
@@ -163,7 +185,7 @@ export function sameTask(serviceBody, peerBody) {
 }
 
 // ------------------------------------------------------------------------------------------------
-// The vendor page (bench/vendor-page.mjs) on the peer. Vendor has no foreign key to its task items
+// The vendor page (bench/scenarios/vendor-page.mjs) on the peer. Vendor has no foreign key to its task items
 // or comments (both point at their entity through entityType + entityId), so PostGraphile cannot
 // follow them by itself; without plugins a deployment adds SQL to the database: functions that
 // PostGraphile exposes as a root field (a function with no row argument) and as fields of Vendor

@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import pg from "pg";
 import { freePort } from "./free-port.mjs";
-import { createVendorPage, vendorPageRequest } from "./vendor-page.mjs";
+import { createVendorPage, vendorPageRequest } from "./scenarios/vendor-page.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const pgBin = "/usr/lib/postgresql/15/bin";
@@ -309,3 +309,13 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   console.log(text);
   process.exit(0);
 }
+
+/** As a part of `npm run bench` (bench/suites.mjs): after the scenarios, on its own servers. */
+export const suite = {
+  id: "pgbouncer",
+  resultKey: "pgbouncer",
+  skip: "BENCH_PGBOUNCER",
+  runs: (settings) => !settings.against,
+  missing: () => pgbouncerBenchMissing(),
+  run: (settings, log) => benchPgBouncer({ durationS: settings.durationS, log }),
+};

@@ -1,6 +1,6 @@
 // Summarizes a V8 .cpuprofile (node --cpu-prof): self time by package / source file, the share of
 // busy time each package is on the stack for, and the top self-time functions. Frames of the bundle
-// (dist/server.js) are mapped back to src/ files through its source map.
+// (dist/service.js) are mapped back to src/ files through its source map.
 //
 //   node bench/profile.mjs path/to/file.cpuprofile [windowStartUs windowEndUs]
 import { existsSync, readFileSync } from "node:fs";

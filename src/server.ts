@@ -1,5 +1,6 @@
 import "./platform/engine-flags.js";
 import { createServer } from "node:http";
+import module from "node:module";
 import pino from "pino";
 import { seedDemo } from "./admin/seed.js";
 import { createApp } from "./app.js";
@@ -188,6 +189,9 @@ const demo =
 
 server.listen(config.port, config.host, () => {
   const base = `http://${config.host}:${config.port}`;
+  // What was compiled to get here is written to the compile cache now (dist/server.js turned it
+  // on), not only at exit: a replica that is killed still leaves it for the next start.
+  module.flushCompileCache?.();
   // The banner first: whoever waits for the "listening" line finds the demo key already printed.
   if (demo) {
     process.stdout.write(

@@ -1,5 +1,5 @@
 import type { PGlite } from "@electric-sql/pglite";
-import { fromPglite, PgBoss, type PgBoss as PgBossType } from "pg-boss";
+import type { PgBoss as PgBossType } from "pg-boss";
 import type { Logger } from "pino";
 
 export type JobQueue = {
@@ -44,7 +44,9 @@ export async function startJobQueue(options: JobQueueOptions): Promise<JobQueue>
     application_name: "compliance-gateway-jobs",
     ...(maintain ? {} : { supervise: false, migrate: false, createSchema: false, registerInstance: false }),
   } as const;
-  let boss: PgBoss;
+  // Loaded here, not at start: a service without e-mail never needs it (about 0.2 s of start-up).
+  const { fromPglite, PgBoss } = await import("pg-boss");
+  let boss: PgBossType;
   if (options.pglite) {
     boss = new PgBoss({ ...common, db: fromPglite(options.pglite), backend: "pglite" });
   } else if (options.url) {

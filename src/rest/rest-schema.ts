@@ -1,5 +1,5 @@
 import { MapperKind, mapSchema } from "@graphql-tools/utils";
-import { GraphQLNonNull, type GraphQLSchema, isNonNullType } from "graphql";
+import { GraphQLNonNull, type GraphQLSchema, isNonNullType, type ObjectTypeDefinitionNode, parse, printType } from "graphql";
 import type { Plugin } from "graphql-yoga";
 
 /**
@@ -37,12 +37,24 @@ export function restSchemaOf(schema: GraphQLSchema): GraphQLSchema {
         return field;
       },
     });
+    describeRootTypes(view);
     views.set(schema, view);
   }
   return view;
 }
 
 const views = new WeakMap<GraphQLSchema, GraphQLSchema>();
+
+/**
+ * Gives the root types of a code-first schema the definition node it lacks, printed and parsed
+ * once. Sofa reads the description of every route's arguments from it and, without one, prints
+ * and parses the whole root type again for each argument of each route: 0.15 s of every start.
+ */
+function describeRootTypes(view: GraphQLSchema): void {
+  for (const type of [view.getQueryType(), view.getMutationType(), view.getSubscriptionType()]) {
+    if (type && !type.astNode) type.astNode = parse(printType(type)).definitions[0] as ObjectTypeDefinitionNode;
+  }
+}
 
 /** Sofa's Yoga plugin, generating its routes from the REST view of the schema. */
 export function withRestSchema(sofa: Plugin): Plugin {

@@ -18,7 +18,10 @@ export function buildServer(): void {
   const outdir = mkdtempSync(path.join(root, "dist", ".build-"));
   try {
     execFileSync(process.execPath, ["scripts/build.mjs", `--outdir=${outdir}`], { cwd: root });
-    for (const file of ["server.js.map", "server.js"]) renameSync(path.join(outdir, file), path.join(root, "dist", file));
+    // The bundle before the launcher that imports it.
+    for (const file of ["service.js.map", "service.js", "server.js"]) {
+      renameSync(path.join(outdir, file), path.join(root, "dist", file));
+    }
   } finally {
     rmSync(outdir, { recursive: true, force: true });
   }

@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
-import nodemailer from "nodemailer";
 import type Mail from "nodemailer/lib/mailer/index.js";
-import { fromPrisma, type JobWithMetadata, type PgBoss } from "pg-boss";
+import type { JobWithMetadata, PgBoss } from "pg-boss";
 import type { Logger } from "pino";
 import type { NotificationEntityType, NotificationReason, Prisma } from "../../generated/prisma/client.js";
 import type { MailConfig } from "../../platform/config.js";
@@ -77,6 +76,8 @@ export async function createNotificationMailer(options: NotificationMailerOption
   } else {
     await boss.createQueue(MAIL_QUEUE, queue);
   }
+  // Loaded when e-mail is configured, not at every start (see server.ts).
+  const [{ default: nodemailer }, { fromPrisma }] = await Promise.all([import("nodemailer"), import("pg-boss")]);
   const transport = nodemailer.createTransport({
     url: config.smtpUrl,
     pool: true,

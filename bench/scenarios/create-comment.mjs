@@ -1,0 +1,34 @@
+// REST create comment: a write with its checks and its audit row.
+
+/** @type {import("./index.mjs").Scenario} */
+export default {
+  id: "create-comment",
+  order: 30,
+  label: "REST create comment",
+  floor:
+    "one transaction (`BEGIN`, 2 statements, `COMMIT`): an `INSERT ... SELECT` of the comment that only inserts when the task is in the organization and the author an active member there, returning the author's user fields; then the audit row",
+  // On another task than the comments page's, so that page keeps its 50 comments with attachments.
+  request: ({ seed }) => ({
+    method: "POST",
+    path: "/v1/comments",
+    headers: { "x-api-key": seed.apiKey, "content-type": "application/json" },
+    body: JSON.stringify({
+      content: "Benchmark comment",
+      entityId: seed.taskIds[1],
+      entityType: "task",
+      userId: seed.userIds[0],
+    }),
+    deterministic: false,
+  }),
+  targets(t) {
+    const cc = t.cell("create-comment");
+    t.add(
+      60,
+      "PostgreSQL, 32 conn: create comment ≥ 400 req/s, no errors",
+      cc
+        ? `${t.num(cc.serviceMedian.rps)} req/s, ${cc.serviceMedian.errors} errors, ${cc.serviceMedian.non2xx} non-2xx`
+        : "not run",
+      cc ? cc.serviceMedian.rps >= 400 && cc.serviceMedian.errors === 0 && cc.serviceMedian.non2xx === 0 : null,
+    );
+  },
+};
