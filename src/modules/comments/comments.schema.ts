@@ -125,7 +125,12 @@ const AttachmentInput = builder.inputType("AttachmentInput", {
     fileType: t.string({ required: true, ...limited("Media type (type/subtype) of the file", commentLimits.fileType) }),
     fileData: t.string({ required: true, ...limited("The file content", commentLimits.fileData) }),
     description: t.string(limited("Free text describing the file", commentLimits.attachmentDescription)),
-    userId: t.id(limited("Uploader's user id; default: the comment's author. Must be an active member", commonLimits.id)),
+    userId: t.id(
+      limited(
+        "Uploader's user id, with an API key (default: the comment's author; must be an active member); ignored with a user credential: the caller uploads",
+        commonLimits.id,
+      ),
+    ),
   }),
 });
 
