@@ -68,7 +68,8 @@ function examplesOf(page: string): Example[] {
     }
     // A marker belongs to the block right after it (a blank line between them at most).
     const marker = pending && line - pending.endLine <= 2 ? pending.marker : {};
-    if (pending && line - pending.endLine > 2) throw new Error(`${page}:${pending.endLine}: an example marker with no block after it`);
+    if (pending && line - pending.endLine > 2)
+      throw new Error(`${page}:${pending.endLine}: an example marker with no block after it`);
     pending = undefined;
     const lang = node.lang === "bash" ? "sh" : node.lang;
     if (lang === "graphql" || (lang === "sh" && /(^|\n)\s*curl\s/.test(node.value))) {
@@ -121,7 +122,9 @@ async function newWorld(): Promise<World> {
     },
   });
   expect(comment.status, comment.text).toBe(201);
-  const notification = await t.db.notification.findFirstOrThrow({ where: { organizationId: org.organizationId, recipientId: org.memberIds[1] } });
+  const notification = await t.db.notification.findFirstOrThrow({
+    where: { organizationId: org.organizationId, recipientId: org.memberIds[1] },
+  });
   return {
     org,
     sessions,
@@ -132,6 +135,21 @@ async function newWorld(): Promise<World> {
     answered: new Map(),
     cursor: null,
   };
+}
+
+/** Whether an example writes: it gets an organization of its own, the others share one. */
+function writes(example: Example): boolean {
+  return example.lang === "sh"
+    ? /\s(-X\s+(POST|PATCH|PUT|DELETE)|-d|--data)\s/.test(example.text)
+    : /\bmutation\b/.test(example.text);
+}
+
+let shared: Promise<World> | undefined;
+/** The world an example runs in: its own when it writes, else the one the read-only examples share. */
+async function worldFor(example: Example): Promise<World> {
+  if (writes(example)) return newWorld();
+  shared ??= newWorld();
+  return { ...(await shared), answered: new Map(), cursor: null };
 }
 
 /** A new version of the policy: a draft, or (for a review step) submitted to Grace. */
@@ -175,7 +193,9 @@ async function fill(world: World, text: string): Promise<string> {
     cmt: () => world.commentId,
     att: () => world.attachmentId,
     pv: async () => {
-      version ??= reviewStep ? await policyVersion(world, true) : (world.answered.get("pv") ?? (await policyVersion(world, false)));
+      version ??= reviewStep
+        ? await policyVersion(world, true)
+        : (world.answered.get("pv") ?? (await policyVersion(world, false)));
       return version;
     },
   };
@@ -304,7 +324,11 @@ function curlRequest(line: string): Request {
   if (!url) throw new Error(`no URL in: ${line}`);
   const target = new URL(url);
   expect(`${target.hostname}:${target.port}`, "examples call the local server").toBe("127.0.0.1:4000");
-  return new Request(`http://test${target.pathname}${target.search}`, { method: method ?? (body ? "POST" : "GET"), headers, body });
+  return new Request(`http://test${target.pathname}${target.search}`, {
+    method: method ?? (body ? "POST" : "GET"),
+    headers,
+    body,
+  });
 }
 
 type Shape = { keys: Record<string, Shape | null>; open: boolean } | { items: Shape | null } | null;
@@ -312,7 +336,9 @@ type Shape = { keys: Record<string, Shape | null>; open: boolean } | { items: Sh
 /** The keys a sample shows (`...` as a key: more may follow), or undefined when it is not JSON yet. */
 function sampleShape(sample: string): Shape | undefined {
   const open = new Set<unknown>();
-  const marked = sample.replace(/,\s*(?:\.\.\.|…)\s*(?=[}\]])/g, ',"__more__":0').replace(/\{\s*(?:\.\.\.|…)\s*\}/g, '{"__more__":0}');
+  const marked = sample
+    .replace(/,\s*(?:\.\.\.|…)\s*(?=[}\]])/g, ',"__more__":0')
+    .replace(/\{\s*(?:\.\.\.|…)\s*\}/g, '{"__more__":0}');
   let value: unknown;
   try {
     value = JSON.parse(marked);
@@ -372,7 +398,7 @@ async function send(request: Request): Promise<{ status: number; type: string; b
 }
 
 async function runShell(example: Example) {
-  const world = await newWorld();
+  const world = await worldFor(example);
   const commands = commandsOf(example.text);
   expect(commands.length).toBeGreaterThan(0);
   for (const command of commands) {
@@ -407,12 +433,16 @@ function variablesOf(world: World, operation: OperationDefinitionNode): Record<s
     memberId: world.org.memberIds[1] as string,
     id: world.org.taskIds[0] as string,
   };
-  return Object.fromEntries((operation.variableDefinitions ?? []).map((v) => [v.variable.name.value, byName[v.variable.name.value] ?? null]));
+  return Object.fromEntries(
+    (operation.variableDefinitions ?? []).map((v) => [v.variable.name.value, byName[v.variable.name.value] ?? null]),
+  );
 }
 
 async function runGraphql(example: Example) {
-  const world = await newWorld();
-  const operations = parse(example.text).definitions.filter((d): d is OperationDefinitionNode => d.kind === "OperationDefinition");
+  const world = await worldFor(example);
+  const operations = parse(example.text).definitions.filter(
+    (d): d is OperationDefinitionNode => d.kind === "OperationDefinition",
+  );
   expect(operations.length).toBeGreaterThan(0);
   for (const operation of operations) {
     const query = await fill(world, print(operation));
@@ -449,7 +479,15 @@ const all = pages.flatMap(examplesOf);
 describe("the examples of the docs run", () => {
   it("finds the examples (curl and GraphQL) of the README and the pages that have them", () => {
     const counted = new Set(all.map((e) => e.page));
-    for (const page of ["README.md", "docs/operations.md", "docs/notifications.md", "docs/graph.md", "docs/lists.md", "docs/auth.md", "docs/policy-review.md"]) {
+    for (const page of [
+      "README.md",
+      "docs/operations.md",
+      "docs/notifications.md",
+      "docs/graph.md",
+      "docs/lists.md",
+      "docs/auth.md",
+      "docs/policy-review.md",
+    ]) {
       expect(counted.has(page), page).toBe(true);
     }
     expect(all.length).toBeGreaterThan(15);
@@ -477,7 +515,9 @@ describe("the docs test itself", () => {
   });
 
   it("parses curl as a shell would: quotes, continuation lines, headers, cookies", () => {
-    const [command] = commandsOf(`curl -X POST http://127.0.0.1:4000/v1/x \\\n  -H "X-API-Key: k" -H 'Content-Type: application/json' \\\n  --cookie "a=b" -d '{"a": "b c"}'\n# {"ok":true}`);
+    const [command] = commandsOf(
+      `curl -X POST http://127.0.0.1:4000/v1/x \\\n  -H "X-API-Key: k" -H 'Content-Type: application/json' \\\n  --cookie "a=b" -d '{"a": "b c"}'\n# {"ok":true}`,
+    );
     const request = curlRequest((command as Command).line);
     expect(request.method).toBe("POST");
     expect(request.headers.get("x-api-key")).toBe("k");
