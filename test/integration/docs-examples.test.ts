@@ -514,6 +514,13 @@ describe("the docs test itself", () => {
     expect(sampleShape('{"items":[{"id":"ntf_…",')).toBeUndefined();
   });
 
+  it("reads the markers: a skip needs its reason, an unknown marker fails", () => {
+    expect(parseMarker("<!-- example: skip starts the server -->", "x")).toEqual({ skip: "starts the server" });
+    expect(parseMarker("<!-- example: as grace -->", "x")).toEqual({ as: "grace" });
+    expect(() => parseMarker("<!-- example: skip -->", "x")).toThrow(/reason/);
+    expect(() => parseMarker("<!-- example: as mallory -->", "x")).toThrow(/unknown example marker/);
+  });
+
   it("parses curl as a shell would: quotes, continuation lines, headers, cookies", () => {
     const [command] = commandsOf(
       `curl -X POST http://127.0.0.1:4000/v1/x \\\n  -H "X-API-Key: k" -H 'Content-Type: application/json' \\\n  --cookie "a=b" -d '{"a": "b c"}'\n# {"ok":true}`,
