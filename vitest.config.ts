@@ -19,6 +19,8 @@ const sameOnEveryDatabase = [
   "test/integration/cors-vary.test.ts",
   "test/integration/credential-attacks.test.ts",
   "test/integration/docs.test.ts",
+  // The docs' examples: what a page shows, on the same code whatever database answers.
+  "test/integration/docs-examples.test.ts",
   "test/integration/error-safety-net.test.ts",
   "test/integration/etag.test.ts",
   "test/integration/graphiql-examples.test.ts",

@@ -103,7 +103,7 @@ export function createApp(deps: AppDeps) {
     mail: deps.mail?.mailer,
     links: { appUrl: config.appUrl, trustedOrigins: config.corsOrigins },
   });
-  const verify = createAuthenticator(database.db, config.jwt);
+  const verify = createAuthenticator(database.db, config.jwt, { corsOrigins: config.corsOrigins });
   const authenticate = limitAuthenticationFailures(verify, {
     perMinute: config.authFailuresPerMinute ?? 30,
     redis: deps.redis,

@@ -2,6 +2,7 @@ import "./platform/engine-flags.js";
 import { createServer } from "node:http";
 import module from "node:module";
 import pino from "pino";
+import { startBanner } from "./admin/banner.js";
 import { seedDemo } from "./admin/seed.js";
 import { createApp } from "./app.js";
 import { startTracing } from "./http/tracing.js";
@@ -193,21 +194,11 @@ server.listen(config.port, config.host, () => {
   // on), not only at exit: a replica that is killed still leaves it for the next start.
   module.flushCompileCache?.();
   // The banner first: whoever waits for the "listening" line finds the demo key already printed.
-  if (demo) {
-    process.stdout.write(
-      [
-        "",
-        "  Demo data created (first start on an empty embedded database).",
-        `  Organization: ${demo.organizationId}`,
-        `  API key:      ${demo.apiKey}   (shown once; it holds every scope)`,
-        `  GraphiQL:     ${base}/graphql   (put the key in the X-API-Key header)`,
-        `  Try:          curl -H 'X-API-Key: ${demo.apiKey}' ${base}/v1/tasks/${demo.taskIds[0]}`,
-        "",
-        "",
-      ].join("\n"),
-    );
-  }
-  logger.info({ url: base, database: database.kind, redis: Boolean(redis) }, "listening");
+  if (demo) process.stdout.write(startBanner({ base, graphiql: config.graphiql, demo }));
+  logger.info(
+    { url: base, database: database.kind, redis: Boolean(redis), graphiql: config.graphiql ? `${base}/graphql` : false },
+    "listening",
+  );
 });
 
 /**

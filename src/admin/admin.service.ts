@@ -9,7 +9,7 @@ import { newId } from "../platform/ids.js";
 /** Operator actions (CLI, first start, tests): they act outside any request and any tenant. */
 
 /** Audit row of an operator action: no user or key acted, the operator's tool did. */
-function operatorAudit(organizationId: string, action: string, entity: { type: string; id: string }, data: object) {
+export function operatorAudit(organizationId: string, action: string, entity: { type: string; id: string }, data: object) {
   return {
     id: newId("aud"),
     organizationId,

@@ -1,7 +1,7 @@
 import { permissions } from "../auth/permissions.js";
 import type { Db } from "../platform/db/database.js";
 import { newId } from "../platform/ids.js";
-import { createApiKey, createOrganization, createUser } from "./admin.service.js";
+import { createApiKey, createOrganization, createUser, operatorAudit } from "./admin.service.js";
 
 export type SeedResult = {
   organizationId: string;
@@ -88,6 +88,7 @@ export async function seedDemo(db: Db, name = "Demo Workspace"): Promise<SeedRes
     data: items.map((item, i) => ({ id: taskItemIds[i] as string, organizationId, ...item, entityId: item.entityId as string })),
   });
   const policyIds: string[] = [];
+  const policyVersions: { policyId: string; versionId: string }[] = [];
   for (const policy of [
     { name: "Information Security Policy", text: "All staff protect company information." },
     { name: "Acceptable Use Policy", text: "Company devices are for business use." },
@@ -103,7 +104,50 @@ export async function seedDemo(db: Db, name = "Demo Workspace"): Promise<SeedRes
       db.policy.update({ where: { id: policyId }, data: { currentVersionId: versionId } }),
     ]);
     policyIds.push(policyId);
+    policyVersions.push({ policyId, versionId });
   }
+  // Every create writes an audit event (docs/audit.md), demo data too: the history screens show it.
+  // Members, the organization and the key are audited by the operator actions that made them.
+  await db.auditEvent.createMany({
+    data: [
+      ...tasks.map((task, i) =>
+        operatorAudit(
+          organizationId,
+          "task.created",
+          { type: "task", id: taskIds[i] as string },
+          {
+            title: task.title,
+            status: task.status,
+            taskTemplateId: i === 0 ? "tmpl_access_review" : null,
+          },
+        ),
+      ),
+      operatorAudit(organizationId, "vendor.created", { type: "vendor", id: vendorIds[0] as string }, { name: "CloudHost Inc." }),
+      operatorAudit(organizationId, "vendor.created", { type: "vendor", id: vendorIds[1] as string }, { name: "MailCo" }),
+      operatorAudit(
+        organizationId,
+        "risk.created",
+        { type: "risk", id: riskIds[0] as string },
+        { title: "Data loss at a vendor" },
+      ),
+      ...items.map((item, i) =>
+        operatorAudit(
+          organizationId,
+          "task_item.created",
+          { type: "task_item", id: taskItemIds[i] as string },
+          {
+            title: item.title,
+            entityId: item.entityId as string,
+            entityType: item.entityType,
+            status: item.status,
+          },
+        ),
+      ),
+      ...policyVersions.map(({ policyId, versionId }) =>
+        operatorAudit(organizationId, "policy.created", { type: "policy", id: policyId }, { versionId, version: 1 }),
+      ),
+    ],
+  });
   const { key } = await createApiKey(db, { organizationId, name: "Demo key", scopes: [...permissions], createdBy: "seed" });
   return { organizationId, apiKey: key, userIds, memberIds, taskIds, vendorIds, riskIds, policyIds, taskItemIds };
 }

@@ -56,6 +56,24 @@ function cookie(request: Request, name: string): string | null | undefined {
   return null;
 }
 
+/**
+ * Whether a request that authenticates with the session cookie came from where the cookie may be
+ * used: no Origin (not a browser's cross-site request: curl, a server, a same-origin GET), this
+ * server's own host, or an origin CORS_ORIGINS lists. A browser attaches the cookie to requests
+ * that other sites make; refusing them here does not depend on the browser's preflight.
+ */
+function cookieMayComeFrom(request: Request, listed: ReadonlySet<string>): boolean {
+  const origin = request.headers.get("origin");
+  if (origin === null) return true;
+  if (listed.has(origin)) return true;
+  try {
+    const host = request.headers.get("host") ?? new URL(request.url).host;
+    return origin !== "null" && new URL(origin).host === host;
+  } catch {
+    return false;
+  }
+}
+
 const looksLikeJwt = (value: string) => /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(value);
 
 /**
@@ -63,7 +81,12 @@ const looksLikeJwt = (value: string) => /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-
  * Bearer <jwt>) or session (cookie session_token, or a bearer value that is not a JWT). User
  * credentials name the organization in X-Organization-Id and need an active membership there.
  */
-export function createAuthenticator(db: Db, jwt: Config["jwt"] = {}): Authenticator {
+export function createAuthenticator(
+  db: Db,
+  jwt: Config["jwt"] = {},
+  options: { corsOrigins?: readonly string[] } = {},
+): Authenticator {
+  const cookieOrigins = new Set(options.corsOrigins ?? []);
   const cacheOptions = { max: 10_000, ttl: CREDENTIAL_CACHE_MS };
   const keys = new LRUCache<string, ApiKeyRow | { missing: true }>(cacheOptions);
   const sessions = new LRUCache<string, { userId: string; expiresAt: Date }>(cacheOptions);
@@ -194,6 +217,13 @@ export function createAuthenticator(db: Db, jwt: Config["jwt"] = {}): Authentica
       };
     }
     if (!bearer && !sessionCookie) return { anonymous: true };
+    if (!bearer && !cookieMayComeFrom(request, cookieOrigins)) {
+      return {
+        error: new ForbiddenError(
+          "A session cookie is accepted only from this server's own origin and the origins CORS_ORIGINS lists",
+        ),
+      };
+    }
 
     const kind = bearer && looksLikeJwt(bearer) ? "jwt" : "session";
     const userId =

@@ -33,19 +33,29 @@ builder.mutationType({
     "Writes. Every field needs a credential and the permission its description names; send Idempotency-Key to make retries safe.",
 });
 
+/**
+ * The instants the database stores: years 1 to 9999. JavaScript dates reach 275,760 years either
+ * side of 1970 and PostgreSQL has no year 0, so anything outside is refused here, for every
+ * DateTime argument and filter at once, instead of failing in the database.
+ */
+const earliest = Date.parse("0001-01-01T00:00:00.000Z");
+const latest = Date.parse("9999-12-31T23:59:59.999Z");
+const dateTimeMessage = "DateTime must be an ISO 8601 string between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z";
+
+function parseDateTime(value: unknown): Date {
+  const date = typeof value === "string" ? new Date(value) : undefined;
+  const time = date?.getTime();
+  if (!date || time === undefined || Number.isNaN(time) || time < earliest || time > latest) {
+    throw new GraphQLError(dateTimeMessage);
+  }
+  return date;
+}
+
 builder.scalarType("DateTime", {
-  description: "An ISO 8601 date-time in UTC, e.g. 2026-11-22T10:15:00.000Z",
+  description: "An ISO 8601 date-time in UTC, years 0001 to 9999, e.g. 2026-11-22T10:15:00.000Z",
   serialize: (value) => value.toISOString(),
-  parseValue: (value) => {
-    const date = typeof value === "string" ? new Date(value) : undefined;
-    if (!date || Number.isNaN(date.getTime())) throw new GraphQLError("DateTime must be an ISO 8601 string");
-    return date;
-  },
-  parseLiteral: (ast) => {
-    const date = ast.kind === Kind.STRING ? new Date(ast.value) : undefined;
-    if (!date || Number.isNaN(date.getTime())) throw new GraphQLError("DateTime must be an ISO 8601 string");
-    return date;
-  },
+  parseValue: parseDateTime,
+  parseLiteral: (ast) => parseDateTime(ast.kind === Kind.STRING ? ast.value : undefined),
 });
 
 const calendarDate = /^\d{4}-\d{2}-\d{2}$/;
@@ -53,9 +63,10 @@ const calendarDate = /^\d{4}-\d{2}-\d{2}$/;
 function parseCalendarDate(value: unknown): string {
   if (typeof value === "string" && calendarDate.test(value)) {
     const date = new Date(`${value}T00:00:00Z`);
-    if (!Number.isNaN(date.getTime()) && date.toISOString().slice(0, 10) === value) return value;
+    // Year 0000 is a valid ISO date, but PostgreSQL has no year 0.
+    if (!value.startsWith("0000") && !Number.isNaN(date.getTime()) && date.toISOString().slice(0, 10) === value) return value;
   }
-  throw new GraphQLError("Date must be a calendar date written YYYY-MM-DD, e.g. 2026-12-31");
+  throw new GraphQLError("Date must be a calendar date written YYYY-MM-DD, years 0001 to 9999, e.g. 2026-12-31");
 }
 
 builder.scalarType("Date", {

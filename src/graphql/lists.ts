@@ -194,7 +194,7 @@ const validValue: Record<SortKey["kind"], (v: string, key: SortKey) => boolean> 
 /** A real calendar date, years 1 to 9999 (what PostgreSQL's date and timestamp accept). */
 export function validDate(v: string): boolean {
   const date = new Date(`${v}T00:00:00Z`);
-  return !Number.isNaN(date.getTime()) && date.toISOString().slice(0, 10) === v;
+  return !v.startsWith("0000") && !Number.isNaN(date.getTime()) && date.toISOString().slice(0, 10) === v;
 }
 
 function decodeCursor(raw: string, expected: { order: Order; digest: string }, key: SortKey, name: string): Cursor {

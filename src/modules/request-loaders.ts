@@ -39,7 +39,8 @@ export function loadersFor(db: Db, auth: AuthState): Loaders {
 /** The kinds of record an `entityType` + `entityId` reference can name (comments, task items, notifications). */
 export type ReferencedType = "task" | "task_item" | "vendor" | "risk" | "policy";
 
-const referenceReadPermission: Record<ReferencedType, Permission> = {
+/** The permission that reads a referenced record of each kind. */
+export const referenceReadPermission: Record<ReferencedType, Permission> = {
   task: "task:read",
   task_item: "task:read",
   vendor: "vendor:read",

@@ -19,8 +19,11 @@ export type IdPrefix =
   | "idk"
   | "ntf";
 
-// Time-ordered (48-bit millisecond clock, then 80 random bits) so ids sort like creation order.
+// Time-ordered (48-bit millisecond clock, then 80 random bits) so ids sort like creation order;
+// but a user id is 128 random bits: accounts are shared between organizations, and `createMember`
+// answers an existing account's id, which must not tell when (so that) the account was made.
 export function newId(prefix: IdPrefix): string {
+  if (prefix === "usr") return `usr_${randomBytes(16).toString("hex")}`;
   const time = Date.now().toString(16).padStart(12, "0");
   return `${prefix}_${time}${randomBytes(10).toString("hex")}`;
 }

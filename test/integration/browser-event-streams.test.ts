@@ -17,11 +17,12 @@ afterAll(() => t.close());
 const subscription = (taskId: string) => `subscription { commentAdded(entityId: "${taskId}", entityType: task) { id content } }`;
 
 /** The request a browser's `new EventSource(url, { withCredentials: true })` sends: GET, a cookie, no other header of ours. */
-function eventSource(params: Record<string, string>, fetchSite: string | null, signal?: AbortSignal) {
+function eventSource(params: Record<string, string>, fetchSite: string | null, signal?: AbortSignal, origin?: string) {
   const url = new URL("http://test/graphql");
   for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value);
   const headers: Record<string, string> = { accept: "text/event-stream", cookie: `session_token=${token}` };
   if (fetchSite) headers["sec-fetch-site"] = fetchSite;
+  if (origin) headers.origin = origin;
   return t.app.fetch(new Request(url, { headers, signal }));
 }
 
@@ -74,6 +75,14 @@ describe("EventSource from a page of the same origin, with the session cookie", 
         expect(body, String(site)).toContain("CSRF");
       }
     }
+  });
+
+  it("refuses another site's EventSource with 403: a browser sends its Origin, which CORS_ORIGINS does not list", async () => {
+    const params = { query: subscription(org.taskIds[0] as string), organizationId: org.organizationId };
+    const response = await eventSource(params, "cross-site", undefined, "http://evil.example");
+    expect(response.status).toBe(403);
+    const body = await response.json();
+    expect(body.errors[0]).toMatchObject({ extensions: { code: "FORBIDDEN" }, message: expect.stringContaining("CORS_ORIGINS") });
   });
 
   it("runs no mutation over such a GET", async () => {

@@ -178,8 +178,71 @@ describe("audit events", () => {
       ["action", "actorApiKeyId", "actorUserId", "createdAt", "data", "entityId", "entityType", "id", "requestId"].sort(),
     );
     const theirs = await t.rest("GET", "/v1/audit-events?limit=100", { key: other.apiKey });
-    expect(theirs.body.items.map((e: { action: string }) => e.action).sort()).toEqual(
-      ["api_key.created", "member.created", "member.created", "member.created", "member.created"].sort(),
+    // The other organization's own: its seed's (members, key, and the records it made), none of ours.
+    const seeded = ["api_key.created", ...Array(4).fill("member.created"), ...Array(3).fill("task.created")];
+    seeded.push(
+      "vendor.created",
+      "vendor.created",
+      "risk.created",
+      ...Array(4).fill("task_item.created"),
+      "policy.created",
+      "policy.created",
     );
+    expect(theirs.body.items.map((e: { action: string }) => e.action).sort()).toEqual(seeded.sort());
+  });
+});
+
+describe("the author's e-mail follows the member rule (contract section 10)", () => {
+  it("is null without member:read on both transports and through notifications; the caller's own and member:read show it", async () => {
+    const { createSession } = await import("../../src/auth/sessions.js");
+    const taskId = org.taskIds[0] as string;
+    const adaEmail = (await t.db.user.findUniqueOrThrow({ where: { id: org.userIds[0] as string } })).email;
+    // Ada mentions Edsger (an employee: comment:read, no member:read), who then comments himself.
+    const mention = `@[Edsger Employee](${org.memberIds[3]}) author e-mail check`;
+    const created = await t.rest("POST", "/v1/comments", {
+      key: org.apiKey,
+      body: { content: mention, entityId: taskId, entityType: "task", userId: org.userIds[0] },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.author.email).toBe(adaEmail);
+    const session = await createSession(t.db, org.userIds[3] as string, 3_600_000);
+    const headers = { authorization: `Bearer ${session.token}`, "x-organization-id": org.organizationId };
+    const own = await t.rest("POST", "/v1/comments", {
+      headers,
+      body: { content: "my own e-mail stays mine to see", entityId: taskId, entityType: "task" },
+    });
+    expect(own.status).toBe(201);
+    const edsgerEmail = own.body.author.email as string;
+    expect(edsgerEmail).toMatch(/^edsger\./);
+
+    const restList = await t.rest("GET", `/v1/comments?entityId=${taskId}&entityType=task&limit=100`, { headers });
+    expect(restList.status).toBe(200);
+    const byContent = (items: { content: string; author: { email: string | null } }[], content: string) =>
+      items.find((c) => c.content === content)?.author;
+    expect(byContent(restList.body.items, mention)).toMatchObject({ id: org.userIds[0], name: "Ada Owner", email: null });
+    expect(byContent(restList.body.items, "my own e-mail stays mine to see")?.email).toBe(edsgerEmail);
+
+    const query = `query($id: ID!) { comments(entityId: $id, entityType: task, limit: 100) { items { content author { id name email } } } }`;
+    const gql = await t.gql(query, { id: taskId }, { headers });
+    expect(gql.body.errors).toBeUndefined();
+    expect(byContent(gql.body.data.comments.items, mention)).toEqual({ id: org.userIds[0], name: "Ada Owner", email: null });
+
+    const inbox = await t.gql(
+      "{ viewer { notifications(limit: 20) { items { comment { content author { email } } } } } }",
+      {},
+      { headers },
+    );
+    expect(inbox.body.errors).toBeUndefined();
+    const notified = inbox.body.data.viewer.notifications.items.find(
+      (n: { comment: { content: string } | null }) => n.comment?.content === mention,
+    );
+    expect(notified.comment.author.email).toBeNull();
+
+    const reader = await t.keyWith(org.organizationId, ["comment:read", "member:read"]);
+    const full = await t.gql(query, { id: taskId }, { key: reader.key });
+    expect(byContent(full.body.data.comments.items, mention)?.email).toBe(adaEmail);
+    const commentOnly = await t.keyWith(org.organizationId, ["comment:read"]);
+    const restKey = await t.rest("GET", `/v1/comments?entityId=${taskId}&entityType=task&limit=100`, { key: commentOnly.key });
+    expect(byContent(restKey.body.items, mention)?.email).toBeNull();
   });
 });

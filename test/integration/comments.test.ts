@@ -247,6 +247,18 @@ describe("create comment", () => {
     expect(stored.uploaderId).toBe(org.memberIds[1]);
   });
 
+  it("makes the caller the uploader under a user credential, whatever userId an attachment names", async () => {
+    const { createSession } = await import("../../src/auth/sessions.js");
+    const session = await createSession(t.db, org.userIds[3] as string, 3_600_000);
+    const res = await t.rest("POST", "/v1/comments", {
+      headers: { authorization: `Bearer ${session.token}`, "x-organization-id": org.organizationId },
+      body: { content: "x", entityId: org.taskIds[0], entityType: "task", attachments: [{ ...pdf, userId: owner }] },
+    });
+    expect(res.status).toBe(201);
+    const stored = await t.db.attachment.findUniqueOrThrow({ where: { id: res.body.attachments[0].id } });
+    expect(stored.uploaderId).toBe(org.memberIds[3]);
+  });
+
   it("rolls back the comment when storing an attachment fails in the database", async () => {
     await t.db.$executeRawUnsafe(`CREATE OR REPLACE FUNCTION test_fail_attachment() RETURNS trigger AS $$
       BEGIN IF NEW.name = 'boom.pdf' THEN RAISE EXCEPTION 'disk full'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql`);

@@ -356,6 +356,12 @@ describe("8. adding another organization's user reveals nothing that organizatio
     expect(gql.body.data.createMember.user).toMatchObject({ name: "Given Name", emailVerified: false, lastLogin: null });
     expect(JSON.stringify(gql.body)).not.toContain(theirs.name);
     expect(JSON.stringify(gql.body)).not.toContain(theirs.createdAt.toISOString());
+    // The account's id, which the answer must carry, does not tell when the account was made: user
+    // ids are random (other ids start with their creation time in milliseconds, 12 hex digits).
+    const userId = await t.db.member.findFirstOrThrow({ where: { id: gql.body.data.createMember.id }, select: { userId: true } });
+    expect(userId.userId).toMatch(/^usr_[0-9a-f]{32}$/);
+    const day = 86_400_000;
+    expect(Math.abs(Number.parseInt(userId.userId.slice(4, 16), 16) - theirs.createdAt.getTime())).toBeGreaterThan(day);
 
     const rest = await t.rest("POST", "/v1/people", {
       key: (await t.seedOrg()).apiKey,

@@ -40,7 +40,7 @@ type Attempt = {
   aId: string;
   /** All arguments of the call */
   args: Record<string, unknown>;
-  /** createComment's userId with a user credential: ignored by design, so it may succeed as B's owner. */
+  /** createComment's userId (author or an attachment's uploader) with a user credential: ignored by design, so it may succeed as B's owner. */
   authorIgnoredWithUser?: boolean;
   /** An id of the wrong kind for the argument: 400 BAD_USER_INPUT is as good as 404. */
   allow400?: boolean;
@@ -308,13 +308,20 @@ function attempts({ wrongKind = false } = {}): Attempt[] {
     (id) => ({ content: "B was here", entityId: B.taskIds[0], entityType: "task", userId: id }),
     { authorIgnoredWithUser: true },
   );
-  add("Mutation.createComment", "attachments.userId", A.userIds, (id) => ({
-    content: "B was here",
-    entityId: B.taskIds[0],
-    entityType: "task",
-    userId: ownerOfB,
-    attachments: [{ ...pdf, userId: id }],
-  }));
+  // An attachment's userId is ignored with a user credential too: the caller uploads.
+  add(
+    "Mutation.createComment",
+    "attachments.userId",
+    A.userIds,
+    (id) => ({
+      content: "B was here",
+      entityId: B.taskIds[0],
+      entityType: "task",
+      userId: ownerOfB,
+      attachments: [{ ...pdf, userId: id }],
+    }),
+    { authorIgnoredWithUser: true },
+  );
   // The supporting operations
   add("Query.member", "id", A.memberIds, (id) => ({ id }));
   add("Mutation.updateMember", "id", A.memberIds, (id) => ({ id, jobTitle: "B was here", role: "employee", isActive: false }));

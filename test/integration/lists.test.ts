@@ -510,3 +510,25 @@ describe("tenancy", () => {
     expect(policies.body.items).toEqual([]);
   });
 });
+
+describe("demo data has a history", () => {
+  it("the vendor history screen shows the seeded vendor's creation, on both transports", async () => {
+    const vendorId = org.vendorIds[0] as string;
+    const rest = await t.rest("GET", `/v1/audit-events?entityType=vendor&entityId=${vendorId}`, { key: org.apiKey });
+    expect(rest.status).toBe(200);
+    expect(rest.body.items.map((e: { action: string }) => e.action)).toEqual(["vendor.created"]);
+    const gql = await t.gql(
+      `query($id: ID!) { auditEvents(filter: {entityType: "vendor", entityId: [$id]}) { totalCount items { action data } } }`,
+      { id: vendorId },
+      { key: org.apiKey },
+    );
+    expect(gql.body.data.auditEvents).toMatchObject({
+      totalCount: 1,
+      items: [{ action: "vendor.created", data: { via: "operator" } }],
+    });
+    // Every record the seed creates has its creation event.
+    const seeded = [...org.taskIds, ...org.vendorIds, ...org.riskIds, ...org.policyIds, ...org.taskItemIds, ...org.memberIds];
+    const events = await t.db.auditEvent.findMany({ where: { organizationId: org.organizationId, entityId: { in: seeded } } });
+    expect(new Set(events.filter((e) => e.action.endsWith(".created")).map((e) => e.entityId))).toEqual(new Set(seeded));
+  });
+});

@@ -193,6 +193,21 @@ describe("notification e-mail", () => {
     expect(await settled(ids[0] as string)).toBe("completed");
   });
 
+  it("names a record in the subject and body only when the recipient's role may read it", async () => {
+    // Edsger is an employee: task:read, but no vendor:read.
+    const employee = org.memberIds[3] as string;
+    const ids = await notify(
+      { recipientId: employee, reason: "mention", entityType: "vendor", entityId: org.vendorIds[0] as string },
+      { recipientId: employee, reason: "mention", entityType: "task", entityId: org.taskIds[0] as string },
+    );
+    await smtp.waitFor((mails) => ids.every((id) => byMessageId(id)(mails)), 15_000, "two messages");
+    const task = await t.db.task.findUniqueOrThrow({ where: { id: org.taskIds[0] as string } });
+    const [vendorMail] = find(ids[0] as string);
+    expect(vendorMail?.subject).toBe("Ada Owner mentioned you on a vendor");
+    for (const part of [vendorMail?.subject, vendorMail?.text, vendorMail?.html]) expect(part).not.toContain("CloudHost");
+    expect(find(ids[1] as string)[0]?.subject).toBe(`Ada Owner mentioned you on the task "${task.title}"`);
+  });
+
   it("escapes the record's title in HTML and sends no link when the notification has none", async () => {
     const taskId = org.taskIds[1] as string;
     await t.db.task.update({ where: { id: taskId }, data: { title: `<script>alert("x")</script> & <b>bold</b>` } });

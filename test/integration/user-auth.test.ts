@@ -115,6 +115,47 @@ describe("session authentication", () => {
     expect((await task(bearer(token))).status).toBe(200);
   });
 
+  it("refuses the session cookie from an Origin CORS_ORIGINS does not list, on both transports (403)", async () => {
+    const listed = await createTestApp({ database: t.database, corsOrigins: ["https://app.example.com"] });
+    const { token } = await createSession(t.db, org.userIds[1] as string, 60_000);
+    const cookieHeaders = (origin?: string) => ({
+      cookie: `session_token=${token}`,
+      "x-organization-id": org.organizationId,
+      // Yoga's CSRF prevention wants a header a form cannot send; the origin check is ours, past it.
+      "x-graphql-yoga-csrf": "1",
+      ...(origin ? { origin } : {}),
+    });
+    const both = async (headers: Record<string, string>) => {
+      const rest = await listed.rest("GET", `/v1/tasks/${org.taskIds[0]}`, { headers });
+      const gql = await listed.gql(
+        "{ task(taskId: $id) { id } }".replace("$id", JSON.stringify(org.taskIds[0])),
+        {},
+        { headers },
+      );
+      return { rest, gql };
+    };
+    for (const origin of ["http://evil.example", "null", "https://app.example.com.evil.example", "not a url"]) {
+      const { rest, gql } = await both(cookieHeaders(origin));
+      expect(rest.status, origin).toBe(403);
+      expect(rest.body).toMatchObject({ statusCode: 403, code: "FORBIDDEN" });
+      expect(rest.body.message).toContain("CORS_ORIGINS");
+      expect(gql.status, origin).toBe(403);
+      expect(gql.body.errors[0].extensions.code).toBe("FORBIDDEN");
+      expect(gql.body.data ?? null).toBeNull();
+    }
+    // A listed origin, this server's own, and no Origin at all (not a cross-site browser request) pass.
+    for (const origin of ["https://app.example.com", "http://test", undefined]) {
+      const { rest, gql } = await both(cookieHeaders(origin));
+      expect(rest.status, origin).toBe(200);
+      expect(gql.body.data.task.id, origin).toBe(org.taskIds[0]);
+    }
+    // A bearer token is never attached by a browser on its own: no Origin rule applies to it.
+    const viaBearer = await listed.rest("GET", `/v1/tasks/${org.taskIds[0]}`, {
+      headers: { ...bearer(token), origin: "http://evil.example" },
+    });
+    expect(viaBearer.status).toBe(200);
+  });
+
   it("answers 401 for an expired or unknown session and 400 without X-Organization-Id", async () => {
     const { token } = await createSession(t.db, org.userIds[1] as string, 1);
     await new Promise((r) => setTimeout(r, 5));

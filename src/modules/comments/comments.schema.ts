@@ -1,4 +1,4 @@
-import { authorize } from "../../auth/actor.js";
+import { authorize, can } from "../../auth/actor.js";
 import { CommentEntityType as CommentEntityTypeValues } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
 import { Node, objectRefOf } from "../../graphql/node.schema.js";
@@ -34,7 +34,16 @@ const Author = builder.prismaObject("Member", {
   fields: (t) => ({
     id: t.exposeID("userId", { description: "The author's user id" }),
     name: t.string({ description: "The author's name", resolve: (member) => member.user.name }),
-    email: t.string({ description: "The author's e-mail address", resolve: (member) => member.user.email }),
+    email: t.string({
+      nullable: true,
+      description:
+        "The author's e-mail address: null without `member:read` (but for the caller's own comments), as for a member's other fields beyond id and name",
+      resolve: (member, _args, ctx) => {
+        if (can(ctx, "member:read")) return member.user.email;
+        const own = "caller" in ctx.auth && ctx.auth.caller.userId !== null && ctx.auth.caller.userId === member.userId;
+        return own ? member.user.email : null;
+      },
+    }),
     image: t.string({ nullable: true, description: "URL of the author's picture", resolve: (member) => member.user.image }),
     deactivated: t.boolean({
       description: "True when the author is no longer an active member",
@@ -116,7 +125,12 @@ const AttachmentInput = builder.inputType("AttachmentInput", {
     fileType: t.string({ required: true, ...limited("Media type (type/subtype) of the file", commentLimits.fileType) }),
     fileData: t.string({ required: true, ...limited("The file content", commentLimits.fileData) }),
     description: t.string(limited("Free text describing the file", commentLimits.attachmentDescription)),
-    userId: t.id(limited("Uploader's user id; default: the comment's author. Must be an active member", commonLimits.id)),
+    userId: t.id(
+      limited(
+        "Uploader's user id, with an API key (default: the comment's author; must be an active member); ignored with a user credential: the caller uploads",
+        commonLimits.id,
+      ),
+    ),
   }),
 });
 

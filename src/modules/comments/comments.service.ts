@@ -193,10 +193,14 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier)
       }
       await assertEntityExists(db, actor.organizationId, input.entityType, input.entityId);
       const authorId = await activeMemberId(actor.organizationId, authorUserId);
+      // The uploader is the caller under a user credential, as the author is: an attachment's
+      // `userId` names another uploader only for an API key, which acts for someone.
+      const uploaderOf = (a: { userId?: string | null }) => (actor.userId ? null : (a.userId ?? null));
       const uploaderIds = new Map<string, string>();
       for (const a of attachments) {
-        if (a.userId && !uploaderIds.has(a.userId))
-          uploaderIds.set(a.userId, await activeMemberId(actor.organizationId, a.userId));
+        const uploaderUserId = uploaderOf(a);
+        if (uploaderUserId && !uploaderIds.has(uploaderUserId))
+          uploaderIds.set(uploaderUserId, await activeMemberId(actor.organizationId, uploaderUserId));
       }
 
       const id = newId("cmt");
@@ -224,7 +228,7 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier)
                   type: a.fileType.toLowerCase(),
                   size: a.bytes.length,
                   description: a.description ?? null,
-                  uploaderId: a.userId ? (uploaderIds.get(a.userId) as string) : authorId,
+                  uploaderId: uploaderIds.get(uploaderOf(a) ?? "") ?? authorId,
                   data: a.bytes,
                 })),
               },

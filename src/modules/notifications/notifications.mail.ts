@@ -2,10 +2,12 @@ import { createHash } from "node:crypto";
 import type Mail from "nodemailer/lib/mailer/index.js";
 import type { JobWithMetadata, PgBoss } from "pg-boss";
 import type { Logger } from "pino";
+import { rolePermissions } from "../../auth/permissions.js";
 import type { NotificationEntityType, NotificationReason, Prisma } from "../../generated/prisma/client.js";
 import type { MailConfig } from "../../platform/config.js";
 import type { Db } from "../../platform/db/database.js";
 import { QUEUES } from "../../platform/jobs.js";
+import { referenceReadPermission } from "../request-loaders.js";
 import { emailColumn, type NotificationMail } from "./notifications.service.js";
 import { unsubscribeUrl } from "./notifications.unsubscribe.js";
 
@@ -204,6 +206,7 @@ export async function composeMessage(
         select: {
           organizationId: true,
           isActive: true,
+          role: true,
           user: { select: { email: true, name: true } },
           notificationPreference: true,
         },
@@ -225,13 +228,16 @@ export async function composeMessage(
 
   const actor = notification.actor?.user.name ?? "An API key";
   const kind = entityNames[notification.entityType];
-  const quoted = `"${short(title)}"`;
+  // A subject and body name the record only to a recipient whose role may read it: a mention on a
+  // vendor reaches a contractor, who has no `vendor:read`, as "a vendor".
+  const mayRead = rolePermissions[recipient.role].includes(referenceReadPermission[notification.entityType]);
+  const quoted = mayRead ? `the ${kind} "${short(title)}"` : `a ${kind}`;
   const what = {
-    mention: `${actor} mentioned you on the ${kind} ${quoted}`,
-    assigned: `${actor} assigned you the ${kind} ${quoted}`,
-    review_requested: `${actor} asked you to review the ${kind} ${quoted}`,
+    mention: `${actor} mentioned you on ${quoted}`,
+    assigned: `${actor} assigned you ${quoted}`,
+    review_requested: `${actor} asked you to review ${quoted}`,
     // Notifications written before the outcome was recorded have none: "reviewed" then.
-    review_completed: `${actor} ${notification.outcome ?? "reviewed"} your version of the ${kind} ${quoted}`,
+    review_completed: `${actor} ${notification.outcome ?? "reviewed"} your version of ${quoted}`,
   }[notification.reason];
   const unsubscribe = await unsubscribeUrl(config, {
     memberId: notification.recipientId,

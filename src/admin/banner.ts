@@ -1,0 +1,24 @@
+import type { SeedResult } from "./seed.js";
+
+/**
+ * What the first start of an empty embedded database prints for a person: the demo organization's
+ * key and ids of that same organization to try it with, and what is served at which URL (GraphiQL
+ * only when it is on: in production it is off unless GRAPHIQL=true).
+ */
+export function startBanner(options: { base: string; graphiql: boolean; demo: SeedResult }): string {
+  const { base, graphiql, demo } = options;
+  return [
+    "",
+    "  Demo data created (first start on an empty embedded database).",
+    `  Organization: ${demo.organizationId}`,
+    `  API key:      ${demo.apiKey}   (shown once; it holds every scope)`,
+    `  Ids to try:   task ${demo.taskIds[0]}, vendor ${demo.vendorIds[0]}, policy ${demo.policyIds[0]}, member ${demo.memberIds[1]}`,
+    graphiql
+      ? `  GraphiQL:     ${base}/graphql   (put the key in the X-API-Key header)`
+      : `  GraphQL:      ${base}/graphql   (POST; GraphiQL is off, GRAPHIQL=true turns it on)`,
+    `  REST:         ${base}/v1/...   (docs at ${base}/v1/docs)`,
+    `  Try:          curl -H 'X-API-Key: ${demo.apiKey}' ${base}/v1/tasks/${demo.taskIds[0]}`,
+    "",
+    "",
+  ].join("\n");
+}
