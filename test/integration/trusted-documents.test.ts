@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { Writable } from "node:stream";
+import { serverAudits } from "graphql-http";
 import { SignJWT } from "jose";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -287,4 +288,26 @@ describe("request log and /metrics", () => {
       { outcome: "unknown", id: documentIdOf(unique("query Unknown { __typename }")) },
     ]);
   });
+});
+
+describe("GraphQL over HTTP conformance with the trusted documents plugin", () => {
+  // The default policy, and sessions for an API key (which may still send text): the audits stay whole.
+  for (const policy of [undefined, "sessions"] as const) {
+    it(`passes every graphql-http server audit, warnings included, with TRUSTED_DOCUMENTS=${policy ?? "(unset: allow)"}`, async () => {
+      const target = await appWith({ trustedDocuments: policy });
+      const fetchFn = (input: RequestInfo | URL, init?: RequestInit) => {
+        const request = new Request(input, init);
+        request.headers.set("x-api-key", org.apiKey);
+        return target.app.fetch(request);
+      };
+      const audits = serverAudits({ url: "http://test/graphql", fetchFn });
+      expect(audits.length).toBeGreaterThanOrEqual(61);
+      const failed: string[] = [];
+      for (const audit of audits) {
+        const result = await audit.fn();
+        if (result.status !== "ok") failed.push(`${audit.name}: ${"reason" in result ? result.reason : result.status}`);
+      }
+      expect(failed).toEqual([]);
+    });
+  }
 });
