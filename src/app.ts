@@ -279,6 +279,8 @@ export function createApp(deps: AppDeps) {
       useOperationLimits({ suggestFields: config.introspection ?? !config.production }),
       // Worst-case objects, multiplied through nested lists, before any resolver runs.
       useQueryCost(),
+      // A stored document's parse, kept by its id (after the limits, whose parser it wraps).
+      trustedDocuments.parsing,
       // A simple POST with a form content type cannot carry a GraphQL request: no cross-site writes.
       // A same-origin EventSource (GET, cookie) is let through: it cannot be cross-site (event-streams.ts).
       useCsrfPreventionExceptSameOriginEventStreams({ requestHeaders: ["x-api-key", "authorization", "x-graphql-yoga-csrf"] }),

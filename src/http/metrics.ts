@@ -313,5 +313,6 @@ function trustedDocumentMetrics(registry: Registry, counts: TrustedDocumentCount
       "refused",
     ],
     ["trusted_document_unknown_total", "Requests naming a document id that is not stored (PERSISTED_QUERY_NOT_FOUND)", "unknown"],
+    ["trusted_document_parses_total", "Stored documents this replica parsed: once each, then kept by id", "parsed"],
   ] as const);
 }

@@ -29,6 +29,8 @@ export type TrustedDocumentCounts = {
   readonly runs: Map<string, { app: string; version: string; count: number }>;
   refused: number;
   unknown: number;
+  /** Stored documents parsed: once each per process, then kept by id. */
+  parsed: number;
 };
 
 /** How long an unknown id is answered from memory before the database is asked again. */
@@ -145,9 +147,9 @@ export function useTrustedDocuments(options: {
   policy: TrustedDocumentsPolicy;
   authenticate: (request: Request) => Promise<AuthState>;
   unknownRetryMs?: number;
-}): { plugin: Plugin; counts: TrustedDocumentCounts } {
+}): { plugin: Plugin; parsing: Plugin; counts: TrustedDocumentCounts } {
   const store = documentStore(options.db, options.unknownRetryMs ?? UNKNOWN_ID_RETRY_MS);
-  const counts: TrustedDocumentCounts = { runs: new Map(), refused: 0, unknown: 0 };
+  const counts: TrustedDocumentCounts = { runs: new Map(), refused: 0, unknown: 0, parsed: 0 };
   const slotOf = (context: object) => (context as DocumentState).trustedDocument;
   const see = (context: object, outcome: DocumentOutcome) => {
     const slot = slotOf(context);
@@ -219,7 +221,17 @@ export function useTrustedDocuments(options: {
       if (id === null) return;
       return persisted.onParams?.(payload as never);
     },
-    onParse({ context, setParsedDocument }) {
+    async onResponse({ request, response, serverContext, setResponse, fetchAPI }) {
+      if (request.method !== "GET" || response.status !== 200) return;
+      if (documentOutcomeOf(serverContext)?.outcome !== "stored") return;
+      // One JSON answer only: an event stream (a subscription) is never read to its end here.
+      if (!/^application\/(graphql-response\+)?json/.test(response.headers.get("content-type") ?? "")) return;
+      setResponse(await conditional(request, response, fetchAPI));
+    },
+  };
+  /** After the document limits' plugin, whose parser (with its token limit) it counts and keeps. */
+  const parsing: Plugin = {
+    onParse({ context, parseFn, setParseFn, setParsedDocument }) {
       const id = running.get(context);
       if (!id) return;
       const stored = store.found.get(id);
@@ -227,17 +239,17 @@ export function useTrustedDocuments(options: {
         setParsedDocument(stored.document);
         return;
       }
+      // The parser in place is the document limits' (graphql-armor's token count): it still applies.
+      setParseFn((source, parseOptions) => {
+        counts.parsed++;
+        return parseFn(source, parseOptions);
+      });
       return ({ result }) => {
         if (stored && result && !(result instanceof Error)) stored.document = result;
       };
     },
-    async onResponse({ request, response, serverContext, setResponse, fetchAPI }) {
-      if (request.method !== "GET" || response.status !== 200) return;
-      if (documentOutcomeOf(serverContext)?.outcome !== "stored") return;
-      setResponse(await conditional(request, response, fetchAPI));
-    },
   };
-  return { plugin, counts };
+  return { plugin, parsing, counts };
 }
 
 function withoutPersistedQuery(extensions: Record<string, unknown> | undefined) {

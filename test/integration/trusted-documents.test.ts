@@ -28,6 +28,7 @@ const tooManyAliases = unique(
   `query Aliases { viewer { ${Array.from({ length: 16 }, (_, n) => `a${n}: credential`).join(" ")} } }`,
 );
 const tooCostly = unique("query Costly { tasks(limit: 100) { items { comments(limit: 100) { items { id } } } } }");
+const onComment = unique("subscription OnComment($id: ID!) { commentAdded(entityType: task, entityId: $id) { id } }");
 const idOf = (text: string) => `sha256:${documentIdOf(text)}`;
 
 async function publish(texts: string[], version = "1.0.0") {
@@ -75,7 +76,7 @@ let lines: Record<string, unknown>[];
 let logged: TestApp;
 
 beforeAll(async () => {
-  await publish([getTask, createComment, tooManyAliases, tooCostly]);
+  await publish([getTask, createComment, tooManyAliases, tooCostly, onComment]);
   apiKey = { "x-api-key": org.apiKey };
   bearer = { authorization: `Bearer ${await jwt(org.userIds[0] as string)}`, "x-organization-id": org.organizationId };
   lines = [];
@@ -184,6 +185,41 @@ describe("running a stored document by id", () => {
     expect(costly.body.errors[0].extensions.code).toBe("QUERY_TOO_COMPLEX");
     // Once more: the cached parse and validation still refuse.
     expect((await post(t, { documentId: idOf(tooCostly) }, apiKey)).body.errors[0].extensions.code).toBe("QUERY_TOO_COMPLEX");
+  });
+
+  it("streams a stored subscription over GET as server-sent events, with no ETag", async () => {
+    const response = await t.app.fetch(
+      new Request(
+        `http://test/graphql?${new URLSearchParams({ documentId: idOf(onComment), variables: JSON.stringify({ id: org.taskIds[0] }) })}`,
+        {
+          headers: { ...apiKey, accept: "text/event-stream" },
+        },
+      ),
+    );
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    expect(response.headers.get("etag")).toBeNull();
+    const reader = response.body?.getReader();
+    expect((await reader?.read())?.done).toBe(false);
+    await reader?.cancel();
+  });
+
+  it("parses a stored document once per process, however many other documents pass meanwhile", async () => {
+    const own = await appWith();
+    const parses = async () =>
+      Number(
+        /^trusted_document_parses_total (\d+)$/m.exec(
+          await (await own.app.fetch(new Request("http://test/metrics"))).text(),
+        )?.[1],
+      );
+    const body = { documentId: idOf(getTask), variables: { id: org.taskIds[0] } };
+    expect((await post(own, body, apiKey)).body.data.task.id).toBe(org.taskIds[0]);
+    expect(await post(own, body, apiKey)).toMatchObject({ status: 200 });
+    expect(await parses()).toBe(1);
+    // More distinct texts than Yoga's parse cache keeps (1,024): its copy of the stored text goes.
+    for (let i = 0; i < 1_100; i++) await post(own, { query: `query Q${i} { __typename }` }, apiKey);
+    expect((await post(own, body, apiKey)).body.data.task.id).toBe(org.taskIds[0]);
+    expect(await parses()).toBe(1);
   });
 
   it("needs a credential like any GraphQL request, over GET too", async () => {
