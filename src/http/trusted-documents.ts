@@ -155,6 +155,8 @@ export function useTrustedDocuments(options: {
     const slot = slotOf(context);
     if (slot) slot.seen = outcome;
   };
+  /** The id a request named (onParams reads it once), by its context. */
+  const requested = new WeakMap<object, string | null>();
   /** The stored document a request runs, by its context, for onParse. */
   const running = new WeakMap<object, string>();
 
@@ -169,7 +171,8 @@ export function useTrustedDocuments(options: {
 
   const persisted = usePersistedOperations({
     // A request without an id carries text: the policy decides (Yoga answers a request with neither).
-    extractPersistedOperationId: (params, request) => requestedId(params as never, request),
+    extractPersistedOperationId: (params, request, context) =>
+      requested.has(context) ? (requested.get(context) as string | null) : requestedId(params as never, request),
     allowArbitraryOperations: true,
     getPersistedOperation(id, _request, context) {
       const stored = store.get(id);
@@ -202,6 +205,7 @@ export function useTrustedDocuments(options: {
     async onParams(payload) {
       const { params, request, context } = payload;
       const id = requestedId(params as never, request);
+      requested.set(context, id);
       if (params.query) {
         if (id && documentIdOf(params.query) !== id) {
           throw badRequest("The documentId is not the SHA-256 of the query sent beside it: send one or the other");
