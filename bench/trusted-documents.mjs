@@ -1,6 +1,7 @@
 // The "trusted documents" scenario (issue 37): get task by id as a stored document over GET
-// (`/graphql?documentId=sha256:...&variables=...`) against the same document as text over POST,
-// in alternating rounds of the same run (text, id, id, text, ...), with the service's CPU per
+// (`/graphql?documentId=sha256:...&variables=...`, with its ETag) against the same document as text
+// over POST, and by id over POST (no ETag: what the id alone saves), in alternating rounds of the same
+// run (text, id POST, id GET, id GET, id POST, text, ...), with the service's CPU per
 // request. PostgreSQL (a throwaway database on BENCH_POSTGRES_URL, default the local server), the
 // built server (dist/server.js) in production mode with the default policy (TRUSTED_DOCUMENTS=allow).
 // Alone: `node bench/trusted-documents.mjs` (BENCH_DURATION seconds per round, default 3; BENCH_ROUNDS, default 2).
@@ -126,6 +127,12 @@ export async function benchTrustedDocuments({ durationS = 3, rounds = 2, postgre
         headers: { ...headers, "content-type": "application/json" },
         body: JSON.stringify({ query: GRAPHQL_TASK, variables: { id: seed.taskIds[0] }, operationName: "GetTask" }),
       },
+      "id over POST": {
+        method: "POST",
+        path: "/graphql",
+        headers: { ...headers, "content-type": "application/json" },
+        body: JSON.stringify({ documentId: `sha256:${id}`, variables: { id: seed.taskIds[0] }, operationName: "GetTask" }),
+      },
       "id over GET": {
         method: "GET",
         path: `/graphql?${new URLSearchParams({ documentId: `sha256:${id}`, variables, operationName: "GetTask" })}`,
@@ -143,10 +150,10 @@ export async function benchTrustedDocuments({ durationS = 3, rounds = 2, postgre
         throw new Error(`${label}: ${check.status} ${JSON.stringify(body)}`);
       await round(service, request, 1); // warm-up
     }
-    const samples = { "text over POST": [], "id over GET": [] };
+    const labels = Object.keys(requests);
+    const samples = Object.fromEntries(labels.map((label) => [label, []]));
     const order = [];
-    for (let r = 0; r < rounds; r++)
-      order.push(...(r % 2 ? ["id over GET", "text over POST"] : ["text over POST", "id over GET"]));
+    for (let r = 0; r < rounds; r++) order.push(...(r % 2 ? [...labels].reverse() : labels));
     for (const label of order) samples[label].push(await round(service, requests[label], durationS));
 
     const summary = Object.fromEntries(
@@ -165,13 +172,14 @@ export async function benchTrustedDocuments({ durationS = 3, rounds = 2, postgre
     const text = summary["text over POST"];
     const byId = summary["id over GET"];
     const lines = [
-      `Get task by id, GraphQL, PostgreSQL, ${CONNECTIONS} connections, ${rounds * 2} alternating rounds of ${durationS} s (medians):`,
+      `Get task by id, GraphQL, PostgreSQL, ${CONNECTIONS} connections, ${order.length} alternating rounds of ${durationS} s (medians):`,
       "  request          req/s    p99 ms   service CPU ms/req   PostgreSQL CPU ms/req   request line+body bytes   errors",
       ...Object.entries(summary).map(
         ([label, s]) =>
           `  ${label.padEnd(15)}  ${s.rps.toFixed(0).padStart(5)}    ${String(s.p99).padStart(6)}   ${s.cpuMsPerRequest.toFixed(3).padStart(18)}   ${s.pgCpuMsPerRequest.toFixed(3).padStart(21)}   ${String(s.requestBytes).padStart(23)}   ${s.errors}`,
       ),
       `  id over GET / text over POST: ${(byId.rps / text.rps).toFixed(2)}x the requests per second, ${(byId.cpuMsPerRequest / text.cpuMsPerRequest).toFixed(2)}x the service CPU per request.`,
+      `  id over POST / text over POST: ${(summary["id over POST"].cpuMsPerRequest / text.cpuMsPerRequest).toFixed(2)}x the service CPU per request.`,
       "  The load generator shares the 2 cores with the service and PostgreSQL.",
     ];
     return { summary, text: lines.join("\n") };
