@@ -160,13 +160,13 @@ export function useTrustedDocuments(options: {
   /** The stored document a request runs, by its context, for onParse. */
   const running = new WeakMap<object, string>();
 
-  async function textAllowed(request: Request, text: string): Promise<boolean> {
+  /** Whether the policy lets this request send text: a promise only when the caller must be looked at. */
+  function textAllowed(request: Request, text: string): boolean | Promise<boolean> {
     if (options.policy === "allow") return true;
-    if (options.policy === "sessions") {
-      const auth = await options.authenticate(request);
-      if ("caller" in auth && auth.caller.kind === "apiKey") return true;
-    }
-    return onlyIntrospection(text);
+    if (options.policy === "all") return onlyIntrospection(text);
+    return options
+      .authenticate(request)
+      .then((auth) => ("caller" in auth && auth.caller.kind === "apiKey") || onlyIntrospection(text));
   }
 
   const persisted = usePersistedOperations({
@@ -202,7 +202,8 @@ export function useTrustedDocuments(options: {
     onRequest({ url, serverContext }) {
       if (url.pathname === "/graphql") (serverContext as DocumentState).trustedDocument = {};
     },
-    async onParams(payload) {
+    // Synchronous unless the policy or the store must wait: a promise per request costs CPU.
+    onParams(payload) {
       const { params, request, context } = payload;
       const id = requestedId(params as never, request);
       requested.set(context, id);
@@ -211,26 +212,27 @@ export function useTrustedDocuments(options: {
           throw badRequest("The documentId is not the SHA-256 of the query sent beside it: send one or the other");
         }
         // Text sent beside its own id runs as text: clients never add documents.
-        if (!(await textAllowed(request, params.query))) {
+        const allowed = textAllowed(request, params.query);
+        const decide = (yes: boolean) => {
+          if (yes) return;
           counts.refused++;
           see(context, { outcome: "refused" });
           throw refusal(
             "This caller may run only the service's trusted documents: send the documentId of a published document, not its text",
             "PERSISTED_QUERY_REQUIRED",
           );
-        }
-        if (id) payload.setParams({ ...params, extensions: withoutPersistedQuery(params.extensions) });
-        return;
+        };
+        return allowed instanceof Promise ? allowed.then(decide) : decide(allowed);
       }
       if (id === null) return;
       return persisted.onParams?.(payload as never);
     },
-    async onResponse({ request, response, serverContext, setResponse, fetchAPI }) {
+    onResponse({ request, response, serverContext, setResponse, fetchAPI }) {
       if (request.method !== "GET" || response.status !== 200) return;
       if (documentOutcomeOf(serverContext)?.outcome !== "stored") return;
       // One JSON answer only: an event stream (a subscription) is never read to its end here.
       if (!/^application\/(graphql-response\+)?json/.test(response.headers.get("content-type") ?? "")) return;
-      setResponse(await conditional(request, response, fetchAPI));
+      return conditional(request, response, fetchAPI).then(setResponse);
     },
   };
   /** After the document limits' plugin, whose parser (with its token limit) it counts and keeps. */
@@ -254,10 +256,4 @@ export function useTrustedDocuments(options: {
     },
   };
   return { plugin, parsing, counts };
-}
-
-function withoutPersistedQuery(extensions: Record<string, unknown> | undefined) {
-  if (!extensions || !("persistedQuery" in extensions)) return extensions;
-  const { persistedQuery: _, ...rest } = extensions;
-  return Object.keys(rest).length ? rest : undefined;
 }
