@@ -35,7 +35,8 @@ const getTask = "query GetTask($id: ID!) { task(taskId: $id) { id title } }";
 const viewer = "query Viewer { viewer { credential } }";
 const vendors = "query Vendors { vendors(limit: 5) { items { id name } } }";
 
-describe("documents publish", () => {
+// Each command is a process that opens the database (2 to 4 s, far more on a loaded machine).
+describe("documents publish", { timeout: 180_000 }, () => {
   it("publishes codegen's file (sha256: ids) and Relay's query map (bare ids); publishing again changes nothing", async () => {
     const codegen = file("persisted-documents.json", {
       [`sha256:${documentIdOf(getTask)}`]: getTask,
