@@ -24,6 +24,7 @@ import { useReadRouting } from "./http/read-routing.js";
 import { requestIdOf, useRequestId } from "./http/request-id.js";
 import { useRequestLog } from "./http/request-log.js";
 import { useTracing } from "./http/tracing.js";
+import { useTrustedDocuments } from "./http/trusted-documents.js";
 import { useUnsubscribe } from "./http/unsubscribe.js";
 import type { DeviceManagement } from "./modules/members/device-management.js";
 import type { NotificationMailer } from "./modules/notifications/notifications.mail.js";
@@ -48,7 +49,8 @@ export type AppDeps = {
   database: Database;
   config: Pick<Config, "production" | "bodyLimitBytes"> &
     Partial<Pick<Config, "bodyBudgetBytes" | "corsOrigins" | "trustProxyHops" | "redisTimeoutMs" | "appUrl">> &
-    Partial<Pick<Config, "jwt" | "rateLimitPerMinute" | "authFailuresPerMinute" | "trustProxy" | "introspection" | "graphiql">>;
+    Partial<Pick<Config, "jwt" | "rateLimitPerMinute" | "authFailuresPerMinute" | "trustProxy" | "introspection" | "graphiql">> &
+    Partial<Pick<Config, "trustedDocuments">>;
   logger: Logger;
   deviceManagement?: DeviceManagement;
   /** Shared events (Redis) for replicas; in memory when absent. */
@@ -128,6 +130,11 @@ export function createApp(deps: AppDeps) {
     withoutOmitted(restSchema, document, new Set(omit)),
   );
   let openApi: unknown;
+  const trustedDocuments = useTrustedDocuments({
+    db: database.db,
+    policy: config.trustedDocuments ?? "allow",
+    authenticate: authenticateOnce,
+  });
 
   const bodyLimit: Plugin = {
     onRequest({ request, endResponse }) {
@@ -144,7 +151,7 @@ export function createApp(deps: AppDeps) {
     // Apollo Client 4 puts the operation's type in each request it hands a link; graphql-sse's
     // documented Apollo link sends the operation as it is, so the body carries `operationType`.
     // Yoga refuses body parameters it does not know (400): this one is harmless, so it is accepted.
-    extraParamNames: ["operationType"],
+    extraParamNames: ["operationType", "documentId"],
     // Body size is enforced by our own admission (body-admission.ts) on both transports, before a
     // byte is read and within the memory budget. Yoga's limit would pipe every admitted body through
     // a second web stream (a stream pipeline and an AbortController per request: bench/results/2026-11-23.md).
@@ -190,6 +197,7 @@ export function createApp(deps: AppDeps) {
         redisHealth,
         replicas: database.replicas?.statuses,
         mail: deps.mail?.mailer.counts,
+        trustedDocuments: trustedDocuments.counts,
       }),
       ...((config.graphiql ?? !config.production) ? [useGraphiQLAssets()] : []),
       useRequestLog(logger),
@@ -264,11 +272,15 @@ export function createApp(deps: AppDeps) {
           ]
         : []),
       useCredentialWatch(verify),
+      // A stored document's id in place of text (and the policy on text), before the limits see the document.
+      trustedDocuments.plugin,
       // Limits on the shape of GraphQL documents. REST operations are fixed documents and skip
       // validation, so these only ever concern /graphql.
       useOperationLimits({ suggestFields: config.introspection ?? !config.production }),
       // Worst-case objects, multiplied through nested lists, before any resolver runs.
       useQueryCost(),
+      // A stored document's parse, kept by its id (after the limits, whose parser it wraps).
+      trustedDocuments.parsing,
       // A simple POST with a form content type cannot carry a GraphQL request: no cross-site writes.
       // A same-origin EventSource (GET, cookie) is let through: it cannot be cross-site (event-streams.ts).
       useCsrfPreventionExceptSameOriginEventStreams({ requestHeaders: ["x-api-key", "authorization", "x-graphql-yoga-csrf"] }),

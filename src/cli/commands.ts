@@ -45,6 +45,8 @@ export type Command = {
   summary: string;
   description?: string;
   options: Record<string, OptionSpec>;
+  /** One required argument after the options (a file, say), handed to prepare under its name. */
+  positional?: { name: string; valueName: string; description: string };
   examples: string[];
   /** Checks the option values (throwing UsageError) and returns the work to do. */
   prepare(values: Record<string, string | boolean | undefined>, services: Services): Prepared;
@@ -312,6 +314,61 @@ const mailRetry: Command = {
   },
 };
 
+const documentsPublish: Command = {
+  path: ["documents", "publish"],
+  summary: "Publish an app's trusted documents (persisted operations) for every replica: all or none",
+  description:
+    "FILE is graphql-codegen's persisted-documents.json, Relay's query map or Apollo's persisted query manifest. " +
+    "Each id must be the SHA-256 of its document and each document must validate against the current schema; " +
+    "otherwise nothing is stored, every bad document is named and the exit code is 1. Publishing again changes nothing. " +
+    "Publish before the app version that sends them ships.",
+  options: {
+    app: { type: "string", valueName: "NAME", description: "the app the documents belong to (logs, metrics)", required: true },
+    version: { type: "string", valueName: "V", description: "the app's version or build (logs, metrics)", required: true },
+  },
+  positional: { name: "file", valueName: "FILE", description: "the document file" },
+  examples: ["documents publish --app web --version 1.4.0 ./persisted-documents.json --json"],
+  prepare(values, services) {
+    const { checkDocuments, checkLabel, documentEntries, publishDocuments, readFileSync, schema } = services;
+    const app = asUsage(this, services, () => checkLabel("app", str(values, "app") as string));
+    const version = asUsage(this, services, () => checkLabel("version", str(values, "version") as string));
+    const file = str(values, "file") as string;
+    return async (db) => {
+      let content: string;
+      try {
+        content = readFileSync(file, "utf8");
+      } catch (error) {
+        throw new services.AppError("BAD_USER_INPUT", `Cannot read ${file}: ${(error as Error).message}`);
+      }
+      const documents = checkDocuments(schema, documentEntries(content));
+      const result = await publishDocuments(db, { app, version, documents });
+      return {
+        json: result,
+        text: `${app} ${version}: ${result.published} documents published, ${result.alreadyKnown} already known`,
+      };
+    };
+  },
+};
+
+const documentsList: Command = {
+  path: ["documents", "list"],
+  summary: "List the trusted documents stored, oldest first",
+  options: {
+    app: { type: "string", valueName: "NAME", description: "only this app's documents" },
+  },
+  examples: ["documents list --json", "documents list --app web"],
+  prepare(values, { listDocuments }) {
+    const app = str(values, "app");
+    return async (db) => {
+      const documents = await listDocuments(db, { app });
+      const text = documents.length
+        ? documents.map((d) => `${d.id}  ${d.app} ${d.version}  ${d.operationName ?? "(unnamed)"}  ${d.createdAt}`).join("\n")
+        : "No trusted documents stored.";
+      return { json: { documents }, text };
+    };
+  },
+};
+
 export const commands: Command[] = [
   orgCreate,
   userCreate,
@@ -321,4 +378,6 @@ export const commands: Command[] = [
   seed,
   mailFailed,
   mailRetry,
+  documentsPublish,
+  documentsList,
 ];

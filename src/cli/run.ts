@@ -163,11 +163,21 @@ function parseCommandLine(argv: string[]): ParsedCommandLine {
   let values: Record<string, string | boolean | undefined>;
   try {
     // No option is declared `multiple`, so every value is a string or a boolean.
-    values = parseArgs({ args, options: parseOptionsOf(command), strict: true, allowPositionals: false }).values as Record<
-      string,
-      string | boolean | undefined
-    >;
+    const parsed = parseArgs({ args, options: parseOptionsOf(command), strict: true, allowPositionals: !!command.positional });
+    values = parsed.values as Record<string, string | boolean | undefined>;
+    if (command.positional && !values.help && !help) {
+      if (parsed.positionals.length !== 1) {
+        throw new UsageError(
+          parsed.positionals.length
+            ? `Unexpected argument ${JSON.stringify(parsed.positionals[1])}`
+            : `Missing ${command.positional.valueName}`,
+          command,
+        );
+      }
+      values[command.positional.name] = parsed.positionals[0];
+    }
   } catch (error) {
+    if (error instanceof UsageError) throw error;
     throw new UsageError(describeParseError(error), command);
   }
   if (help || values.help) return { kind: "help", text: commandHelp(command) };
@@ -210,7 +220,9 @@ function usageLine(command: Command): string {
     const option = spec.type === "string" ? `--${name} ${spec.valueName ?? "VALUE"}` : `--${name}`;
     return spec.required ? option : `[${option}]`;
   });
-  return [invocation, ...command.path, ...parts, "[--json]"].join(" ");
+  return [invocation, ...command.path, ...parts, ...(command.positional ? [command.positional.valueName] : []), "[--json]"].join(
+    " ",
+  );
 }
 
 function table(rows: [string, string][]): string {
@@ -264,6 +276,7 @@ function commandHelp(command: Command): string {
     `--${name}${spec.type === "string" ? ` ${spec.valueName ?? "VALUE"}` : ""}`,
     `${spec.description}${spec.required ? " (required)" : ""}`,
   ]);
+  if (command.positional) rows.push([command.positional.valueName, `${command.positional.description} (required)`]);
   rows.push(["--json", "print exactly one JSON object on stdout"], ["-h, --help", "show this help"]);
   return [
     `Usage: ${usageLine(command)}`,

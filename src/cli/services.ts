@@ -1,5 +1,7 @@
 // What the commands run, imported by run.ts only once a command line is valid: it pulls in graphql
 // (through the errors), which help and usage errors have no use for.
+
+export { readFileSync } from "node:fs";
 export {
   createApiKey,
   createOrganization,
@@ -9,6 +11,14 @@ export {
   revokeApiKey,
 } from "../admin/admin.service.js";
 export { seedDemo } from "../admin/seed.js";
+export {
+  checkDocuments,
+  checkLabel,
+  documentEntries,
+  listDocuments,
+  publishDocuments,
+} from "../admin/trusted-documents.js";
 export { createSession } from "../auth/sessions.js";
 export { AppError } from "../platform/errors.js";
 export { failedJobs, QUEUES, retryFailedJobs } from "../platform/jobs.js";
+export { schema } from "../schema.js";

@@ -181,7 +181,11 @@ export function useGraphqlBodyAdmission(options: {
   return {
     async onRequest({ request, url, serverContext, endResponse, setRequest, fetchAPI }) {
       if (url.pathname !== "/graphql") return;
-      const wantsPage = request.method === "GET" && !url.searchParams.has("query") && !url.searchParams.has("extensions");
+      const wantsPage =
+        request.method === "GET" &&
+        !url.searchParams.has("query") &&
+        !url.searchParams.has("extensions") &&
+        !url.searchParams.has("documentId");
       if (request.method === "OPTIONS" || request.method === "HEAD" || wantsPage) return;
       const auth = await options.authenticate(request);
       const refused = "error" in auth ? auth.error : "anonymous" in auth ? new UnauthenticatedError() : null;

@@ -6,6 +6,7 @@ import type { ReplicaStatus } from "../platform/db/read-replicas.js";
 import type { RedisHealth } from "../platform/redis.js";
 import type { CompiledRoute } from "../rest/request-validation.js";
 import { REST_BASE } from "../rest/routes.js";
+import type { TrustedDocumentCounts } from "./trusted-documents.js";
 
 type Transport = "graphql" | "rest" | "other";
 
@@ -26,6 +27,8 @@ export type MetricsOptions = {
   replicas?: () => ReplicaStatus[];
   /** Notification e-mail this replica sent, retried and gave up on; absent when mail is off. */
   mail?: { readonly sent: number; readonly retried: number; readonly failed: number };
+  /** Trusted documents run (by app and version), texts refused by the policy, unknown ids. */
+  trustedDocuments?: TrustedDocumentCounts;
 };
 
 /**
@@ -33,7 +36,7 @@ export type MetricsOptions = {
  * would make a series per record), GraphQL operations on both transports, the database pool and
  * the process. `GET /metrics` serves them and needs no credential.
  */
-export function useMetrics({ routes, poolStats, redisHealth, replicas, mail }: MetricsOptions): Plugin {
+export function useMetrics({ routes, poolStats, redisHealth, replicas, mail, trustedDocuments }: MetricsOptions): Plugin {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
@@ -85,6 +88,7 @@ export function useMetrics({ routes, poolStats, redisHealth, replicas, mail }: M
 
   if (replicas) replicaMetrics(registry, replicas);
   if (mail) mailMetrics(registry, mail);
+  if (trustedDocuments) trustedDocumentMetrics(registry, trustedDocuments);
 
   if (redisHealth) {
     new Gauge({
@@ -288,4 +292,27 @@ function countersOf<K extends string>(
       },
     });
   }
+}
+
+function trustedDocumentMetrics(registry: Registry, counts: TrustedDocumentCounts) {
+  new Counter({
+    name: "trusted_document_runs_total",
+    help: "Requests that ran a stored trusted document, by the app and version that published it",
+    labelNames: ["app", "version"] as const,
+    registers: [registry],
+    collect() {
+      // Counted by the plugin; copied here when scraped.
+      this.reset();
+      for (const { app, version, count } of counts.runs.values()) this.inc({ app, version }, count);
+    },
+  });
+  countersOf(registry, counts, [
+    [
+      "trusted_document_refused_total",
+      "GraphQL text refused by the TRUSTED_DOCUMENTS policy (PERSISTED_QUERY_REQUIRED)",
+      "refused",
+    ],
+    ["trusted_document_unknown_total", "Requests naming a document id that is not stored (PERSISTED_QUERY_NOT_FOUND)", "unknown"],
+    ["trusted_document_parses_total", "Stored documents this replica parsed: once each, then kept by id", "parsed"],
+  ] as const);
 }

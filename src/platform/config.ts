@@ -112,6 +112,7 @@ const schema = z.object({
   DEVICE_MANAGEMENT_TOKEN: z.string().optional(),
   INTROSPECTION: z.enum(["true", "false"]).optional(),
   GRAPHIQL: z.enum(["true", "false"]).optional(),
+  TRUSTED_DOCUMENTS: z.enum(["allow", "sessions", "all"]).default("allow"),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
   SEED_DEMO_DATA: z.enum(["true", "false"]).default("true"),
   SMTP_URL: z
@@ -229,6 +230,8 @@ export type Config = {
   /** Introspection and GraphiQL: on in development, off in production unless enabled. */
   introspection: boolean;
   graphiql: boolean;
+  /** Who may send GraphQL text instead of a trusted document's id: everyone, API keys only, or no one. */
+  trustedDocuments: "allow" | "sessions" | "all";
   seedDemoData: boolean;
   /** OTLP/HTTP collector for traces; tracing is off without it. */
   otlpEndpoint: string | undefined;
@@ -301,6 +304,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     production: e.NODE_ENV === "production",
     introspection: e.INTROSPECTION ? e.INTROSPECTION === "true" : e.NODE_ENV !== "production",
     graphiql: e.GRAPHIQL ? e.GRAPHIQL === "true" : e.NODE_ENV !== "production",
+    trustedDocuments: e.TRUSTED_DOCUMENTS,
     seedDemoData: e.SEED_DEMO_DATA === "true",
     otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,
     deviceManagement: e.DEVICE_MANAGEMENT_URL ? { url: e.DEVICE_MANAGEMENT_URL, token: e.DEVICE_MANAGEMENT_TOKEN } : undefined,

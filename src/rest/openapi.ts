@@ -92,7 +92,7 @@ const errorSchema: Schema = {
     message: { type: "string", description: "What went wrong, for people" },
     code: {
       type: "string",
-      enum: Object.keys(errorStatus).filter((code) => !code.startsWith("GRAPHQL_")),
+      enum: Object.keys(errorStatus).filter((code) => !code.startsWith("GRAPHQL_") && !code.startsWith("PERSISTED_QUERY_")),
       description: "Stable machine-readable code",
     },
     details: {

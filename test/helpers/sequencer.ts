@@ -11,9 +11,11 @@ import type { TestSequencer, TestSpecification, Vitest } from "vitest/node";
  */
 const estimates: Record<string, number> = {
   "test/cli/cli.test.ts": 40,
+  "test/cli/documents.test.ts": 38,
   "test/e2e/faults.test.ts": 32,
   "test/e2e/pgbouncer.test.ts": 40,
   "test/integration/isolation-matrix.test.ts": 25,
+  "test/clients/trusted-documents.test.ts": 25,
   "test/e2e/memory.test.ts": 25,
   "test/fuzz/graphql.fuzz.test.ts": 22,
   "test/fuzz/rest.fuzz.test.ts": 18,
@@ -24,6 +26,7 @@ const estimates: Record<string, number> = {
   "test/integration/docs-examples.test.ts": 12,
   "test/e2e/server.test.ts": 11,
   "test/integration/hostile-callers.test.ts": 9,
+  "test/integration/trusted-documents.test.ts": 8,
   "test/e2e/replicas.test.ts": 8,
   "test/integration/migrations.test.ts": 6,
   "test/integration/user-auth.test.ts": 6,

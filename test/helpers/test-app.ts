@@ -116,6 +116,8 @@ export async function createTestApp(
     rateLimitPerMinute?: number;
     authFailuresPerMinute?: number;
     trustProxy?: boolean;
+    /** TRUSTED_DOCUMENTS: who may send GraphQL text (allow when absent). */
+    trustedDocuments?: Config["trustedDocuments"];
     redis?: Redis;
     /** Live events of this app (e.g. through Redis, as replicas share them); in memory when absent. */
     events?: Events;
@@ -147,6 +149,7 @@ export async function createTestApp(
       rateLimitPerMinute: options.rateLimitPerMinute ?? 1_000_000,
       authFailuresPerMinute: options.authFailuresPerMinute ?? 1_000_000,
       trustProxy: options.trustProxy,
+      trustedDocuments: options.trustedDocuments,
     },
     redis: options.redis,
     events: options.events,

@@ -1,0 +1,88 @@
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+import { type Database, openDatabase } from "../../src/platform/db/database.js";
+import { freshDataDir } from "./data-dir.js";
+import { testNodeFlags } from "./server-process.js";
+import { openOwnDatabase, usePostgres } from "./test-app.js";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+
+export type CliRun = { code: number | null; stdout: string; stderr: string };
+
+let bundle: Promise<{ main: string }> | undefined;
+
+/**
+ * The operator CLI (src/cli/main.ts) bundled once per worker as test/cli/cli.test.ts bundles it,
+ * run as a real `node` process.
+ */
+export async function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<CliRun> {
+  bundle ??= (async () => {
+    mkdirSync(path.join(root, "dist"), { recursive: true });
+    const dir = mkdtempSync(path.join(root, "dist", ".cli-"));
+    await build({
+      entryPoints: { cli: path.join(root, "src/cli/main.ts") },
+      outdir: dir,
+      bundle: true,
+      splitting: true,
+      platform: "node",
+      format: "esm",
+      target: "node22.15",
+      packages: "external",
+      logLevel: "warning",
+    });
+    process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+    return { main: path.join(dir, "cli.js") };
+  })();
+  const { main } = await bundle;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...testNodeFlags, main, ...args], {
+      cwd: root,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      stdout += chunk;
+    });
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      stderr += chunk;
+    });
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const { DATABASE_URL: _serverDatabase, ...inheritedEnv } = process.env;
+
+/**
+ * A database of the test's own that both the CLI (a process) and an app in the test reach: a copy
+ * of the migrated data directory (the CLI first, then `open()`: one process at a time holds it), or
+ * on PostgreSQL a database of its own.
+ */
+export async function sharedWithCli(): Promise<{ env: NodeJS.ProcessEnv; open(): Promise<Database>; close(): Promise<void> }> {
+  if (usePostgres) {
+    const own = await openOwnDatabase();
+    return {
+      env: { ...inheritedEnv, LOG_LEVEL: "silent", DATABASE_URL: own.url },
+      open: async () => own.database,
+      close: () => own.close(),
+    };
+  }
+  const dataDir = freshDataDir("cli-documents-");
+  let database: Database | undefined;
+  return {
+    env: { ...inheritedEnv, LOG_LEVEL: "silent", DATA_DIR: dataDir },
+    async open() {
+      database ??= await openDatabase({ kind: "embedded", dataDir });
+      return database;
+    },
+    async close() {
+      await database?.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
