@@ -26,6 +26,8 @@ export type MetricsOptions = {
   replicas?: () => ReplicaStatus[];
   /** Notification e-mail this replica sent, retried and gave up on; absent when mail is off. */
   mail?: { readonly sent: number; readonly retried: number; readonly failed: number };
+  /** Metrics a module registers itself (the webhook worker's). */
+  register?: ((registry: Registry) => void)[];
 };
 
 /**
@@ -33,7 +35,7 @@ export type MetricsOptions = {
  * would make a series per record), GraphQL operations on both transports, the database pool and
  * the process. `GET /metrics` serves them and needs no credential.
  */
-export function useMetrics({ routes, poolStats, redisHealth, replicas, mail }: MetricsOptions): Plugin {
+export function useMetrics({ routes, poolStats, redisHealth, replicas, mail, register }: MetricsOptions): Plugin {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
@@ -85,6 +87,7 @@ export function useMetrics({ routes, poolStats, redisHealth, replicas, mail }: M
 
   if (replicas) replicaMetrics(registry, replicas);
   if (mail) mailMetrics(registry, mail);
+  for (const add of register ?? []) add(registry);
 
   if (redisHealth) {
     new Gauge({
