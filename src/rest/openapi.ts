@@ -80,6 +80,7 @@ const tagDescriptions: Record<string, string> = {
   Notifications: "The caller's own inbox and e-mail preferences: a user's credential only (an API key gets 403)",
   Tasks: "The organization's tasks",
   Vendors: "Third parties the organization depends on",
+  Webhooks: "Endpoints that receive the organization's events, signed per Standard Webhooks, and their delivery log",
 };
 
 const errorSchema: Schema = {

@@ -34,10 +34,8 @@ export const webhookEventTypes: Record<string, string> = {
 
 /** Whether `filter` (a type, or a prefix ending in `.*`) names a known type or family of types. */
 export function isKnownTypeFilter(filter: string): boolean {
-  if (filter.endsWith(".*")) {
-    const prefix = filter.slice(0, -1);
-    return prefix.length > 1 && Object.keys(webhookEventTypes).some((type) => type.startsWith(prefix));
-  }
+  const family = /^([a-z_]+(?:\.[a-z_]+)*\.)\*$/.exec(filter)?.[1];
+  if (family) return Object.keys(webhookEventTypes).some((type) => type.indexOf(family) === 0);
   return Object.hasOwn(webhookEventTypes, filter);
 }
 

@@ -49,12 +49,12 @@ export function refusedAddress(text: string, cidrs: string[] | Cidr[]): string |
 /** Whether a host name is `localhost` or one of its subdomains. */
 function isLocalhost(hostname: string): boolean {
   const host = hostname.toLowerCase().replace(/\.$/, "");
-  return host === "localhost" || host.endsWith(".localhost");
+  return /(^|\.)localhost$/.test(host);
 }
 
 /** The host of a URL without IPv6 brackets. */
 function hostOf(url: URL): string {
-  return url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
+  return url.hostname.replace(/^\[(.*)\]$/, "$1");
 }
 
 /** What create and update refuse: not an http(s) URL, credentials in it, localhost, a refused address literal. */

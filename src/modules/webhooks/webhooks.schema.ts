@@ -5,7 +5,7 @@ import {
 } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
 import { anyOf, dateBounds, defineConnection, itemsQuery, listArgs } from "../../graphql/page.schema.js";
-import { limited } from "../../platform/limits.js";
+import { anyDateTime, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 import { webhookDeliveryList, webhookEndpointList, webhookLimits } from "./webhooks.service.js";
 
@@ -265,10 +265,9 @@ builder.mutationField("replayWebhookEndpoint", (t) =>
     description: `Queue every failed delivery of the endpoint created since a time (REST: 202, with the count). ${manage}`,
     args: {
       id: endpointId(t as never),
-      since: t.arg({
-        type: "DateTime",
+      since: t.arg.string({
         required: true,
-        description: "Failed deliveries created at or after this date-time (ISO 8601)",
+        ...limited("Failed deliveries created at or after this date-time (ISO 8601)", anyDateTime),
       }),
     },
     resolve: (_root, args, ctx) => ctx.services.webhooks.replay(authorize(ctx, "webhook:manage"), args.id, args.since),

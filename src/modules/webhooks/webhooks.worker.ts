@@ -138,7 +138,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
         entity: { type: event.entityType, id: event.entityId },
         actor: { userId: event.actorUserId, apiKeyId: event.actorApiKeyId },
         data: event.data,
-        object: event.action.endsWith(".deleted")
+        object: /\.deleted$/.test(event.action)
           ? null
           : await restObjectOf(db, event.organizationId, { type: event.entityType, id: event.entityId }),
       },
