@@ -7,6 +7,7 @@ import { startTracing } from "./http/tracing.js";
 import { createDeviceManagement } from "./modules/members/device-management.js";
 import { createNotificationMailer } from "./modules/notifications/notifications.mail.js";
 import { createUnsubscribe } from "./modules/notifications/notifications.unsubscribe.js";
+import { notifyDisabled } from "./modules/webhooks/webhooks.notify.js";
 import { createWebhookWorker } from "./modules/webhooks/webhooks.worker.js";
 import { type Config, loadConfig } from "./platform/config.js";
 import { type Database, openDatabase } from "./platform/db/database.js";
@@ -146,8 +147,13 @@ const mail = config.mail
   : undefined;
 
 /** Webhook deliveries: every replica works the queue (the WebhookDelivery rows) unless WEBHOOK_WORKER=false. */
-const webhookWorker = createWebhookWorker({ db: database.db, config: config.webhooks, logger });
-if (config.webhooks.worker) webhookWorker.start();
+const webhookWorker = createWebhookWorker({
+  db: database.db,
+  config: config.webhooks,
+  logger,
+  // Started after the app exists (below), so `app` is set whenever this runs.
+  onDisabled: (tx, endpoint) => notifyDisabled(app.services.notifier)(tx, endpoint),
+});
 
 let shuttingDown = false;
 const app = createApp({
@@ -175,6 +181,8 @@ const app = createApp({
  * connection stays usable; a caller still sending this long after its answer is cut off.
  */
 const DISCARD_REFUSED_BODY_MS = 2_000;
+
+if (config.webhooks.worker) webhookWorker.start();
 
 const server = createServer((req, res) => {
   // While draining, tell keep-alive clients to reconnect (to another replica).

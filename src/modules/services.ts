@@ -33,6 +33,8 @@ export function createServices(db: Db, options: ServiceOptions = {}) {
   const notifier = createNotifier({ links: options.links ?? {}, mail: options.mail, events });
   return {
     events,
+    /** Writes notifications in a change's transaction: for changes made outside a request (the webhook worker's). */
+    notifier,
     /** For plugin-prisma's relation loading only; resolvers call the services. */
     db,
     audit: createAuditService(db),

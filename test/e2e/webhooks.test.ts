@@ -127,7 +127,7 @@ describe.runIf(postgresUp)("webhooks across replicas on PostgreSQL", () => {
         return Number(/^webhook_deliveries_succeeded_total (\d+)/m.exec(text)?.[1] ?? "0");
       }),
     );
-    expect(sent[0] + sent[1]).toBe(20);
+    expect((sent[0] ?? 0) + (sent[1] ?? 0)).toBe(20);
     expect(sent.every((n) => n > 0)).toBe(true);
   }, 60_000);
 

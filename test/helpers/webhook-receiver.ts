@@ -64,11 +64,15 @@ export async function startWebhookReceiver() {
 }
 
 /** Waits until `check` returns a truthy value (polling), or fails after `timeoutMs`. */
-export async function until<T>(check: () => Promise<T> | T, timeoutMs = 10_000, what = "the condition"): Promise<T> {
+export async function until<T>(
+  check: () => Promise<T> | T,
+  timeoutMs = 10_000,
+  what = "the condition",
+): Promise<Exclude<T, false | 0 | "" | null | undefined>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
-    if (value) return value;
+    if (value) return value as Exclude<T, false | 0 | "" | null | undefined>;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }

@@ -64,3 +64,13 @@ ALTER TABLE "WebhookDelivery" ADD CONSTRAINT "WebhookDelivery_organizationId_fke
 
 -- AddForeignKey
 ALTER TABLE "WebhookDelivery" ADD CONSTRAINT "WebhookDelivery_endpointId_fkey" FOREIGN KEY ("endpointId") REFERENCES "WebhookEndpoint"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+-- Owners and admins hear of a disabled endpoint (reason webhook_disabled), in the inbox and by e-mail.
+-- AlterEnum
+ALTER TYPE "NotificationReason" ADD VALUE 'webhook_disabled';
+
+-- AlterEnum
+ALTER TYPE "NotificationEntityType" ADD VALUE 'webhook_endpoint';
+
+-- AlterTable
+ALTER TABLE "NotificationPreference" ADD COLUMN     "emailWebhookDisabled" BOOLEAN NOT NULL DEFAULT true;

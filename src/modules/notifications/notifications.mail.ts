@@ -149,6 +149,7 @@ const entityNames: Record<NotificationEntityType, string> = {
   vendor: "vendor",
   risk: "risk",
   policy: "policy",
+  webhook_endpoint: "webhook endpoint",
 };
 
 const reasonNames: Record<NotificationReason, string> = {
@@ -156,6 +157,7 @@ const reasonNames: Record<NotificationReason, string> = {
   assigned: "assignments",
   review_requested: "review requests",
   review_completed: "completed reviews",
+  webhook_disabled: "disabled webhook endpoints",
 };
 
 async function titleOf(db: Db, organizationId: string, type: NotificationEntityType, id: string): Promise<string | undefined> {
@@ -171,6 +173,8 @@ async function titleOf(db: Db, organizationId: string, type: NotificationEntityT
       return (await db.risk.findFirst({ where, select: { title: true } }))?.title;
     case "policy":
       return (await db.policy.findFirst({ where, select: { name: true } }))?.name;
+    case "webhook_endpoint":
+      return (await db.webhookEndpoint.findFirst({ where, select: { url: true } }))?.url;
   }
 }
 
@@ -231,6 +235,7 @@ export async function composeMessage(
     review_requested: `${actor} asked you to review the ${kind} ${quoted}`,
     // Notifications written before the outcome was recorded have none: "reviewed" then.
     review_completed: `${actor} ${notification.outcome ?? "reviewed"} your version of the ${kind} ${quoted}`,
+    webhook_disabled: `The ${kind} ${quoted} was disabled: it answered 410 Gone or kept failing`,
   }[notification.reason];
   const unsubscribe = await unsubscribeUrl(config, {
     memberId: notification.recipientId,

@@ -17,7 +17,7 @@ import {
 import type { RecordQuery } from "../../graphql/loaders.js";
 import type { WebhookConfig } from "../../platform/config.js";
 import type { Db } from "../../platform/db/database.js";
-import { BadUserInputError, NotFoundError } from "../../platform/errors.js";
+import { BadUserInputError, ConflictError, NotFoundError } from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";
 import { limit, list, text } from "../../platform/limits.js";
 import { notNull, parseInput, type WithNulls } from "../../platform/validation.js";
@@ -234,11 +234,18 @@ export function createWebhookService(db: Db, options: Partial<WebhookServiceOpti
 
     /** Queues the delivery to be attempted now by whichever replica takes it first. */
     async redeliver(actor: Actor, id: string, query: DeliveryQuery) {
+      const where = { id, organizationId: actor.organizationId, eventType: { not: "webhook.test" } };
+      // Never while a replica attempts it: one attempt at a time per delivery.
       const updated = await db.webhookDelivery.updateMany({
-        where: { id, organizationId: actor.organizationId, eventType: { not: "webhook.test" } },
-        data: { status: "pending", nextAttemptAt: new Date(), lockedUntil: null },
+        where: { ...where, OR: [{ lockedUntil: null }, { lockedUntil: { lt: new Date() } }] },
+        data: { status: "pending", nextAttemptAt: new Date() },
       });
-      if (updated.count === 0) throw new NotFoundError("Webhook delivery", id);
+      if (updated.count === 0) {
+        if (await db.webhookDelivery.count({ where })) {
+          throw new ConflictError("The delivery is being attempted right now: redeliver it once that attempt has ended");
+        }
+        throw new NotFoundError("Webhook delivery", id);
+      }
       return db.webhookDelivery.findUniqueOrThrow({ ...query, where: { id } });
     },
 

@@ -1,11 +1,13 @@
 import type { Logger } from "pino";
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import type { Prisma } from "../../generated/prisma/client.js";
 import type { WebhookConfig } from "../../platform/config.js";
 import type { Db } from "../../platform/db/database.js";
 import { newId } from "../../platform/ids.js";
 import { writeAuditEvent } from "../audit/audit.service.js";
 import { attemptDelivery, type Resolver, systemResolver } from "./webhooks.http.js";
 import { buildMessage, recordAttempt, type Sent, succeeded } from "./webhooks.message.js";
+import type { DisabledEndpoint } from "./webhooks.notify.js";
 import { OBJECT_BODY_LIMIT_BYTES, restObjectOf } from "./webhooks.objects.js";
 
 /** Deliveries one replica attempts at once. */
@@ -20,12 +22,12 @@ export type WebhookWorkerOptions = {
   config: WebhookConfig;
   logger: Logger;
   resolve?: Resolver;
-  /** Tells the organization's owners and admins that an endpoint was disabled (inbox and e-mail). */
+  /** Tells the organization's owners and admins that an endpoint was disabled (inbox and e-mail), in the disabling transaction; what it returns runs after the commit. */
   onDisabled?: (
-    tx: Parameters<Parameters<Db["$transaction"]>[0]>[0],
-    endpoint: { id: string; organizationId: string; url: string },
+    tx: Prisma.TransactionClient,
+    endpoint: DisabledEndpoint,
     reason: "gone" | "failing",
-  ) => Promise<void>;
+  ) => Promise<(() => void) | undefined>;
 };
 
 export type WebhookCounts = { succeeded: number; retried: number; failed: number };
@@ -83,13 +85,13 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
     return count === 1;
   }
 
-  async function disable(endpoint: { id: string; organizationId: string; url: string }, reason: "gone" | "failing") {
-    await db.$transaction(async (tx) => {
+  async function disable(endpoint: DisabledEndpoint, reason: "gone" | "failing") {
+    const announce = await db.$transaction(async (tx) => {
       const { count } = await tx.webhookEndpoint.updateMany({
         where: { id: endpoint.id, enabled: true },
         data: { enabled: false, disabledReason: reason },
       });
-      if (count === 0) return;
+      if (count === 0) return undefined;
       await writeAuditEvent(tx, {
         id: newId("aud"),
         organizationId: endpoint.organizationId,
@@ -98,8 +100,9 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
         entityId: endpoint.id,
         data: { reason, url: endpoint.url },
       });
-      await options.onDisabled?.(tx, endpoint, reason);
+      return options.onDisabled?.(tx, endpoint, reason);
     });
+    announce?.();
     logger.warn({ endpointId: endpoint.id, reason }, "webhook endpoint disabled");
   }
 
