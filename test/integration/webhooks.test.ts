@@ -30,7 +30,7 @@ const config: WebhookConfig = {
   worker: true,
   httpsOnly: false,
 };
-const { t, org, other, keyWith } = await openFixture({ webhooks: { options: { ...config, resolve } } });
+const { t, org, other, keyWith, appWith } = await openFixture({ webhooks: { options: { ...config, resolve } } });
 const worker = createWebhookWorker({
   db: t.db,
   config,
@@ -415,6 +415,35 @@ describe("SSRF", () => {
     });
     expect(https.error).toMatch(/not allowed/);
     expect(receiver.at("/never")).toHaveLength(0);
+  });
+});
+
+describe("/metrics", () => {
+  it("shows deliveries by result, attempt duration, queue depth and the oldest pending age", async () => {
+    const app = await appWith({ webhooks: { options: { ...config, resolve }, worker } });
+    const hook = await endpoint("/metrics");
+    // A delivery due a minute ago and claimed by a replica that died: waiting, and overdue.
+    await t.db.webhookDelivery.create({
+      data: {
+        id: `whd_metrics${Date.now()}`,
+        organizationId: org.organizationId,
+        endpointId: hook.id,
+        eventId: "aud_metrics",
+        eventType: "comment.created",
+        nextAttemptAt: new Date(Date.now() - 60_000),
+        lockedUntil: new Date(Date.now() + 600_000),
+      },
+    });
+    const res = await app.app.fetch(new Request("http://test/metrics"));
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1]);
+    expect(value("webhook_deliveries_succeeded_total")).toBeGreaterThan(0);
+    expect(value("webhook_deliveries_retried_total")).toBeGreaterThan(0);
+    expect(value("webhook_deliveries_failed_total")).toBeGreaterThan(0);
+    expect(value("webhook_attempt_duration_seconds_count")).toBeGreaterThan(0);
+    expect(value("webhook_queue_depth")).toBeGreaterThanOrEqual(1);
+    expect(value("webhook_oldest_pending_age_seconds")).toBeGreaterThanOrEqual(59);
   });
 });
 

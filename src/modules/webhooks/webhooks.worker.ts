@@ -64,7 +64,13 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
   let loop: Promise<void> | undefined;
   let wake: (() => void) | undefined;
   let lastSweep = 0;
-  let attemptDuration: Histogram | undefined;
+  // Observed from the start, whichever registry shows it (each app has its own).
+  const attemptDuration = new Histogram({
+    name: "webhook_attempt_duration_seconds",
+    help: "Time of one webhook attempt: resolving, connecting, sending and reading the answer",
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30],
+    registers: [],
+  });
 
   async function claim(): Promise<Claimed[]> {
     return db.$queryRaw<Claimed[]>`
@@ -155,7 +161,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
       ...config,
       resolve,
     });
-    attemptDuration?.observe(sent.durationMs / 1000);
+    attemptDuration.observe(sent.durationMs / 1000);
     const attempts = delivery.attempts + 1;
     const delay = succeeded(sent) ? null : nextDelaySeconds(config.retrySchedule, attempts, sent);
     const settled = await settle(
@@ -240,12 +246,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
           },
         });
       }
-      attemptDuration = new Histogram({
-        name: "webhook_attempt_duration_seconds",
-        help: "Time of one webhook attempt: resolving, connecting, sending and reading the answer",
-        buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30],
-        registers: [registry],
-      });
+      registry.registerMetric(attemptDuration);
       new Gauge({
         name: "webhook_queue_depth",
         help: "Webhook deliveries waiting for an attempt (pending or retrying), all replicas",
