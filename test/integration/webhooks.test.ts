@@ -1,5 +1,7 @@
 import pino from "pino";
 import { afterAll, describe, expect, it } from "vitest";
+import { composeMessage } from "../../src/modules/notifications/notifications.mail.js";
+import { createNotifier } from "../../src/modules/notifications/notifications.service.js";
 import { attemptDelivery } from "../../src/modules/webhooks/webhooks.http.js";
 import { notifyDisabled } from "../../src/modules/webhooks/webhooks.notify.js";
 import { createWebhookWorker } from "../../src/modules/webhooks/webhooks.worker.js";
@@ -31,12 +33,20 @@ const config: WebhookConfig = {
   httpsOnly: false,
 };
 const { t, org, other, keyWith, appWith } = await openFixture({ webhooks: { options: { ...config, resolve } } });
+const mailed: string[] = [];
 const worker = createWebhookWorker({
   db: t.db,
   config,
   logger: pino({ level: "silent" }),
   resolve,
-  onDisabled: notifyDisabled(t.app.services.notifier),
+  // The app's notifier, with an e-mail port that records the messages it is asked to send.
+  onDisabled: notifyDisabled(
+    createNotifier({
+      links: { appUrl: "https://app.gateway.test" },
+      mail: { enqueue: async (_tx, ids) => void mailed.push(...ids) },
+      events: t.app.services.events,
+    }),
+  ),
 });
 worker.start();
 afterAll(async () => {
@@ -280,6 +290,20 @@ describe("delivery", () => {
     const told = await t.db.notification.findMany({ where: { entityId: hook.id, reason: "webhook_disabled" } });
     expect(told.map((n) => n.recipientId).sort()).toEqual([org.memberIds[0], org.memberIds[1]].sort());
     expect(told.every((n) => n.entityType === "webhook_endpoint")).toBe(true);
+    // And by e-mail: one message each, naming the endpoint.
+    expect(mailed).toEqual(expect.arrayContaining(told.map((n) => n.id)));
+    const mail = await composeMessage(t.db, told[0]?.id as string, {
+      smtpUrl: "smtp://127.0.0.1:1",
+      from: "Workspace <notify@gateway.test>",
+      publicUrl: "http://gateway.test",
+      unsubscribeSecret: "x".repeat(32),
+      retryLimit: 0,
+      retryDelaySeconds: 1,
+      retryDelayMaxSeconds: 1,
+      pollIntervalSeconds: 1,
+      worker: false,
+    });
+    expect("subject" in mail && mail.subject).toContain(`webhook endpoint "${receiver.url("/gone")}" was disabled`);
     const read = await t.rest("GET", `/v1/webhook-endpoints/${hook.id}`, { key });
     expect(read.body).toMatchObject({ enabled: false, disabledReason: "gone" });
 
@@ -415,6 +439,34 @@ describe("SSRF", () => {
     });
     expect(https.error).toMatch(/not allowed/);
     expect(receiver.at("/never")).toHaveLength(0);
+  });
+});
+
+describe("retention", () => {
+  it("deletes finished deliveries older than WEBHOOK_DELIVERY_RETENTION_DAYS and keeps the rest", async () => {
+    const hook = await endpoint("/retention");
+    const old = new Date(Date.now() - 31 * 86_400_000);
+    const row = (id: string, extra: object) => ({
+      id: `whd_${id}${Date.now()}`,
+      organizationId: org.organizationId,
+      endpointId: hook.id,
+      eventId: "aud_retention",
+      eventType: "comment.created",
+      ...extra,
+    });
+    const rows = [
+      row("olddone", { status: "succeeded", nextAttemptAt: null, createdAt: old }),
+      row("oldfailed", { status: "failed", nextAttemptAt: null, createdAt: old }),
+      row("olddue", { status: "retrying", nextAttemptAt: new Date(Date.now() + 3_600_000), createdAt: old }),
+      row("newdone", { status: "succeeded", nextAttemptAt: null }),
+    ] as const;
+    await t.db.webhookDelivery.createMany({ data: rows as never });
+    await worker.sweep();
+    const left = await t.db.webhookDelivery.findMany({
+      where: { endpointId: hook.id, eventId: "aud_retention" },
+      select: { id: true },
+    });
+    expect(left.map((d) => d.id).sort()).toEqual([rows[2].id, rows[3].id].sort());
   });
 });
 
