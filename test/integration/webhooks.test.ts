@@ -129,6 +129,10 @@ describe("webhook endpoints", () => {
     const created = await endpoint("/upd");
     const update = await t.rest("PATCH", `/v1/webhook-endpoints/${created.id}`, { key, body: { url: "http://192.168.1.1/x" } });
     expect(update.status).toBe(400);
+    const types = await t.rest("PATCH", `/v1/webhook-endpoints/${created.id}`, { key, body: { eventTypes: ["task.*"] } });
+    expect(types.status).toBe(200);
+    const audited = await t.db.auditEvent.findFirst({ where: { entityId: created.id, action: "webhook_endpoint.updated" } });
+    expect(audited?.data).toEqual({ changes: { eventTypes: { from: [], to: ["task.*"] } } });
   });
 
   it("needs webhook:manage (403) and keeps another organization's endpoints and deliveries at 404", async () => {
@@ -312,6 +316,8 @@ describe("delivery", () => {
     const enabled = await t.rest("PATCH", `/v1/webhook-endpoints/${hook.id}`, { key, body: { enabled: true } });
     expect(enabled.status).toBe(200);
     expect(enabled.body).toMatchObject({ enabled: true, disabledReason: null });
+    const audited = await t.db.auditEvent.findFirst({ where: { entityId: hook.id, action: "webhook_endpoint.updated" } });
+    expect(audited?.data).toEqual({ changes: { enabled: { from: false, to: true } } });
     const replay = await t.rest("POST", `/v1/webhook-endpoints/${hook.id}/replay`, {
       key,
       body: { since: new Date(Date.now() - 60_000).toISOString() },

@@ -169,6 +169,7 @@ export function createWebhookService(db: Db, options: Partial<WebhookServiceOpti
           { ...current, eventTypes: current.eventTypes.join("\n") as never },
           { ...wanted, eventTypes: wanted.eventTypes?.join("\n") as never },
         );
+        if (changes.eventTypes) changes.eventTypes = { from: current.eventTypes, to: wanted.eventTypes };
         const set = {
           ...data,
           ...(data.eventTypes !== undefined ? { eventTypes: wanted.eventTypes } : {}),
@@ -179,7 +180,7 @@ export function createWebhookService(db: Db, options: Partial<WebhookServiceOpti
         if (Object.keys(changes).length > 0) {
           await writeAuditEvent(
             tx,
-            auditEvent(actor, "webhook_endpoint.updated", { type: "webhook_endpoint", id }, changes as never),
+            auditEvent(actor, "webhook_endpoint.updated", { type: "webhook_endpoint", id }, { changes } as never),
           );
         }
         return endpoint;
