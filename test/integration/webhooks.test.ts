@@ -194,6 +194,20 @@ describe("delivery", () => {
     });
   });
 
+  it("sends the other records in their REST shape too: a member as GET /v1/people/{id}, a task as GET /v1/tasks/{id}", async () => {
+    await endpoint("/records", { eventTypes: ["member.updated", "task.updated", "task_item.updated"] });
+    const memberId = org.memberIds[3] as string;
+    expect((await t.rest("PATCH", `/v1/people/${memberId}`, { key, body: { jobTitle: "Webhooks" } })).status).toBe(200);
+    expect((await t.rest("PATCH", `/v1/tasks/${org.taskIds[1]}`, { key, body: { status: "done" } })).status).toBe(200);
+    const item = await t.rest("PATCH", `/v1/task-management/${org.taskItemIds[1]}`, { key, body: { title: "Hooked" } });
+    expect(item.status).toBe(200);
+    const messages = await until(() => receiver.at("/records").length >= 3 && receiver.at("/records"));
+    const objectOf = (type: string) => messages.map((m) => JSON.parse(m.body)).find((b) => b.type === type)?.data.object;
+    expect(objectOf("member.updated")).toEqual((await t.rest("GET", `/v1/people/${memberId}`, { key })).body);
+    expect(objectOf("task.updated")).toEqual((await t.rest("GET", `/v1/tasks/${org.taskIds[1]}`, { key })).body);
+    expect(objectOf("task_item.updated")).toEqual(item.body);
+  });
+
   it("sends only the types an endpoint's filter selects; object is null after a delete", async () => {
     await endpoint("/policies-only", { eventTypes: ["policy.*"] });
     await endpoint("/all");

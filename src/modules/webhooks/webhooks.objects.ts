@@ -106,6 +106,53 @@ export async function restObjectOf(db: Db, organizationId: string, entity: { typ
           },
         }),
       );
+    case "member":
+      return json(
+        await db.member.findFirst({
+          where,
+          select: {
+            id: true,
+            organizationId: true,
+            userId: true,
+            role: true,
+            department: true,
+            jobTitle: true,
+            deviceLabelId: true,
+            isActive: true,
+            createdAt: true,
+            user: {
+              select: {
+                id: true,
+                name: true,
+                email: true,
+                emailVerified: true,
+                image: true,
+                lastLogin: true,
+                createdAt: true,
+                updatedAt: true,
+              },
+            },
+          },
+        }),
+      );
+    case "task_item":
+      return json(
+        await db.taskItem.findFirst({
+          where,
+          select: {
+            id: true,
+            title: true,
+            description: true,
+            status: true,
+            priority: true,
+            entityType: true,
+            entityId: true,
+            assigneeId: true,
+            createdAt: true,
+            updatedAt: true,
+          },
+        }),
+      );
     case "webhook_endpoint":
       return json(
         await db.webhookEndpoint.findFirst({
