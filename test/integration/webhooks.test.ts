@@ -208,6 +208,18 @@ describe("delivery", () => {
     expect(objectOf("task_item.updated")).toEqual(item.body);
   });
 
+  it("leaves object null when it would make the body larger than 20 KB", async () => {
+    await endpoint("/large", { eventTypes: ["vendor.created"] });
+    const small = await t.rest("POST", "/v1/vendors", { key, body: { name: "Small" } });
+    const large = await t.rest("POST", "/v1/vendors", { key, body: { name: "Large", description: "😀".repeat(10_000) } });
+    expect([small.status, large.status]).toEqual([201, 201]);
+    const messages = await until(() => receiver.at("/large").length >= 2 && receiver.at("/large").map((m) => JSON.parse(m.body)));
+    const byId = (id: string) => messages.find((m) => m.data.entity.id === id);
+    expect(byId(small.body.id).data.object).toEqual(small.body);
+    expect(byId(large.body.id).data.object).toBeNull();
+    expect(byId(large.body.id).data.entity).toEqual({ type: "vendor", id: large.body.id });
+  });
+
   it("sends only the types an endpoint's filter selects; object is null after a delete", async () => {
     await endpoint("/policies-only", { eventTypes: ["policy.*"] });
     await endpoint("/all");
