@@ -32,6 +32,8 @@ import type { NotificationMail } from "./modules/notifications/notifications.ser
 import type { Unsubscribe } from "./modules/notifications/notifications.unsubscribe.js";
 import { loadersFor } from "./modules/request-loaders.js";
 import { createServices } from "./modules/services.js";
+import type { WebhookServiceOptions } from "./modules/webhooks/webhooks.service.js";
+import type { WebhookWorker } from "./modules/webhooks/webhooks.worker.js";
 import { type Config, DEFAULT_BODY_BUDGET_BYTES } from "./platform/config.js";
 import type { Database } from "./platform/db/database.js";
 import type { Events } from "./platform/events.js";
@@ -69,6 +71,8 @@ export type AppDeps = {
   isShuttingDown?: () => boolean;
   /** E-mail for notifications (SMTP configured): the jobs changes enqueue, their counts (/metrics), and /unsubscribe. */
   mail?: { mailer: NotificationMail & Partial<Pick<NotificationMailer, "counts">>; unsubscribe?: Unsubscribe };
+  /** Webhook target rules (WEBHOOK_*) and this replica's delivery worker, for /metrics. */
+  webhooks?: { options?: Partial<WebhookServiceOptions>; worker?: Pick<WebhookWorker, "registerMetrics"> };
 };
 
 /** The unsubscribe form is one short field: a larger body is not one. */
@@ -104,6 +108,7 @@ export function createApp(deps: AppDeps) {
     events: deps.events,
     mail: deps.mail?.mailer,
     links: { appUrl: config.appUrl, trustedOrigins: config.corsOrigins },
+    webhooks: deps.webhooks?.options,
   });
   const verify = createAuthenticator(database.db, config.jwt, { corsOrigins: config.corsOrigins });
   const authenticate = limitAuthenticationFailures(verify, {
@@ -198,6 +203,7 @@ export function createApp(deps: AppDeps) {
         replicas: database.replicas?.statuses,
         mail: deps.mail?.mailer.counts,
         trustedDocuments: trustedDocuments.counts,
+        register: deps.webhooks?.worker ? [(registry) => deps.webhooks?.worker?.registerMetrics(registry)] : [],
       }),
       ...((config.graphiql ?? !config.production) ? [useGraphiQLAssets()] : []),
       useRequestLog(logger),

@@ -11,6 +11,7 @@ import "./modules/task-items/task-items.schema.js";
 import "./modules/tasks/tasks.schema.js";
 import "./modules/vendors/vendors.schema.js";
 import "./modules/viewer/viewer.schema.js";
+import "./modules/webhooks/webhooks.schema.js";
 import "./graphql/node.schema.js";
 import { freshLoadersPerChange } from "./modules/request-loaders.js";
 

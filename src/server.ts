@@ -9,6 +9,8 @@ import { startTracing } from "./http/tracing.js";
 import { createDeviceManagement } from "./modules/members/device-management.js";
 import { createNotificationMailer } from "./modules/notifications/notifications.mail.js";
 import { createUnsubscribe } from "./modules/notifications/notifications.unsubscribe.js";
+import { notifyDisabled } from "./modules/webhooks/webhooks.notify.js";
+import { createWebhookWorker } from "./modules/webhooks/webhooks.worker.js";
 import { type Config, loadConfig } from "./platform/config.js";
 import { type Database, openDatabase } from "./platform/db/database.js";
 import { isDatabaseUnavailable } from "./platform/db/unavailable.js";
@@ -146,6 +148,15 @@ const mail = config.mail
     })(config.mail)
   : undefined;
 
+/** Webhook deliveries: every replica works the queue (the WebhookDelivery rows) unless WEBHOOK_WORKER=false. */
+const webhookWorker = createWebhookWorker({
+  db: database.db,
+  config: config.webhooks,
+  logger,
+  // Started after the app exists (below), so `app` is set whenever this runs.
+  onDisabled: (tx, endpoint) => notifyDisabled(app.services.notifier)(tx, endpoint),
+});
+
 let shuttingDown = false;
 const app = createApp({
   database,
@@ -159,6 +170,7 @@ const app = createApp({
   isShuttingDown: () => shuttingDown,
   tracer: tracing?.tracer,
   mail,
+  webhooks: { options: config.webhooks, worker: webhookWorker },
   deviceManagement: config.deviceManagement
     ? createDeviceManagement(config.deviceManagement.url, config.deviceManagement.token)
     : undefined,
@@ -171,6 +183,8 @@ const app = createApp({
  * connection stays usable; a caller still sending this long after its answer is cut off.
  */
 const DISCARD_REFUSED_BODY_MS = 2_000;
+
+if (config.webhooks.worker) webhookWorker.start();
 
 const server = createServer((req, res) => {
   // While draining, tell keep-alive clients to reconnect (to another replica).
@@ -250,6 +264,8 @@ async function shutdown(signal: string) {
   await run("dispose the GraphQL server", () => app.yoga.dispose());
   // Messages being sent finish (within SHUTDOWN_TIMEOUT_MS); the jobs not taken wait for another replica.
   await run("stop the mail worker", () => mail?.mailer.stop());
+  // Attempts in flight finish (each within WEBHOOK_TIMEOUT_MS); a claim left behind lapses for another replica.
+  await run("stop the webhook worker", () => webhookWorker.stop());
   await run("stop the job queue", () =>
     mail?.queue.stop(Math.max(1_000, config.shutdownTimeoutMs - (Date.now() - signalledAt) - 2_000)),
   );

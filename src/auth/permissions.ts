@@ -20,6 +20,7 @@ export const permissions = [
   "vendor:create",
   "vendor:read",
   "vendor:update",
+  "webhook:manage",
 ] as const;
 
 export type Permission = (typeof permissions)[number];

@@ -29,6 +29,8 @@ export type MetricsOptions = {
   mail?: { readonly sent: number; readonly retried: number; readonly failed: number };
   /** Trusted documents run (by app and version), texts refused by the policy, unknown ids. */
   trustedDocuments?: TrustedDocumentCounts;
+  /** Metrics a module registers itself (the webhook worker's). */
+  register?: ((registry: Registry) => void)[];
 };
 
 /**
@@ -36,7 +38,15 @@ export type MetricsOptions = {
  * would make a series per record), GraphQL operations on both transports, the database pool and
  * the process. `GET /metrics` serves them and needs no credential.
  */
-export function useMetrics({ routes, poolStats, redisHealth, replicas, mail, trustedDocuments }: MetricsOptions): Plugin {
+export function useMetrics({
+  routes,
+  poolStats,
+  redisHealth,
+  replicas,
+  mail,
+  trustedDocuments,
+  register,
+}: MetricsOptions): Plugin {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
@@ -89,6 +99,7 @@ export function useMetrics({ routes, poolStats, redisHealth, replicas, mail, tru
   if (replicas) replicaMetrics(registry, replicas);
   if (mail) mailMetrics(registry, mail);
   if (trustedDocuments) trustedDocumentMetrics(registry, trustedDocuments);
+  for (const add of register ?? []) add(registry);
 
   if (redisHealth) {
     new Gauge({

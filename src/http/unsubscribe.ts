@@ -22,6 +22,7 @@ const reasonNames: Record<string, string> = {
   assigned: "assignments",
   review_requested: "review requests",
   review_completed: "completed reviews",
+  webhook_disabled: "disabled webhook endpoints",
 };
 
 const text = (status: number, body: string, headers: Record<string, string> = {}) =>

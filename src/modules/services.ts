@@ -16,6 +16,7 @@ import { createTaskItemService } from "./task-items/task-items.service.js";
 import { createTaskService } from "./tasks/tasks.service.js";
 import { createVendorService } from "./vendors/vendors.service.js";
 import { createViewerService } from "./viewer/viewer.service.js";
+import { createWebhookService, type WebhookServiceOptions } from "./webhooks/webhooks.service.js";
 
 export type ServiceOptions = {
   deviceManagement?: DeviceManagement;
@@ -23,6 +24,8 @@ export type ServiceOptions = {
   mail?: NotificationMail;
   /** APP_URL and CORS_ORIGINS, for the deep links of notifications. */
   links?: DeepLinks;
+  /** Webhook target rules and timeouts (WEBHOOK_*), and the resolver (tests inject one). */
+  webhooks?: Partial<WebhookServiceOptions>;
 };
 
 export function createServices(db: Db, options: ServiceOptions = {}) {
@@ -30,6 +33,8 @@ export function createServices(db: Db, options: ServiceOptions = {}) {
   const notifier = createNotifier({ links: options.links ?? {}, mail: options.mail, events });
   return {
     events,
+    /** Writes notifications in a change's transaction: for changes made outside a request (the webhook worker's). */
+    notifier,
     /** For plugin-prisma's relation loading only; resolvers call the services. */
     db,
     audit: createAuditService(db),
@@ -42,6 +47,7 @@ export function createServices(db: Db, options: ServiceOptions = {}) {
     risks: createRiskService(db, notifier),
     vendors: createVendorService(db, notifier),
     viewer: createViewerService(db),
+    webhooks: createWebhookService(db, options.webhooks),
   };
 }
 

@@ -1,3 +1,4 @@
+import ipaddr from "ipaddr.js";
 import { z } from "zod";
 import { DEFAULT_TRANSACTION_LIMITS, type TransactionLimits, transactionLimitsProblem } from "./db/transaction-limits.js";
 
@@ -133,6 +134,25 @@ const schema = z.object({
   MAIL_RETRY_DELAY_MAX_SECONDS: z.coerce.number().int().min(1).max(86_400).default(3_600),
   MAIL_POLL_INTERVAL_SECONDS: z.coerce.number().min(0.5).max(60).default(2),
   MAIL_WORKER: z.enum(["true", "false"]).default("true"),
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
+  WEBHOOK_RETRY_SCHEDULE: z
+    .string()
+    .default("5,300,1800,7200,18000,36000,50400,72000,86400")
+    .transform((list) => list.split(",").map((s) => Number(s.trim())))
+    .pipe(z.array(z.number().min(0).max(604_800)).min(1, "at least one delay")),
+  WEBHOOK_DISABLE_AFTER_HOURS: z.coerce.number().min(0).max(8760).default(120),
+  WEBHOOK_ALLOWED_CIDRS: z
+    .string()
+    .default("")
+    .transform((list) =>
+      list
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
+  WEBHOOK_DELIVERY_RETENTION_DAYS: z.coerce.number().min(1).max(3650).default(30),
+  WEBHOOK_POLL_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(1_000),
+  WEBHOOK_WORKER: z.enum(["true", "false"]).default("true"),
 });
 
 /** `a@b.example` or `Name <a@b.example>`: what nodemailer puts in From. */
@@ -237,6 +257,7 @@ export type Config = {
   otlpEndpoint: string | undefined;
   deviceManagement: { url: string; token?: string } | undefined;
   mail: MailConfig | undefined;
+  webhooks: WebhookConfig;
 };
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -309,6 +330,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,
     deviceManagement: e.DEVICE_MANAGEMENT_URL ? { url: e.DEVICE_MANAGEMENT_URL, token: e.DEVICE_MANAGEMENT_TOKEN } : undefined,
     mail,
+    webhooks: webhookConfig(e),
   };
 }
 
@@ -342,4 +364,48 @@ function mailConfig(e: z.infer<typeof schema>): MailConfig | undefined {
     pollIntervalSeconds: e.MAIL_POLL_INTERVAL_SECONDS,
     worker: e.MAIL_WORKER === "true",
   };
+}
+
+/** Webhook deliveries (modules/webhooks, contract section 12). */
+export type WebhookConfig = {
+  timeoutMs: number;
+  /** Seconds between attempts: the first retry waits the first, and so on; after the last, the delivery failed. */
+  retrySchedule: number[];
+  disableAfterHours: number;
+  /** CIDRs whose addresses a webhook may reach although they are private, loopback, ... */
+  allowedCidrs: string[];
+  retentionDays: number;
+  pollIntervalMs: number;
+  /** Whether this replica attempts deliveries (WEBHOOK_WORKER, on when absent). */
+  worker: boolean;
+  /** https only, unless the address is inside allowedCidrs. */
+  httpsOnly: boolean;
+};
+
+function webhookConfig(e: z.infer<typeof schema>): WebhookConfig {
+  for (const cidr of e.WEBHOOK_ALLOWED_CIDRS) {
+    if (!isCidr(cidr))
+      throw new Error(
+        `Invalid configuration:\n  WEBHOOK_ALLOWED_CIDRS: ${JSON.stringify(cidr)} is not a CIDR (e.g. 10.0.0.0/8, fd00::/8)`,
+      );
+  }
+  return {
+    timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+    retrySchedule: e.WEBHOOK_RETRY_SCHEDULE,
+    disableAfterHours: e.WEBHOOK_DISABLE_AFTER_HOURS,
+    allowedCidrs: e.WEBHOOK_ALLOWED_CIDRS,
+    retentionDays: e.WEBHOOK_DELIVERY_RETENTION_DAYS,
+    pollIntervalMs: e.WEBHOOK_POLL_INTERVAL_MS,
+    worker: e.WEBHOOK_WORKER === "true",
+    httpsOnly: e.NODE_ENV === "production",
+  };
+}
+
+function isCidr(value: string): boolean {
+  try {
+    ipaddr.parseCIDR(value);
+    return true;
+  } catch {
+    return false;
+  }
 }

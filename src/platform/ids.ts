@@ -17,7 +17,10 @@ export type IdPrefix =
   | "aud"
   | "ses"
   | "idk"
-  | "ntf";
+  | "ntf"
+  | "whe"
+  | "whd"
+  | "msg";
 
 // Time-ordered (48-bit millisecond clock, then 80 random bits) so ids sort like creation order;
 // but a user id is 128 random bits: accounts are shared between organizations, and `createMember`

@@ -38,7 +38,7 @@ const scalars: Record<string, Schema> = {
 
 /** Statuses every operation can answer; the others depend on the route. */
 const commonErrors = [400, 401, 403, 429, 500, 503];
-const conflicts = new Set(["createMember", "updateMember"]);
+const conflicts = new Set(["createMember", "updateMember", "redeliverWebhook"]);
 const gateways = new Set(["unlinkDevice"]);
 /** Arguments naming a record that must exist in the caller's organization. */
 const referenceArgs = new Set(["entityId", "userId", "sourceVersionId", "approverId", "assigneeId"]);
@@ -80,6 +80,7 @@ const tagDescriptions: Record<string, string> = {
   Notifications: "The caller's own inbox and e-mail preferences: a user's credential only (an API key gets 403)",
   Tasks: "The organization's tasks",
   Vendors: "Third parties the organization depends on",
+  Webhooks: "Endpoints that receive the organization's events, signed per Standard Webhooks, and their delivery log",
 };
 
 const errorSchema: Schema = {

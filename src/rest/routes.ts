@@ -87,6 +87,36 @@ export const restRoutes: Record<string, RestRoute> = {
     responseStatus: 200,
     tags: ["Notifications"],
   },
+  "Mutation.createWebhookEndpoint": { method: "POST", path: "/webhook-endpoints", responseStatus: 201, tags: ["Webhooks"] },
+  "Query.webhookEndpoints": { method: "GET", path: "/webhook-endpoints", responseStatus: 200, tags: ["Webhooks"] },
+  "Query.webhookEndpoint": { method: "GET", path: "/webhook-endpoints/:id", responseStatus: 200, tags: ["Webhooks"] },
+  "Mutation.updateWebhookEndpoint": { method: "PATCH", path: "/webhook-endpoints/:id", responseStatus: 200, tags: ["Webhooks"] },
+  "Mutation.deleteWebhookEndpoint": { method: "DELETE", path: "/webhook-endpoints/:id", responseStatus: 204, tags: ["Webhooks"] },
+  "Mutation.rotateWebhookEndpointSecret": {
+    method: "POST",
+    path: "/webhook-endpoints/:id/rotate-secret",
+    responseStatus: 200,
+    tags: ["Webhooks"],
+  },
+  "Query.webhookDeliveries": {
+    method: "GET",
+    path: "/webhook-endpoints/:id/deliveries",
+    responseStatus: 200,
+    tags: ["Webhooks"],
+  },
+  "Mutation.redeliverWebhook": {
+    method: "POST",
+    path: "/webhook-deliveries/:id/redeliver",
+    responseStatus: 202,
+    tags: ["Webhooks"],
+  },
+  "Mutation.replayWebhookEndpoint": {
+    method: "POST",
+    path: "/webhook-endpoints/:id/replay",
+    responseStatus: 202,
+    tags: ["Webhooks"],
+  },
+  "Mutation.sendTestWebhook": { method: "POST", path: "/webhook-endpoints/:id/test", responseStatus: 200, tags: ["Webhooks"] },
 };
 
 /** The table as Sofa takes it: Sofa cannot send a 204 without a body, so the REST guard turns its 200 into one. */

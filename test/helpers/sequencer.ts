@@ -28,6 +28,8 @@ const estimates: Record<string, number> = {
   "test/integration/hostile-callers.test.ts": 9,
   "test/integration/trusted-documents.test.ts": 8,
   "test/e2e/replicas.test.ts": 8,
+  "test/e2e/webhooks.test.ts": 32,
+  "test/integration/webhooks.test.ts": 18,
   "test/integration/migrations.test.ts": 6,
   "test/integration/user-auth.test.ts": 6,
   "test/integration/permissions.test.ts": 5,

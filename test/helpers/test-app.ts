@@ -129,6 +129,8 @@ export async function createTestApp(
     logger?: Logger;
     /** E-mail for notifications: the mailer (notifications.mail.ts) and /unsubscribe, or only a port to enqueue to. */
     mail?: AppDeps["mail"] | NotificationMail;
+    /** Webhook target rules (allowed CIDRs, the resolver) and the worker whose metrics /metrics shows. */
+    webhooks?: AppDeps["webhooks"];
   } = {},
 ) {
   const { database, drop } = options.database
@@ -157,6 +159,7 @@ export async function createTestApp(
     logger: options.logger ?? pino({ level: "silent" }),
     deviceManagement: options.deviceManagement,
     mail: options.mail && "enqueue" in options.mail ? { mailer: options.mail } : options.mail,
+    webhooks: options.webhooks,
   });
 
   async function rest(method: string, path: string, opts: RestOptions = {}) {

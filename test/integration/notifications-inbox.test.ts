@@ -224,7 +224,7 @@ describe("the inbox", () => {
 describe("preferences", () => {
   it("all on by default; a change answers the preferences after it, audited once per change, on both transports", async () => {
     const headersOf = await sessionOf(org.userIds[3] as string);
-    const defaults = { mention: true, assigned: true, review_requested: true, review_completed: true };
+    const defaults = { mention: true, assigned: true, review_requested: true, review_completed: true, webhook_disabled: true };
     const got = await t.rest("GET", "/v1/notifications/preferences", { headers: headersOf });
     expect(got.status).toBe(200);
     expect(got.body).toEqual({ email: defaults });
@@ -244,7 +244,7 @@ describe("preferences", () => {
     );
     expect(gql.body.data.updateNotificationPreferences.email).toEqual({ mention: false, review_completed: false });
     const read = await t.gql(
-      `{ notificationPreferences { email { mention assigned review_requested review_completed } } viewer { notificationPreferences { email { review_completed } } } }`,
+      `{ notificationPreferences { email { mention assigned review_requested review_completed webhook_disabled } } viewer { notificationPreferences { email { review_completed } } } }`,
       {},
       { headers: headersOf },
     );

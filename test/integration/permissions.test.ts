@@ -341,6 +341,107 @@ Object.assign(operations, {
   },
 } satisfies typeof operations);
 
+/** An endpoint no attempt may reach (a reserved address), written directly: the test message fails at once. */
+async function webhookEndpoint(): Promise<string> {
+  const id = `whe_${unique()}`;
+  await t.db.webhookEndpoint.create({
+    data: { id, organizationId: org.organizationId, url: "https://203.0.113.10/hook", secret: "whsec_AAAA" },
+  });
+  return id;
+}
+
+async function webhookDelivery(): Promise<string> {
+  const endpointId = await webhookEndpoint();
+  const id = `whd_${unique()}`;
+  await t.db.webhookDelivery.create({
+    data: {
+      id,
+      organizationId: org.organizationId,
+      endpointId,
+      eventId: "aud_x",
+      eventType: "task.created",
+      status: "failed",
+      nextAttemptAt: null,
+    },
+  });
+  return id;
+}
+
+const onEndpoint = (rest: (id: string) => [string, string, unknown?], gql: string) => async (): Promise<Call> => {
+  const [a, b] = [await webhookEndpoint(), await webhookEndpoint()];
+  return { rest: rest(a), gql: [gql, { id: b }] };
+};
+
+Object.assign(operations, {
+  "Mutation.createWebhookEndpoint": {
+    permission: "webhook:manage",
+    call: () => ({
+      rest: ["POST", "/v1/webhook-endpoints", { url: "https://hooks.example.com/rest" }],
+      gql: ['mutation { createWebhookEndpoint(url: "https://hooks.example.com/gql") { id secret } }', {}],
+    }),
+  },
+  "Query.webhookEndpoints": {
+    permission: "webhook:manage",
+    call: () => ({ rest: ["GET", "/v1/webhook-endpoints"], gql: ["{ webhookEndpoints { nextCursor } }", {}] }),
+  },
+  "Query.webhookEndpoint": {
+    permission: "webhook:manage",
+    call: onEndpoint((id) => ["GET", `/v1/webhook-endpoints/${id}`], "query($id: ID!) { webhookEndpoint(id: $id) { id } }"),
+  },
+  "Mutation.updateWebhookEndpoint": {
+    permission: "webhook:manage",
+    call: onEndpoint(
+      (id) => ["PATCH", `/v1/webhook-endpoints/${id}`, { description: "d" }],
+      'mutation($id: ID!) { updateWebhookEndpoint(id: $id, description: "g") { id } }',
+    ),
+  },
+  "Mutation.deleteWebhookEndpoint": {
+    permission: "webhook:manage",
+    call: onEndpoint(
+      (id) => ["DELETE", `/v1/webhook-endpoints/${id}`],
+      "mutation($id: ID!) { deleteWebhookEndpoint(id: $id) { id } }",
+    ),
+  },
+  "Mutation.rotateWebhookEndpointSecret": {
+    permission: "webhook:manage",
+    call: onEndpoint(
+      (id) => ["POST", `/v1/webhook-endpoints/${id}/rotate-secret`],
+      "mutation($id: ID!) { rotateWebhookEndpointSecret(id: $id) { secret } }",
+    ),
+  },
+  "Mutation.sendTestWebhook": {
+    permission: "webhook:manage",
+    call: onEndpoint(
+      (id) => ["POST", `/v1/webhook-endpoints/${id}/test`],
+      "mutation($id: ID!) { sendTestWebhook(id: $id) { status } }",
+    ),
+  },
+  "Query.webhookDeliveries": {
+    permission: "webhook:manage",
+    call: onEndpoint(
+      (id) => ["GET", `/v1/webhook-endpoints/${id}/deliveries`],
+      "query($id: ID!) { webhookDeliveries(id: $id) { nextCursor } }",
+    ),
+  },
+  "Mutation.replayWebhookEndpoint": {
+    permission: "webhook:manage",
+    call: onEndpoint(
+      (id) => ["POST", `/v1/webhook-endpoints/${id}/replay`, { since: "2026-01-01T00:00:00Z" }],
+      'mutation($id: ID!) { replayWebhookEndpoint(id: $id, since: "2026-01-01T00:00:00Z") { queued } }',
+    ),
+  },
+  "Mutation.redeliverWebhook": {
+    permission: "webhook:manage",
+    call: async () => {
+      const [a, b] = [await webhookDelivery(), await webhookDelivery()];
+      return {
+        rest: ["POST", `/v1/webhook-deliveries/${a}/redeliver`],
+        gql: ["mutation($id: ID!) { redeliverWebhook(id: $id) { id } }", { id: b }],
+      };
+    },
+  },
+} satisfies typeof operations);
+
 async function commentBy(userId: string): Promise<string> {
   const res = await t.rest("POST", "/v1/comments", {
     key: org.apiKey,

@@ -129,8 +129,33 @@ async function callEveryRoute(): Promise<Record<string, { status: number; shape:
     "Query.notificationPreferences": () => t.rest("GET", "/v1/notifications/preferences", { headers: approver }),
     "Mutation.updateNotificationPreferences": () =>
       t.rest("PATCH", "/v1/notifications/preferences", { headers: approver, body: { email: { mention: false } } }),
+    "Mutation.createWebhookEndpoint": async () => {
+      hook = await t.rest("POST", "/v1/webhook-endpoints", { key, body: { url: "https://hooks.example.com/a" } });
+      return hook;
+    },
+    "Query.webhookEndpoints": () => t.rest("GET", "/v1/webhook-endpoints", { key }),
+    "Query.webhookEndpoint": () => t.rest("GET", `/v1/webhook-endpoints/${hook.body.id}`, { key }),
+    "Mutation.updateWebhookEndpoint": () =>
+      t.rest("PATCH", `/v1/webhook-endpoints/${hook.body.id}`, { key, body: { description: "d" } }),
+    "Mutation.rotateWebhookEndpointSecret": () => t.rest("POST", `/v1/webhook-endpoints/${hook.body.id}/rotate-secret`, { key }),
+    // An address no attempt may reach: the test answers at once, with its failure recorded.
+    "Mutation.sendTestWebhook": async () => {
+      await t.db.webhookEndpoint.update({ where: { id: hook.body.id }, data: { url: "https://203.0.113.10/hook" } });
+      return t.rest("POST", `/v1/webhook-endpoints/${hook.body.id}/test`, { key });
+    },
+    "Query.webhookDeliveries": () => t.rest("GET", `/v1/webhook-endpoints/${hook.body.id}/deliveries`, { key }),
+    "Mutation.replayWebhookEndpoint": () =>
+      t.rest("POST", `/v1/webhook-endpoints/${hook.body.id}/replay`, { key, body: { since: "2026-01-01T00:00:00Z" } }),
+    "Mutation.redeliverWebhook": async () => {
+      const delivery = await t.db.webhookDelivery.findFirstOrThrow({
+        where: { endpointId: hook.body.id, eventType: { not: "webhook.test" } },
+      });
+      return t.rest("POST", `/v1/webhook-deliveries/${delivery.id}/redeliver`, { key });
+    },
+    "Mutation.deleteWebhookEndpoint": () => t.rest("DELETE", `/v1/webhook-endpoints/${hook.body.id}`, { key }),
   };
   const answers: Record<string, { status: number; shape: unknown }> = {};
+  let hook = { body: { id: "" } } as Awaited<ReturnType<TestApp["rest"]>>;
   for (const [field, call] of Object.entries(calls)) {
     const res = await call();
     answers[field] = { status: res.status, shape: shapeOf(res.body) };

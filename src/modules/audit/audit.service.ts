@@ -14,6 +14,7 @@ import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
 import { newId } from "../../platform/ids.js";
 import { limit } from "../../platform/limits.js";
+import { enqueueWebhookDeliveries } from "../webhooks/webhooks.enqueue.js";
 
 export const auditLimits = { entityType: limit({ minLength: 1, maxLength: 64 }) };
 
@@ -58,6 +59,7 @@ export function auditEvent(
  */
 export async function writeAuditEvent(tx: Prisma.TransactionClient, data: Prisma.AuditEventUncheckedCreateInput): Promise<void> {
   await tx.auditEvent.create({ data, select: { id: true } });
+  await enqueueWebhookDeliveries(tx, data);
 }
 
 export function createAuditService(db: Db) {

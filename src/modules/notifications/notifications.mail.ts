@@ -152,6 +152,7 @@ const entityNames: Record<NotificationEntityType, string> = {
   vendor: "vendor",
   risk: "risk",
   policy: "policy",
+  webhook_endpoint: "webhook endpoint",
 };
 
 const reasonNames: Record<NotificationReason, string> = {
@@ -159,6 +160,7 @@ const reasonNames: Record<NotificationReason, string> = {
   assigned: "assignments",
   review_requested: "review requests",
   review_completed: "completed reviews",
+  webhook_disabled: "disabled webhook endpoints",
 };
 
 async function titleOf(db: Db, organizationId: string, type: NotificationEntityType, id: string): Promise<string | undefined> {
@@ -174,6 +176,8 @@ async function titleOf(db: Db, organizationId: string, type: NotificationEntityT
       return (await db.risk.findFirst({ where, select: { title: true } }))?.title;
     case "policy":
       return (await db.policy.findFirst({ where, select: { name: true } }))?.name;
+    case "webhook_endpoint":
+      return (await db.webhookEndpoint.findFirst({ where, select: { url: true } }))?.url;
   }
 }
 
@@ -230,7 +234,9 @@ export async function composeMessage(
   const kind = entityNames[notification.entityType];
   // A subject and body name the record only to a recipient whose role may read it: a mention on a
   // vendor reaches a contractor, who has no `vendor:read`, as "a vendor".
-  const mayRead = rolePermissions[recipient.role].includes(referenceReadPermission[notification.entityType]);
+  const readPermission =
+    notification.entityType === "webhook_endpoint" ? "webhook:manage" : referenceReadPermission[notification.entityType];
+  const mayRead = rolePermissions[recipient.role].includes(readPermission);
   const quoted = mayRead ? `the ${kind} "${short(title)}"` : `a ${kind}`;
   const what = {
     mention: `${actor} mentioned you on ${quoted}`,
@@ -238,6 +244,7 @@ export async function composeMessage(
     review_requested: `${actor} asked you to review ${quoted}`,
     // Notifications written before the outcome was recorded have none: "reviewed" then.
     review_completed: `${actor} ${notification.outcome ?? "reviewed"} your version of ${quoted}`,
+    webhook_disabled: `${quoted.charAt(0).toUpperCase()}${quoted.slice(1)} was disabled: it answered 410 Gone or kept failing`,
   }[notification.reason];
   const unsubscribe = await unsubscribeUrl(config, {
     memberId: notification.recipientId,

@@ -25,6 +25,7 @@ export const NotificationReason = builder.enumType(NotificationReasonValues, {
     assigned: { description: "The member became the assignee of a task, task item, vendor or risk" },
     review_requested: { description: "A policy version was submitted naming the member as its approver" },
     review_completed: { description: "A policy version the member submitted was approved or rejected" },
+    webhook_disabled: { description: "A webhook endpoint was disabled after a 410 or its failure window (owners and admins)" },
   },
 });
 
@@ -46,6 +47,7 @@ const NotificationEntityType = builder.enumType(NotificationEntityTypeValues, {
     vendor: { description: "A vendor (vnd_...)" },
     risk: { description: "A risk (rsk_...)" },
     policy: { description: "A policy (pol_...)" },
+    webhook_endpoint: { description: "A webhook endpoint (whe_...); reason webhook_disabled" },
   },
 });
 
@@ -67,9 +69,9 @@ const Notification = builder.prismaObject("Notification", {
       nullable: true,
       ...graphOnly,
       description:
-        "The task, task item, vendor, risk or policy it is about, as it is now; null once deleted. Needs that type's `:read` permission (`task:read` for a task item): without it, null with FORBIDDEN here",
+        "The task, task item, vendor, risk or policy it is about, as it is now; null once deleted, and for a webhook endpoint (see webhookEndpoint). Needs that type's `:read` permission (`task:read` for a task item): without it, null with FORBIDDEN here",
       select: { entityType: true, entityId: true },
-      resolve: (n, _args, ctx) => referencedRecord(ctx, n.entityType, n.entityId),
+      resolve: (n, _args, ctx) => (n.entityType === "webhook_endpoint" ? null : referencedRecord(ctx, n.entityType, n.entityId)),
     }),
     actorId: t.exposeID("actorId", {
       nullable: true,
@@ -185,6 +187,7 @@ const EmailPreferences = builder.objectRef<NotificationPreferences["email"]>("No
     review_completed: t.exposeBoolean("review_completed", {
       description: "E-mail when a policy version I submitted is approved or rejected",
     }),
+    webhook_disabled: t.exposeBoolean("webhook_disabled", { description: "E-mail when a webhook endpoint is disabled" }),
   }),
 });
 
@@ -203,6 +206,7 @@ const EmailPreferencesInput = builder.inputType("NotificationEmailPreferencesInp
     assigned: t.boolean({ description: "E-mail when I am assigned a record" }),
     review_requested: t.boolean({ description: "E-mail when I am asked to approve a policy version" }),
     review_completed: t.boolean({ description: "E-mail when a policy version I submitted is approved or rejected" }),
+    webhook_disabled: t.boolean({ description: "E-mail when a webhook endpoint is disabled" }),
   }),
 });
 

@@ -60,6 +60,7 @@ const fallbackSegment: Record<Exclude<NotificationEntityType, "task_item">, stri
   vendor: "vendors",
   risk: "risk",
   policy: "policies",
+  webhook_endpoint: "settings/webhooks",
 };
 
 /**
@@ -108,6 +109,7 @@ export const emailColumn = {
   assigned: "emailAssigned",
   review_requested: "emailReviewRequested",
   review_completed: "emailReviewCompleted",
+  webhook_disabled: "emailWebhookDisabled",
 } as const satisfies Record<NotificationReason, string>;
 
 type PreferenceRow = Record<(typeof emailColumn)[NotificationReason], boolean>;

@@ -1,0 +1,47 @@
+/** Every event type an endpoint may subscribe to: the audit actions, and the test message. */
+export const webhookEventTypes: Record<string, string> = {
+  "api_key.created": "An operator created an API key",
+  "api_key.revoked": "An operator revoked an API key",
+  "comment.created": "A comment was written",
+  "comment.updated": "A comment's text was changed",
+  "comment.deleted": "A comment was deleted (object is null)",
+  "member.created": "A member was added",
+  "member.updated": "A member was changed",
+  "member.device_unlinked": "A member's device was unlinked",
+  "notification_preferences.updated": "A member changed their notification preferences",
+  "policy.created": "A policy was created",
+  "policy.updated": "A policy was changed",
+  "policy.version_created": "A draft version of a policy was created",
+  "policy.version_submitted": "A policy version was submitted for review",
+  "policy.version_approved": "A policy version was approved and published",
+  "policy.version_rejected": "A policy version was rejected",
+  "risk.created": "A risk was created",
+  "risk.updated": "A risk was changed",
+  "task.created": "A task was created",
+  "task.updated": "A task was changed",
+  "task_item.created": "A task item was created",
+  "task_item.updated": "A task item was changed",
+  "task_item.deleted": "A task item was deleted (object is null)",
+  "vendor.created": "A vendor was created",
+  "vendor.updated": "A vendor was changed",
+  "webhook_endpoint.created": "A webhook endpoint was created",
+  "webhook_endpoint.updated": "A webhook endpoint was changed",
+  "webhook_endpoint.deleted": "A webhook endpoint was deleted (object is null)",
+  "webhook_endpoint.secret_rotated": "A webhook endpoint's signing secret was rotated",
+  "webhook_endpoint.disabled": "A webhook endpoint was disabled after a 410 or its failure window",
+  "webhook.test": "A test message (sendTestWebhook); sent whatever the endpoint's type filter",
+};
+
+/** Whether `filter` (a type, or a prefix ending in `.*`) names a known type or family of types. */
+export function isKnownTypeFilter(filter: string): boolean {
+  const family = /^([a-z_]+(?:\.[a-z_]+)*\.)\*$/.exec(filter)?.[1];
+  if (family) return Object.keys(webhookEventTypes).some((type) => type.indexOf(family) === 0);
+  return Object.hasOwn(webhookEventTypes, filter);
+}
+
+/** The filters that select `type`: itself and `<prefix>.*` for each of its dotted prefixes. */
+export function filtersMatching(type: string): string[] {
+  const filters = [type];
+  for (let i = type.indexOf("."); i !== -1; i = type.indexOf(".", i + 1)) filters.push(`${type.slice(0, i)}.*`);
+  return filters;
+}

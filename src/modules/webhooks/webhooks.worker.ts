@@ -1,0 +1,274 @@
+import type { Logger } from "pino";
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import type { Prisma } from "../../generated/prisma/client.js";
+import type { WebhookConfig } from "../../platform/config.js";
+import type { Db } from "../../platform/db/database.js";
+import { newId } from "../../platform/ids.js";
+import { writeAuditEvent } from "../audit/audit.service.js";
+import { attemptDelivery, type Resolver, systemResolver } from "./webhooks.http.js";
+import { buildMessage, recordAttempt, type Sent, succeeded } from "./webhooks.message.js";
+import type { DisabledEndpoint } from "./webhooks.notify.js";
+import { OBJECT_BODY_LIMIT_BYTES, restObjectOf } from "./webhooks.objects.js";
+
+/** Deliveries one replica attempts at once. */
+const BATCH_SIZE = 10;
+/** A `Retry-After` is honoured up to this long. */
+const MAX_RETRY_AFTER_SECONDS = 3600;
+/** How often finished deliveries past their retention are deleted. */
+const RETENTION_SWEEP_MS = 3600_000;
+
+export type WebhookWorkerOptions = {
+  db: Db;
+  config: WebhookConfig;
+  logger: Logger;
+  resolve?: Resolver;
+  /** Tells the organization's owners and admins that an endpoint was disabled (inbox and e-mail), in the disabling transaction; what it returns runs after the commit. */
+  onDisabled?: (
+    tx: Prisma.TransactionClient,
+    endpoint: DisabledEndpoint,
+    reason: "gone" | "failing",
+  ) => Promise<(() => void) | undefined>;
+};
+
+export type WebhookCounts = { succeeded: number; retried: number; failed: number };
+
+const notSent = (error: string): Sent => ({ status: null, body: null, retryAfterSeconds: null, durationMs: 0, error });
+
+type Claimed = { id: string; lockedUntil: Date };
+
+/** The seconds before the next attempt after `attempts` attempts, or null when none follows. */
+export function nextDelaySeconds(schedule: number[], attempts: number, sent: Sent, random = Math.random): number | null {
+  if (sent.status === 410) return null;
+  const base = schedule[attempts - 1];
+  if (base === undefined) return null;
+  let delay = base * (1 + random() * 0.1);
+  if ((sent.status === 429 || sent.status === 503) && sent.retryAfterSeconds !== null) {
+    delay = Math.max(delay, Math.min(sent.retryAfterSeconds, MAX_RETRY_AFTER_SECONDS));
+  }
+  return delay;
+}
+
+/**
+ * Works the delivery queue (the WebhookDelivery rows whose attempt is due) on this replica; every
+ * replica does. A replica claims a few due deliveries at a time (FOR UPDATE SKIP LOCKED, so two
+ * never take the same one) by setting `lockedUntil` past the attempt's timeout; its result is
+ * written only while that claim still holds. A replica that dies mid-attempt leaves the claim to
+ * lapse, and another takes the delivery then: at least once, same `webhook-id`.
+ */
+export function createWebhookWorker(options: WebhookWorkerOptions) {
+  const { db, config, logger } = options;
+  const resolve = options.resolve ?? systemResolver;
+  const leaseMs = config.timeoutMs + 5_000;
+  const counts: WebhookCounts = { succeeded: 0, retried: 0, failed: 0 };
+  let running = false;
+  let loop: Promise<void> | undefined;
+  let wake: (() => void) | undefined;
+  let lastSweep = 0;
+  // Observed from the start, whichever registry shows it (each app has its own).
+  const attemptDuration = new Histogram({
+    name: "webhook_attempt_duration_seconds",
+    help: "Time of one webhook attempt: resolving, connecting, sending and reading the answer",
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30],
+    registers: [],
+  });
+
+  async function claim(): Promise<Claimed[]> {
+    return db.$queryRaw<Claimed[]>`
+      UPDATE "WebhookDelivery" SET "lockedUntil" = (now() AT TIME ZONE 'UTC') + ${leaseMs} * interval '1 millisecond'
+      WHERE "id" IN (
+        SELECT "id" FROM "WebhookDelivery"
+        WHERE "nextAttemptAt" <= (now() AT TIME ZONE 'UTC')
+          AND ("lockedUntil" IS NULL OR "lockedUntil" < (now() AT TIME ZONE 'UTC'))
+        ORDER BY "nextAttemptAt"
+        LIMIT ${BATCH_SIZE}
+        FOR UPDATE SKIP LOCKED)
+      RETURNING "id", "lockedUntil"`;
+  }
+
+  /** Writes the attempt's outcome if this replica's claim still holds; false when another took the delivery. */
+  async function settle(claimed: Claimed, data: ReturnType<typeof recordAttempt>): Promise<boolean> {
+    const { count } = await db.webhookDelivery.updateMany({ where: { id: claimed.id, lockedUntil: claimed.lockedUntil }, data });
+    return count === 1;
+  }
+
+  async function disable(endpoint: DisabledEndpoint, reason: "gone" | "failing") {
+    const announce = await db.$transaction(async (tx) => {
+      const { count } = await tx.webhookEndpoint.updateMany({
+        where: { id: endpoint.id, enabled: true },
+        data: { enabled: false, disabledReason: reason },
+      });
+      if (count === 0) return undefined;
+      await writeAuditEvent(tx, {
+        id: newId("aud"),
+        organizationId: endpoint.organizationId,
+        action: "webhook_endpoint.disabled",
+        entityType: "webhook_endpoint",
+        entityId: endpoint.id,
+        data: { reason, url: endpoint.url },
+      });
+      return options.onDisabled?.(tx, endpoint, reason);
+    });
+    announce?.();
+    logger.warn({ endpointId: endpoint.id, reason }, "webhook endpoint disabled");
+  }
+
+  /** Whether every delivery of the endpoint has failed for the whole failure window. */
+  async function failingTooLong(endpointId: string): Promise<boolean> {
+    const [row] = await db.$queryRaw<{ since: Date | null }[]>`
+      SELECT min(d."createdAt") AS "since" FROM "WebhookDelivery" d
+      WHERE d."endpointId" = ${endpointId} AND d."attempts" > 0 AND d."status" IN ('retrying', 'failed')
+        AND d."eventType" <> 'webhook.test'
+        AND d."createdAt" > COALESCE(
+          (SELECT max(s."lastAttemptAt") FROM "WebhookDelivery" s WHERE s."endpointId" = ${endpointId} AND s."status" = 'succeeded'),
+          '-infinity'::timestamp)`;
+    return Boolean(row?.since && Date.now() - row.since.getTime() >= config.disableAfterHours * 3600_000);
+  }
+
+  async function attempt(claimed: Claimed) {
+    const delivery = await db.webhookDelivery.findUnique({ where: { id: claimed.id }, include: { endpoint: true } });
+    if (!delivery) return;
+    const { endpoint } = delivery;
+    if (!endpoint.enabled) {
+      await settle(claimed, recordAttempt(notSent("the endpoint is disabled"), delivery.attempts, null));
+      return;
+    }
+    const event = await db.auditEvent.findUnique({ where: { id: delivery.eventId } });
+    if (!event) {
+      await settle(claimed, recordAttempt(notSent("the event no longer exists"), delivery.attempts, null));
+      return;
+    }
+    const message = {
+      type: event.action,
+      timestamp: event.createdAt.toISOString(),
+      data: {
+        eventId: event.id,
+        organizationId: event.organizationId,
+        action: event.action,
+        entity: { type: event.entityType, id: event.entityId },
+        actor: { userId: event.actorUserId, apiKeyId: event.actorApiKeyId },
+        data: event.data,
+        object: /\.deleted$/.test(event.action)
+          ? null
+          : await restObjectOf(db, event.organizationId, { type: event.entityType, id: event.entityId }),
+      },
+    };
+    let body = JSON.stringify(message);
+    if (Buffer.byteLength(body) > OBJECT_BODY_LIMIT_BYTES) {
+      message.data.object = null;
+      body = JSON.stringify(message);
+    }
+    const sent = await attemptDelivery(endpoint.url, buildMessage(endpoint, event.id, body).headers, body, {
+      ...config,
+      resolve,
+    });
+    attemptDuration.observe(sent.durationMs / 1000);
+    const attempts = delivery.attempts + 1;
+    const delay = succeeded(sent) ? null : nextDelaySeconds(config.retrySchedule, attempts, sent);
+    const settled = await settle(
+      claimed,
+      recordAttempt(sent, attempts, delay === null ? null : new Date(Date.now() + delay * 1000)),
+    );
+    if (!settled) {
+      logger.warn({ deliveryId: delivery.id }, "webhook attempt outlived its claim; another replica has the delivery");
+      return;
+    }
+    if (succeeded(sent)) counts.succeeded++;
+    else if (delay !== null) counts.retried++;
+    else counts.failed++;
+    if (sent.status === 410) await disable(endpoint, "gone");
+    else if (!succeeded(sent) && (await failingTooLong(endpoint.id))) await disable(endpoint, "failing");
+  }
+
+  async function sweep() {
+    lastSweep = Date.now();
+    const before = new Date(Date.now() - config.retentionDays * 86_400_000);
+    const { count } = await db.webhookDelivery.deleteMany({ where: { nextAttemptAt: null, createdAt: { lt: before } } });
+    if (count > 0) logger.info({ count }, "deleted webhook deliveries past their retention");
+  }
+
+  async function run() {
+    while (running) {
+      let claimed: Claimed[] = [];
+      try {
+        if (Date.now() - lastSweep > RETENTION_SWEEP_MS) await sweep();
+        claimed = await claim();
+        await Promise.all(
+          claimed.map((c) =>
+            attempt(c).catch((error) => logger.error({ err: error, deliveryId: c.id }, "webhook attempt failed unexpectedly")),
+          ),
+        );
+      } catch (error) {
+        logger.error({ err: error }, "webhook worker: cannot claim deliveries");
+      }
+      if (claimed.length < BATCH_SIZE && running) {
+        await new Promise<void>((resolveWait) => {
+          const timer = setTimeout(resolveWait, config.pollIntervalMs);
+          wake = () => {
+            clearTimeout(timer);
+            resolveWait();
+          };
+        });
+        wake = undefined;
+      }
+    }
+  }
+
+  return {
+    counts,
+    /** Starts working the queue on this replica. */
+    start() {
+      if (running) return;
+      running = true;
+      loop = run();
+    },
+    /** Stops claiming; attempts in flight finish (each within the timeout). */
+    async stop() {
+      running = false;
+      wake?.();
+      await loop;
+      loop = undefined;
+    },
+    sweep,
+    /** Deliveries by result, attempt duration, queue depth and oldest pending age, on this app's registry. */
+    registerMetrics(registry: Registry) {
+      for (const [key, help] of [
+        ["succeeded", "Webhook deliveries this replica sent with a 2xx answer"],
+        ["retried", "Webhook attempts this replica made that failed and will be retried"],
+        ["failed", "Webhook deliveries whose last attempt (or a 410) this replica made failed for good"],
+      ] as const) {
+        new Counter({
+          name: `webhook_deliveries_${key}_total`,
+          help,
+          registers: [registry],
+          collect() {
+            this.reset();
+            this.inc(counts[key]);
+          },
+        });
+      }
+      registry.registerMetric(attemptDuration);
+      new Gauge({
+        name: "webhook_queue_depth",
+        help: "Webhook deliveries waiting for an attempt (pending or retrying), all replicas",
+        registers: [registry],
+        async collect() {
+          const [row] = await db.$queryRaw<{ depth: number; oldest: Date | null }[]>`
+            SELECT count(*)::int AS "depth", min("nextAttemptAt") AS "oldest" FROM "WebhookDelivery" WHERE "nextAttemptAt" IS NOT NULL`;
+          this.set(row?.depth ?? 0);
+        },
+      });
+      new Gauge({
+        name: "webhook_oldest_pending_age_seconds",
+        help: "How long the most overdue webhook delivery has been due; 0 when none is",
+        registers: [registry],
+        async collect() {
+          const [row] = await db.$queryRaw<{ oldest: Date | null }[]>`
+            SELECT min("nextAttemptAt") AS "oldest" FROM "WebhookDelivery" WHERE "nextAttemptAt" IS NOT NULL`;
+          this.set(row?.oldest ? Math.max(0, (Date.now() - row.oldest.getTime()) / 1000) : 0);
+        },
+      });
+    },
+  };
+}
+
+export type WebhookWorker = ReturnType<typeof createWebhookWorker>;
