@@ -9,6 +9,7 @@ import { pgliteExtensions } from "./pglite-extensions.js";
 import { statementNames } from "./prepared-statements.js";
 import { openReadReplicas, type ReadReplicas } from "./read-replicas.js";
 import { routeReads } from "./read-routing.js";
+import { joinRequestTransactions } from "./request-transaction.js";
 import { directRows, readRowsDirectly } from "./row-by-id.js";
 import { type SessionTimeouts, storeRoleTimeouts, timeoutMismatches, timeoutsInForce } from "./session-defaults.js";
 import { DEFAULT_TRANSACTION_LIMITS, type TransactionLimits } from "./transaction-limits.js";
@@ -150,7 +151,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
           onIdleError: options.onIdleError,
         })
       : undefined;
-    const db = replicas ? routeReads(primary, replicas) : primary;
+    const db = joinRequestTransactions(replicas ? routeReads(primary, replicas) : primary);
     // The fixed by-id reads (row-by-id.ts) on the same pools, routed and observed as Prisma's reads are.
     readRowsDirectly(
       db,
@@ -184,7 +185,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     unlock();
     throw error;
   }
-  const db = createClient(new PrismaPGlite(pglite));
+  const db = joinRequestTransactions(createClient(new PrismaPGlite(pglite)));
   return {
     db,
     kind: "embedded",
