@@ -6,7 +6,7 @@ import { PrismaClient } from "../../generated/prisma/client.js";
 import { lockDataDir } from "./data-dir-lock.js";
 import { applyMigrations, pgliteMigrationSession, pgMigrationSession, readMigrations } from "./migrate.js";
 import { pgliteExtensions } from "./pglite-extensions.js";
-import { statementNames } from "./prepared-statements.js";
+import { renewStalePlans, statementNames } from "./prepared-statements.js";
 import { openReadReplicas, type ReadReplicas } from "./read-replicas.js";
 import { routeReads } from "./read-routing.js";
 import { joinRequestTransactions } from "./request-transaction.js";
@@ -134,6 +134,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     }
     // One generator for the primary and the replicas: a text has one name everywhere.
     const statementName = options.preparedStatements ? statementNames() : undefined;
+    if (statementName) renewStalePlans(pool, statementName);
     const adapterOptions = statementName
       ? { statementNameGenerator: statementName as (query: { sql: string }) => string }
       : undefined;
@@ -147,7 +148,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
           connectTimeoutMs: options.connectTimeoutMs,
           statementTimeoutMs: options.statementTimeoutMs,
           createClient,
-          createAdapter: (replicaPool) => new PrismaPg(replicaPool, adapterOptions),
+          createAdapter: (replicaPool) => {
+            if (statementName) renewStalePlans(replicaPool, statementName);
+            return new PrismaPg(replicaPool, adapterOptions);
+          },
           onIdleError: options.onIdleError,
         })
       : undefined;
