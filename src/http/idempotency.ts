@@ -19,6 +19,17 @@ const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 /** Answers that are not kept: the retry should run again (failures, refusals before execution). */
 const notKept = (status: number) => status >= 500 || status === 401 || status === 403 || status === 429;
 
+/** The `extensions.code` of each error of a GraphQL answer (empty for REST and for answers without errors). */
+function graphqlErrorCodes(response: Response, body: Uint8Array): string[] {
+  if (!response.headers.get("content-type")?.includes("json")) return [];
+  try {
+    const parsed = JSON.parse(Buffer.from(body).toString("utf8")) as { errors?: { extensions?: { code?: unknown } }[] };
+    return Array.isArray(parsed?.errors) ? parsed.errors.map((e) => String(e?.extensions?.code ?? "")) : [];
+  } catch {
+    return [];
+  }
+}
+
 function isMutation(body: string): boolean {
   try {
     const { query, operationName } = JSON.parse(body) as { query?: unknown; operationName?: unknown };
@@ -60,6 +71,8 @@ class RollBack extends Error {}
 
 /** An interactive transaction kept open until `commit` or `rollBack`: the request's own (request-transaction.ts). */
 type Held = { tx: Tx; commit(): Promise<void>; rollBack(): Promise<void> };
+/** The request's transaction, with the key's row it inserted. */
+type Claimed = Held & { keyId: string; organizationId: string; key: string; requestHash: string; expiresAt: Date };
 
 function holdTransaction(db: Db): Promise<Held> {
   return new Promise((resolveHeld, rejectHeld) => {
@@ -102,7 +115,7 @@ function holdTransaction(db: Db): Promise<Held> {
  * second insert of an uncommitted key wait for the first transaction), then replays the answer.
  */
 export function useIdempotency({ db, authenticate, logger }: Options): Plugin {
-  const held = new WeakMap<Request, Held & { keyId: string }>();
+  const held = new WeakMap<Request, Claimed>();
   let lastCleanup = 0;
 
   function refuse(pathname: string, code: ErrorCode, message: string): Response {
@@ -110,16 +123,17 @@ export function useIdempotency({ db, authenticate, logger }: Options): Plugin {
   }
 
   /** Inserts the key's row in a new held transaction; or, when it exists (committed), ends that transaction and returns the row. */
-  async function claim(organizationId: string, key: string, requestHash: string): Promise<(Held & { keyId: string }) | KeyRow> {
+  async function claim(organizationId: string, key: string, requestHash: string): Promise<Claimed | KeyRow> {
     const request = await holdTransaction(db);
     try {
       for (;;) {
         const keyId = newId("idk");
+        const expiresAt = new Date(Date.now() + RETENTION_MS);
         const inserted = await request.tx.$executeRaw`
           INSERT INTO "IdempotencyKey" ("id", "organizationId", "key", "requestHash", "expiresAt")
-          VALUES (${keyId}, ${organizationId}, ${key}, ${requestHash}, ${new Date(Date.now() + RETENTION_MS)})
+          VALUES (${keyId}, ${organizationId}, ${key}, ${requestHash}, ${expiresAt})
           ON CONFLICT ("organizationId", "key") DO NOTHING`;
-        if (inserted > 0) return { ...request, keyId };
+        if (inserted > 0) return { ...request, keyId, organizationId, key, requestHash, expiresAt };
         const [first] = await request.tx.$queryRaw<KeyRow[]>`
           SELECT "id", "requestHash", "responseStatus", "responseType", "responseBody", "createdAt", "expiresAt"
           FROM "IdempotencyKey" WHERE "organizationId" = ${organizationId} AND "key" = ${key}`;
@@ -208,27 +222,47 @@ export function useIdempotency({ db, authenticate, logger }: Options): Plugin {
       const mine = held.get(request);
       if (!mine) return;
       held.delete(request);
-      if (notKept(response.status)) {
+      const body = new Uint8Array(await response.clone().arrayBuffer());
+      const errors = graphqlErrorCodes(response, body);
+      if (notKept(response.status) || errors.some((code) => code === "SERVICE_UNAVAILABLE" || code === "INTERNAL_SERVER_ERROR")) {
         await mine.rollBack().catch((error) => logger.error({ err: error }, "could not roll back an idempotent request"));
         return;
       }
+      const answer = { responseStatus: response.status, responseType: response.headers.get("content-type"), responseBody: body };
       try {
-        const body = new Uint8Array(await response.clone().arrayBuffer());
         await mine.tx.$executeRaw`
           UPDATE "IdempotencyKey"
-          SET "responseStatus" = ${response.status}, "responseType" = ${response.headers.get("content-type")}, "responseBody" = ${body}
+          SET "responseStatus" = ${answer.responseStatus}, "responseType" = ${answer.responseType}, "responseBody" = ${answer.responseBody}
           WHERE "id" = ${mine.keyId}`;
         await mine.commit();
+        return;
       } catch (error) {
-        // Nothing of the request committed (a statement failed, the transaction timed out, the
-        // database went away): an answer that claims success must not leave.
-        logger.error({ err: error }, "could not commit an idempotent request");
         await mine.rollBack().catch(() => {});
-        if (response.status < 400) {
+        // Nothing of the request committed: a statement failed (the operation's error is in the
+        // answer), or the transaction timed out or lost the database. An answer that claims
+        // success must not leave; a refusal is kept, as it is when nothing failed.
+        if (response.status < 400 && errors.length === 0) {
+          logger.error({ err: error }, "could not commit an idempotent request");
           setResponse(
             refuse(new URL(request.url).pathname, "SERVICE_UNAVAILABLE", "The change could not be committed; retry the request"),
           );
+          return;
         }
+      }
+      try {
+        await db.idempotencyKey.create({
+          data: {
+            id: mine.keyId,
+            organizationId: mine.organizationId,
+            key: mine.key,
+            requestHash: mine.requestHash,
+            expiresAt: mine.expiresAt,
+            ...answer,
+          },
+        });
+      } catch (error) {
+        // A retry that ran meanwhile holds the key now: its answer stands.
+        logger.warn({ err: error }, "could not record the refusal of an idempotent request");
       }
     },
   };

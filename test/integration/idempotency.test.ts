@@ -163,4 +163,23 @@ describe("one transaction per keyed request", () => {
     expect(change).toBeLessThan(s.answer);
     expect(s.answer).toBeLessThan(s.commit);
   });
+
+  it("keeps a refusal from a failed statement, as any refusal of the operation, with nothing of the change", async () => {
+    // NUL cannot be stored: PostgreSQL refuses the statement, which aborts the request's transaction.
+    const key = newKey();
+    const before = await t.db.task.count({ where: { organizationId: org.organizationId } });
+    const send = (title: string) =>
+      t.gql(
+        `mutation($title: String!) { createTask(title: $title) { id } }`,
+        { title },
+        { key: org.apiKey, headers: { "idempotency-key": key } },
+      );
+    const refused = await send("nul \u0000 inside");
+    expect(refused.status).toBe(200);
+    expect(refused.body.errors[0].extensions.code).toBe("BAD_USER_INPUT");
+    const again = await send("nul \u0000 inside");
+    expect(again.body).toEqual(refused.body);
+    expect((await send("no nul inside")).status).toBe(422);
+    expect(await t.db.task.count({ where: { organizationId: org.organizationId } })).toBe(before);
+  });
 });
