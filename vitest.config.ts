@@ -42,6 +42,9 @@ for (const path of sameOnEveryDatabase) {
   if (!path.endsWith("**") && !existsSync(path)) throw new Error(`vitest.config.ts names ${path}, which does not exist`);
 }
 const onPostgres = process.env.TEST_DATABASE === "postgres";
+// End-to-end files that need PostgreSQL (replicas behind HAProxy, issue 38): `npm run test:postgres` only.
+const postgresOnlyE2e = ["haproxy", "idempotency-crash"];
+const exceptPostgresOnly = (path: string) => (path === "test/e2e/**" ? `test/e2e/!(${postgresOnlyE2e.join("|")}).test.ts` : path);
 
 export default defineConfig({
   resolve: {
@@ -50,7 +53,9 @@ export default defineConfig({
   },
   test: {
     include: ["test/**/*.test.ts"],
-    exclude: onPostgres ? [...configDefaults.exclude, ...sameOnEveryDatabase] : configDefaults.exclude,
+    exclude: onPostgres
+      ? [...configDefaults.exclude, ...sameOnEveryDatabase.map(exceptPostgresOnly)]
+      : [...configDefaults.exclude, ...postgresOnlyE2e.map((name) => `test/e2e/${name}.test.ts`)],
     // Migrates once for the run; createTestApp() gives each file a copy.
     globalSetup: ["test/helpers/global-setup.ts"],
     // TEST_CPU_REPORT=<file>: each file's CPU, its child processes' and its wall time (test/TIMINGS.md).

@@ -107,12 +107,18 @@ export const testNodeFlags = ["--liftoff-only"];
  */
 export async function startServer(
   env: Record<string, string>,
-  options: { port?: number; until?: "ready" | "listening" | "spawned"; nodeFlags?: string[] } = {},
+  options: {
+    port?: number;
+    until?: "ready" | "listening" | "spawned";
+    nodeFlags?: string[];
+    /** Another bundle than dist/server.js (e.g. a next version with one more migration); built by the caller. */
+    script?: string;
+  } = {},
 ): Promise<ServerProcess> {
   buildServer();
   const port = options.port ?? (await freePort());
   let output = "";
-  const child = spawn(process.execPath, [...(options.nodeFlags ?? testNodeFlags), "dist/server.js"], {
+  const child = spawn(process.execPath, [...(options.nodeFlags ?? testNodeFlags), options.script ?? "dist/server.js"], {
     cwd: root,
     env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", ...env },
   });

@@ -122,3 +122,64 @@ describe("Idempotency-Key on GraphQL mutations", () => {
     expect(b.body.data.task.id).toBe(org.taskIds[1]);
   });
 });
+
+describe("one transaction per keyed request", () => {
+  /** The statements of `send`, in order: the key, the change, its answer, one COMMIT. */
+  const statementsOf = async (send: () => Promise<unknown>) => {
+    const { statements } = await t.countQueries(send);
+    const at = (pattern: RegExp) => statements.findIndex((s) => pattern.test(s));
+    // PGlite's adapter reports its COMMIT as a comment (`-- Implicit "COMMIT" query ...`).
+    return {
+      commits: statements.filter((s) => /\bCOMMIT\b/.test(s)).length,
+      key: at(/^\s*INSERT INTO "IdempotencyKey"/),
+      answer: at(/^\s*UPDATE "IdempotencyKey"/),
+      commit: at(/\bCOMMIT\b/),
+      at,
+    };
+  };
+
+  it("runs a REST create, its key and its answer in one transaction: the service's own transaction joins it", async () => {
+    // The comment's insert, audit row and mentions are a transaction of the service's own.
+    const s = await statementsOf(() => post(newKey(), comment("in one transaction")));
+    expect(s.commits).toBe(1);
+    const change = s.at(/INSERT INTO "public"."Comment"/);
+    expect(s.key).toBeGreaterThan(-1);
+    expect(s.key).toBeLessThan(change);
+    expect(change).toBeLessThan(s.answer);
+    expect(s.answer).toBeLessThan(s.commit);
+  });
+
+  it("runs a GraphQL mutation, its key and its answer in one transaction", async () => {
+    const s = await statementsOf(() =>
+      t.gql(
+        `mutation { createTask(title: "In one transaction") { id } }`,
+        {},
+        { key: org.apiKey, headers: { "idempotency-key": newKey() } },
+      ),
+    );
+    expect(s.commits).toBe(1);
+    const change = s.at(/INSERT INTO "public"."Task"/);
+    expect(s.key).toBeLessThan(change);
+    expect(change).toBeLessThan(s.answer);
+    expect(s.answer).toBeLessThan(s.commit);
+  });
+
+  it("keeps a refusal from a failed statement, as any refusal of the operation, with nothing of the change", async () => {
+    // NUL cannot be stored: PostgreSQL refuses the statement, which aborts the request's transaction.
+    const key = newKey();
+    const before = await t.db.task.count({ where: { organizationId: org.organizationId } });
+    const send = (title: string) =>
+      t.gql(
+        `mutation($title: String!) { createTask(title: $title) { id } }`,
+        { title },
+        { key: org.apiKey, headers: { "idempotency-key": key } },
+      );
+    const refused = await send("nul \u0000 inside");
+    expect(refused.status).toBe(200);
+    expect(refused.body.errors[0].extensions.code).toBe("BAD_USER_INPUT");
+    const again = await send("nul \u0000 inside");
+    expect(again.body).toEqual(refused.body);
+    expect((await send("no nul inside")).status).toBe(422);
+    expect(await t.db.task.count({ where: { organizationId: org.organizationId } })).toBe(before);
+  });
+});

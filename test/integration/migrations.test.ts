@@ -2,10 +2,18 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
+import pg from "pg";
 import { describe, expect, it } from "vitest";
-import { applyMigrations, pgliteMigrationSession, readMigrations } from "../../src/platform/db/migrate.js";
+import {
+  applyMigrations,
+  NO_TRANSACTION_MARKER,
+  pgliteMigrationSession,
+  pgMigrationSession,
+  readMigrations,
+} from "../../src/platform/db/migrate.js";
 import { pgliteExtensions } from "../../src/platform/db/pglite-extensions.js";
 import { emptyCluster } from "../helpers/data-dir.js";
+import { createPostgresDatabase, usePostgres } from "../helpers/test-app.js";
 
 const session = pgliteMigrationSession;
 
@@ -52,6 +60,57 @@ describe("applyMigrations", () => {
     await applyMigrations(session(db), readMigrations(dir));
     writeFileSync(path.join(dir, "1_ok", "migration.sql"), "CREATE TABLE a (id bigint);");
     await expect(applyMigrations(session(db), readMigrations(dir))).rejects.toThrow(/changed after it was applied/);
+    await db.close();
+    rmSync(dir, { recursive: true });
+  });
+});
+
+describe("a migration that cannot run in a transaction (an index built concurrently)", () => {
+  const files = (marker: string) => ({
+    "1_table": "CREATE TABLE a (id int, note text);",
+    "2_index": `${marker}ALTER TABLE a ADD COLUMN IF NOT EXISTS extra text;\nCREATE INDEX CONCURRENTLY IF NOT EXISTS a_note ON a (note);\n`,
+    "3_after": "CREATE TABLE b (id int);",
+  });
+  const check = async (query: (sql: string) => Promise<Record<string, unknown>[]>) => {
+    expect(await query(`SELECT indisvalid AS valid FROM pg_index WHERE indexrelid = 'a_note'::regclass`)).toEqual([
+      { valid: true },
+    ]);
+    const names = await query(`SELECT migration_name FROM "_prisma_migrations" ORDER BY 1`);
+    expect(names.map((r) => r.migration_name)).toEqual(["1_table", "2_index", "3_after"]);
+  };
+
+  it.runIf(usePostgres)(
+    "runs statement by statement outside a transaction on PostgreSQL, once, and refuses it unmarked",
+    async () => {
+      const { url, drop } = await createPostgresDatabase();
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        const unmarked = migrationsDir(files(""));
+        await expect(applyMigrations(pgMigrationSession(client), readMigrations(unmarked))).rejects.toThrow(/transaction block/);
+        const dir = migrationsDir(files(`${NO_TRANSACTION_MARKER}\n`));
+        expect(await applyMigrations(pgMigrationSession(client), readMigrations(dir))).toEqual(["2_index", "3_after"]);
+        expect(await applyMigrations(pgMigrationSession(client), readMigrations(dir))).toEqual([]);
+        await check(async (sql) => (await client.query(sql)).rows);
+        // The session lock is released: another session can take it.
+        const other = new pg.Client({ connectionString: url });
+        await other.connect();
+        expect((await other.query("SELECT pg_try_advisory_lock(72707369) AS got")).rows[0].got).toBe(true);
+        await other.end();
+        rmSync(unmarked, { recursive: true });
+        rmSync(dir, { recursive: true });
+      } finally {
+        await client.end();
+        await drop();
+      }
+    },
+  );
+
+  it("runs on PGlite too", async () => {
+    const db = new PGlite({ loadDataDir: emptyCluster(), extensions: pgliteExtensions });
+    const dir = migrationsDir(files(`${NO_TRANSACTION_MARKER}\n`));
+    expect(await applyMigrations(session(db), readMigrations(dir))).toEqual(["1_table", "2_index", "3_after"]);
+    await check(async (sql) => (await db.query<Record<string, unknown>>(sql)).rows);
     await db.close();
     rmSync(dir, { recursive: true });
   });

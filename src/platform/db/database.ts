@@ -5,9 +5,10 @@ import type { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaClient } from "../../generated/prisma/client.js";
 import { lockDataDir } from "./data-dir-lock.js";
 import { applyMigrations, pgliteMigrationSession, pgMigrationSession, readMigrations } from "./migrate.js";
-import { statementNames } from "./prepared-statements.js";
+import { renewStalePlans, statementNames } from "./prepared-statements.js";
 import { openReadReplicas, type ReadReplicas } from "./read-replicas.js";
 import { routeReads } from "./read-routing.js";
+import { joinRequestTransactions } from "./request-transaction.js";
 import { directRows, readRowsDirectly } from "./row-by-id.js";
 import { type SessionTimeouts, storeRoleTimeouts, timeoutMismatches, timeoutsInForce } from "./session-defaults.js";
 import { DEFAULT_TRANSACTION_LIMITS, type TransactionLimits } from "./transaction-limits.js";
@@ -132,6 +133,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     }
     // One generator for the primary and the replicas: a text has one name everywhere.
     const statementName = options.preparedStatements ? statementNames() : undefined;
+    if (statementName) renewStalePlans(pool, statementName);
     const adapterOptions = statementName
       ? { statementNameGenerator: statementName as (query: { sql: string }) => string }
       : undefined;
@@ -145,11 +147,14 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
           connectTimeoutMs: options.connectTimeoutMs,
           statementTimeoutMs: options.statementTimeoutMs,
           createClient,
-          createAdapter: (replicaPool) => new PrismaPg(replicaPool, adapterOptions),
+          createAdapter: (replicaPool) => {
+            if (statementName) renewStalePlans(replicaPool, statementName);
+            return new PrismaPg(replicaPool, adapterOptions);
+          },
           onIdleError: options.onIdleError,
         })
       : undefined;
-    const db = replicas ? routeReads(primary, replicas) : primary;
+    const db = joinRequestTransactions(replicas ? routeReads(primary, replicas) : primary);
     // The fixed by-id reads (row-by-id.ts) on the same pools, routed and observed as Prisma's reads are.
     readRowsDirectly(
       db,
@@ -189,7 +194,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     unlock();
     throw error;
   }
-  const db = createClient(new PrismaPGlite(pglite));
+  const db = joinRequestTransactions(createClient(new PrismaPGlite(pglite)));
   return {
     db,
     kind: "embedded",

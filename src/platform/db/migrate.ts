@@ -18,7 +18,27 @@ export interface MigrationTx {
  */
 export interface MigrationSession {
   transaction<T>(work: (tx: MigrationTx) => Promise<T>): Promise<T>;
+  /**
+   * `work` on the connection itself, outside any transaction (a migration marked
+   * `NO_TRANSACTION_MARKER`), holding the migrations' advisory lock for the session meanwhile.
+   */
+  outsideTransaction<T>(work: (connection: MigrationTx) => Promise<T>): Promise<T>;
 }
+
+/**
+ * The first line of a migration that cannot run in a transaction (`CREATE INDEX CONCURRENTLY`,
+ * `ALTER TYPE ... ADD VALUE` on old servers): its statements run one by one, each on its own, under
+ * the migrations' lock, and it is recorded once they all succeeded. Write each statement so that it
+ * can run again (`IF NOT EXISTS`): a crash half-way leaves it unrecorded, and the next start runs it
+ * again from the top. Statements are split at a `;` that ends a line.
+ */
+export const NO_TRANSACTION_MARKER = "-- migration: no transaction";
+
+const statementsOf = (sql: string) =>
+  sql
+    .split(/;[ \t]*(?:\r?\n|$)/)
+    .map((statement) => statement.trim())
+    .filter((statement) => statement.replace(/^--.*$/gm, "").trim().length > 0);
 
 export function pgMigrationSession(client: pg.ClientBase): MigrationSession {
   const tx: MigrationTx = {
@@ -28,6 +48,16 @@ export function pgMigrationSession(client: pg.ClientBase): MigrationSession {
     },
   };
   return {
+    // A session lock: the migrator has a direct connection of its own (DATABASE_DIRECT_URL past PgBouncer).
+    async outsideTransaction(work) {
+      await client.query("SET statement_timeout = 0; SET lock_timeout = 0");
+      await client.query("SELECT pg_advisory_lock($1)", [ADVISORY_LOCK_KEY]);
+      try {
+        return await work(tx);
+      } finally {
+        await client.query("SELECT pg_advisory_unlock($1)", [ADVISORY_LOCK_KEY]).catch(() => {});
+      }
+    },
     async transaction(work) {
       await client.query("BEGIN");
       try {
@@ -44,6 +74,14 @@ export function pgMigrationSession(client: pg.ClientBase): MigrationSession {
 
 export function pgliteMigrationSession(pglite: PGlite): MigrationSession {
   return {
+    // One process owns a PGlite database (its data directory lock): nothing to exclude.
+    outsideTransaction: (work) =>
+      work({
+        query: async (sql, params) => (await pglite.query<Record<string, unknown>>(sql, params)).rows,
+        exec: async (script) => {
+          await pglite.exec(script);
+        },
+      }),
     transaction: (work) =>
       pglite.transaction((tx) =>
         work({
@@ -79,13 +117,15 @@ export function readMigrations(dir = defaultMigrationsDir): Migration[] {
 }
 
 /**
- * Applies pending migrations in order, each in a transaction, recorded as Prisma records them.
+ * Applies pending migrations in order, each in a transaction (or, marked `NO_TRANSACTION_MARKER`,
+ * statement by statement under a session lock), recorded as Prisma records them.
  * Every transaction takes the lock, then reads what is applied: replicas starting together each
  * find the migration another applied meanwhile and skip it.
  */
 export async function applyMigrations(session: MigrationSession, migrations: Migration[]): Promise<string[]> {
   const done: string[] = [];
   for (;;) {
+    let outside: Migration | undefined;
     const applied = await session.transaction(async (tx) => {
       // A migration may rightly take long, and so may waiting for another replica's: the role's
       // timeouts (session-defaults.ts) are for requests.
@@ -95,17 +135,37 @@ export async function applyMigrations(session: MigrationSession, migrations: Mig
       await tx.query("SELECT pg_advisory_xact_lock($1)", [ADVISORY_LOCK_KEY]);
       const next = await nextPending(tx, migrations);
       if (!next) return undefined;
+      if (next.sql.trimStart().startsWith(NO_TRANSACTION_MARKER)) {
+        outside = next;
+        return undefined;
+      }
       await tx.exec(next.sql);
-      await tx.query(
-        `INSERT INTO "_prisma_migrations" ("id", "checksum", "migration_name", "started_at", "finished_at", "applied_steps_count")
-         VALUES ($1, $2, $3, now(), now(), 1)`,
-        [randomUUID(), next.checksum, next.name],
-      );
+      await record(tx, next);
       return next.name;
     });
+    if (outside) {
+      const migration = outside;
+      const ran = await session.outsideTransaction(async (connection) => {
+        // Another replica may have applied it between the transaction above and the lock.
+        if ((await nextPending(connection, migrations))?.name !== migration.name) return false;
+        for (const statement of statementsOf(migration.sql)) await connection.query(statement);
+        await record(connection, migration);
+        return true;
+      });
+      if (ran) done.push(migration.name);
+      continue;
+    }
     if (!applied) return done;
     done.push(applied);
   }
+}
+
+function record(tx: MigrationTx, migration: Migration) {
+  return tx.query(
+    `INSERT INTO "_prisma_migrations" ("id", "checksum", "migration_name", "started_at", "finished_at", "applied_steps_count")
+     VALUES ($1, $2, $3, now(), now(), 1)`,
+    [randomUUID(), migration.checksum, migration.name],
+  );
 }
 
 async function nextPending(tx: MigrationTx, migrations: Migration[]): Promise<Migration | undefined> {

@@ -2,6 +2,7 @@ import pg from "pg";
 import { type PrismaClient as Db, Prisma } from "../../generated/prisma/client.js";
 import type { ReadReplicas } from "./read-replicas.js";
 import { replicaReadsAllowed } from "./read-routing.js";
+import { requestTransaction } from "./request-transaction.js";
 import { isDatabaseUnavailable } from "./unavailable.js";
 
 /** Runs one read-only statement and returns its rows; `values` are bound parameters. */
@@ -42,7 +43,8 @@ export async function readArrays(db: Db, text: string, values: unknown[]): Promi
 
 /** `text` with `values` on the pool where `db` has one; otherwise `statement()` through `$queryRaw`. */
 async function rowsOf<Row>(db: Db, text: string, values: unknown[], statement: () => Prisma.Sql): Promise<Row[]> {
-  const source = sources.get(db);
+  // Inside a request's transaction (request-transaction.ts) the read must see its writes.
+  const source = requestTransaction() ? undefined : sources.get(db);
   return source ? ((await source(text, values)) as Row[]) : db.$queryRaw<Row[]>(statement());
 }
 

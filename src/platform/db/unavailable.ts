@@ -1,3 +1,5 @@
+import { isStalePlan } from "./prepared-statements.js";
+
 /**
  * Whether an error means "the database cannot answer now" (unreachable, restarting, shutting down,
  * read-only, out of connections, too slow) rather than "this request is wrong": such a request can
@@ -36,7 +38,9 @@ const socketCodes = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE",
  * SQLSTATEs: 08 connection exception, 53 insufficient resources (too many connections, out of
  * memory or disk), 57014 statement timeout, 57P01-57P05 shutdown, crash, cannot connect now
  * (starting up, recovering), idle session timeout, 25006 read-only transaction (a standby, or
- * default_transaction_read_only during failover), 55P03 lock not available (lock_timeout).
+ * default_transaction_read_only during failover), 55P03 lock not available (lock_timeout); and
+ * 0A000 with "cached plan must not change result type", a prepared statement that a migration made
+ * stale inside a transaction: its name is renewed (prepared-statements.ts), so the retry runs.
  */
 const unavailableSqlState = /^(08...|53...|57014|57P0[1-5]|25006|55P03)$/;
 
@@ -46,6 +50,7 @@ const driverMessages =
 function matches(e: Record<string, unknown>): boolean {
   const code = typeof e.code === "string" ? e.code : undefined;
   if (code && (prismaCodes.has(code) || socketCodes.has(code) || unavailableSqlState.test(code))) return true;
+  if (isStalePlan(e)) return true;
   const cause = (e.meta as { driverAdapterError?: { cause?: Record<string, unknown> } } | undefined)?.driverAdapterError?.cause;
   // The adapter's own error carries the same cause as `cause`.
   const adapterCause = (e.name === "DriverAdapterError" ? e.cause : undefined) as Record<string, unknown> | undefined;
@@ -54,6 +59,7 @@ function matches(e: Record<string, unknown>): boolean {
     if (typeof c.kind === "string" && adapterKinds.has(c.kind)) return true;
     const state = c.originalCode ?? c.code;
     if (typeof state === "string" && unavailableSqlState.test(state)) return true;
+    if (isStalePlan({ code: state, message: c.originalMessage ?? c.message })) return true;
   }
   return typeof e.message === "string" && driverMessages.test(e.message);
 }
