@@ -6,6 +6,7 @@ import type { ReplicaStatus } from "../platform/db/read-replicas.js";
 import type { RedisHealth } from "../platform/redis.js";
 import type { CompiledRoute } from "../rest/request-validation.js";
 import { REST_BASE } from "../rest/routes.js";
+import type { LiveStreamCounts } from "./live-streams.js";
 
 type Transport = "graphql" | "rest" | "other";
 
@@ -26,6 +27,8 @@ export type MetricsOptions = {
   replicas?: () => ReplicaStatus[];
   /** Notification e-mail this replica sent, retried and gave up on; absent when mail is off. */
   mail?: { readonly sent: number; readonly retried: number; readonly failed: number };
+  /** Live streams (subscriptions over SSE) of this app. */
+  liveStreams?: LiveStreamCounts;
 };
 
 /**
@@ -33,7 +36,7 @@ export type MetricsOptions = {
  * would make a series per record), GraphQL operations on both transports, the database pool and
  * the process. `GET /metrics` serves them and needs no credential.
  */
-export function useMetrics({ routes, poolStats, redisHealth, replicas, mail }: MetricsOptions): Plugin {
+export function useMetrics({ routes, poolStats, redisHealth, replicas, mail, liveStreams }: MetricsOptions): Plugin {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
@@ -85,6 +88,7 @@ export function useMetrics({ routes, poolStats, redisHealth, replicas, mail }: M
 
   if (replicas) replicaMetrics(registry, replicas);
   if (mail) mailMetrics(registry, mail);
+  if (liveStreams) liveStreamMetrics(registry, liveStreams);
 
   if (redisHealth) {
     new Gauge({
@@ -288,4 +292,38 @@ function countersOf<K extends string>(
       },
     });
   }
+}
+
+/** Open live streams, and those dropped, refused or ended by the replica. */
+function liveStreamMetrics(registry: Registry, counts: LiveStreamCounts) {
+  new Gauge({
+    name: "live_streams_open",
+    help: "Subscriptions open on this replica (server-sent events)",
+    registers: [registry],
+    collect() {
+      this.set(counts.open);
+    },
+  });
+  countersOf(registry, counts, [
+    [
+      "live_streams_dropped_total",
+      "Live streams dropped because their reader left more unread bytes than LIVE_STREAM_BUFFER_BYTES",
+      "droppedSlowReader",
+    ],
+    [
+      "live_streams_refused_credential_total",
+      "Subscriptions refused with TOO_MANY_STREAMS: the credential had LIVE_STREAMS_PER_CREDENTIAL open",
+      "refusedPerCredential",
+    ],
+    [
+      "live_streams_refused_organization_total",
+      "Subscriptions refused with TOO_MANY_STREAMS: the organization had LIVE_STREAMS_PER_ORGANIZATION open",
+      "refusedPerOrganization",
+    ],
+    [
+      "live_streams_lapsed_total",
+      "Live streams ended because their credential was revoked, expired or lost a permission",
+      "endedLapsed",
+    ],
+  ]);
 }

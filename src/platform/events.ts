@@ -26,7 +26,18 @@ type Channels = {
  */
 export function createEvents(eventTarget?: PubSubEventTarget<Channels>) {
   // A slow subscriber loses the oldest events rather than holding memory without bound.
-  return createPubSub<Channels>({ eventTarget, repeaterBuffer: new SlidingBuffer(256) });
+  const pubSub = createPubSub<Channels>({ eventTarget, repeaterBuffer: new SlidingBuffer(256) });
+  return {
+    subscribe: pubSub.subscribe,
+    /**
+     * After the writer's answer: callers publish once their transaction has committed, and the
+     * fan-out to subscribers (in memory, or the Redis PUBLISH) waits for the next turn of the event
+     * loop, by when the writer's response has been handed to its socket.
+     */
+    publish: ((...args: unknown[]) => {
+      setImmediate(() => (pubSub.publish as (...a: unknown[]) => void)(...args));
+    }) as typeof pubSub.publish,
+  };
 }
 
 export type Events = ReturnType<typeof createEvents>;

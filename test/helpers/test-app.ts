@@ -127,6 +127,8 @@ export async function createTestApp(
     logger?: Logger;
     /** E-mail for notifications: the mailer (notifications.mail.ts) and /unsubscribe, or only a port to enqueue to. */
     mail?: AppDeps["mail"] | NotificationMail;
+    /** Live stream caps and buffers; keep-alives every 250 ms by default, so a closed test stream ends at once. */
+    liveStreams?: Partial<Config["liveStreams"]>;
   } = {},
 ) {
   const { database, drop } = options.database
@@ -147,6 +149,8 @@ export async function createTestApp(
       rateLimitPerMinute: options.rateLimitPerMinute ?? 1_000_000,
       authFailuresPerMinute: options.authFailuresPerMinute ?? 1_000_000,
       trustProxy: options.trustProxy,
+      // In process, a cancelled body's pending read ends with the next bytes: keep-alives bring them.
+      liveStreams: { heartbeatMs: 250, ...options.liveStreams },
     },
     redis: options.redis,
     events: options.events,
