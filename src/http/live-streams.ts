@@ -61,6 +61,9 @@ function sharingKey(args: ExecutionArgs, caller: Caller): string {
   return `${documentId(args.document)}\u0000${args.operationName ?? ""}\u0000${JSON.stringify(args.variableValues ?? {})}\u0000${caller.organizationId}\u0000${permissions}\u0000${self}`;
 }
 
+/** How long one check of a credential answers for every stream that sends it. */
+const CHECK_REUSE_MS = 250;
+
 /** Who a stream counts against: one API key, or one user's sessions or JWTs. */
 const credentialOf = (caller: Caller) => (caller.apiKeyId ? `key:${caller.apiKeyId}` : `${caller.kind}:${caller.userId}`);
 
@@ -156,6 +159,17 @@ export function createLiveStreams(authenticate: (request: Request) => Promise<Au
   const shared = new WeakMap<object, Map<string, Promise<ExecutionResult>>>();
   let heartbeat: NodeJS.Timeout | undefined;
   let sweep: NodeJS.Timeout | undefined;
+  /** Recent checks by credential: an event for 5,000 streams of a few users checks each user once. */
+  const checks = new Map<string, { at: number; state: Promise<AuthState | null> }>();
+  const check = (request: Request): Promise<AuthState | null> => {
+    const key = credentialFingerprint(request);
+    const now = Date.now();
+    const recent = checks.get(key);
+    if (recent && now - recent.at < CHECK_REUSE_MS) return recent.state;
+    const state = authenticate(request).catch(() => null);
+    checks.set(key, { at: now, state });
+    return state;
+  };
 
   const bump = (map: Map<string, number>, key: string, by: number) => {
     const n = (map.get(key) ?? 0) + by;
@@ -298,6 +312,8 @@ export function createLiveStreams(authenticate: (request: Request) => Promise<Au
         sweep = undefined;
         return;
       }
+      const stale = Date.now() - CHECK_REUSE_MS;
+      for (const [key, recent] of checks) if (recent.at < stale) checks.delete(key);
       const groups = new Map<string, Subscription[]>();
       for (const s of subscriptions) {
         const key = credentialFingerprint(s.request);
@@ -307,7 +323,7 @@ export function createLiveStreams(authenticate: (request: Request) => Promise<Au
       }
       for (const group of groups.values()) {
         const first = group[0] as Subscription;
-        const now = await authenticate(first.request).catch(() => null);
+        const now = await check(first.request);
         if (!now) continue;
         for (const s of group) {
           const error = lapsed(s.auth, now);
@@ -366,7 +382,7 @@ export function createLiveStreams(authenticate: (request: Request) => Promise<Au
             const next = await events.next();
             if (next.done) break;
             // Checked before every event, so a subscriber who lost access hears nothing more.
-            const now = await authenticate(request).catch(() => null);
+            const now = await check(request);
             const error = now ? lapsed(auth, now) : null;
             if (error) {
               counts.endedLapsed++;

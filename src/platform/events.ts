@@ -1,4 +1,5 @@
-import { createPubSub, type PubSubEventTarget, SlidingBuffer } from "graphql-yoga";
+import { setMaxListeners } from "node:events";
+import { type PubSub, type PubSubEventTarget, Repeater, SlidingBuffer } from "graphql-yoga";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 
@@ -21,26 +22,44 @@ type Channels = {
 };
 
 /**
- * Live events, on a channel per organization. In memory by default; a shared event target (Redis)
- * lets subscribers on one replica see events published on another.
+ * Live events, on a channel per organization (per recipient for notifications). In memory by
+ * default; a shared event target (Redis) lets subscribers on one replica see events published on
+ * another.
  */
-export function createEvents(eventTarget?: PubSubEventTarget<Channels>) {
-  // A slow subscriber loses the oldest events rather than holding memory without bound.
-  const pubSub = createPubSub<Channels>({ eventTarget, repeaterBuffer: new SlidingBuffer(256) });
+export function createEvents(eventTarget: PubSubEventTarget<Channels> = manyListeners()): PubSub<Channels> {
+  const target = eventTarget as unknown as EventTarget;
   return {
-    subscribe: pubSub.subscribe,
     /**
      * After the writer's answer: callers publish once their transaction has committed, and the
      * fan-out to subscribers (in memory, or the Redis PUBLISH) waits for the next turn of the event
      * loop, by when the writer's response has been handed to its socket.
      */
-    publish: ((...args: unknown[]) => {
-      setImmediate(() => (pubSub.publish as (...a: unknown[]) => void)(...args));
-    }) as typeof pubSub.publish,
-  };
+    publish(routingKey: string, ...args: unknown[]) {
+      const [id, payload] = args.length > 1 ? args : [undefined, args[0]];
+      const topic = id === undefined ? routingKey : `${routingKey}:${id}`;
+      setImmediate(() => target.dispatchEvent(new CustomEvent(topic, { detail: payload ?? null })));
+    },
+    subscribe(routingKey: string, id?: string) {
+      const topic = id === undefined ? routingKey : `${routingKey}:${id}`;
+      return new Repeater((push, stop) => {
+        const listener = (event: Event) => void push((event as CustomEvent).detail);
+        target.addEventListener(topic, listener);
+        void stop.then(() => target.removeEventListener(topic, listener));
+        // A slow subscriber loses its oldest events rather than holding memory without bound. One
+        // buffer per subscription: a buffer shared by all (as createPubSub's option is) mixes their events.
+      }, new SlidingBuffer(256));
+    },
+  } as PubSub<Channels>;
 }
 
-export type Events = ReturnType<typeof createEvents>;
+export type Events = PubSub<Channels>;
+
+/** An in-memory event target without Node's warning past 10 listeners: a channel has one per stream. */
+function manyListeners(): PubSubEventTarget<Channels> {
+  const target = new EventTarget();
+  setMaxListeners(0, target);
+  return target as unknown as PubSubEventTarget<Channels>;
+}
 
 type Listener = ((event: CustomEvent) => void) | { handleEvent(event: CustomEvent): void };
 
