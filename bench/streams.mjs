@@ -176,7 +176,7 @@ export async function benchStreams({
       // The shell raises the soft limit on open files to the hard one before the server starts.
       const child = spawn(
         "sh",
-        ["-c", 'ulimit -n "$(ulimit -Hn)"; exec "$0" --max-semi-space-size=16 --liftoff-only dist/server.js', nodeBin],
+        ["-c", 'ulimit -n "$(ulimit -Hn)"; exec "$0" --max-semi-space-size=16 --liftoff-only $HEAP_FLAG dist/server.js', nodeBin],
         {
           cwd: root,
           env: {
@@ -188,6 +188,7 @@ export async function benchStreams({
             RATE_LIMIT_PER_MINUTE: "1000000000",
             SEED_DEMO_DATA: "false",
             AUTH_JWT_SECRET: secret,
+            HEAP_FLAG: process.env.BENCH_STREAMS_SNAPSHOT ? "--heapsnapshot-signal=SIGUSR2" : "",
             ...(replicaCount > 1 ? { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisPrefix } : {}),
           },
           stdio: ["ignore", "ignore", "inherit"],
@@ -261,6 +262,10 @@ export async function benchStreams({
     const withoutSubscribers = [];
     for (let i = 0; i < 15; i++) withoutSubscribers.push((await post(`no subscriber ${i}`)).ms);
 
+    if (process.env.BENCH_STREAMS_SNAPSHOT) {
+      process.kill(replicas[0].pid, "SIGUSR2");
+      await sleep(20_000);
+    }
     // The client process.
     const child = fork(fileURLToPath(import.meta.url), ["--client"], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
     cleanups.push(() => child.kill("SIGKILL"));
@@ -300,6 +305,11 @@ export async function benchStreams({
     await sleep(5_000);
     const open = replicas.map((r) => rssMb(r.pid));
     const openHeap = await Promise.all(replicas.map((r) => heapMb(r.base)));
+    if (process.env.BENCH_STREAMS_SNAPSHOT) {
+      // A heap snapshot of the first replica with the streams open, in the working directory.
+      process.kill(replicas[0].pid, "SIGUSR2");
+      await sleep(30_000);
+    }
 
     // Fan-out: one comment at a time, the client watching for its text.
     const fanOut = [];

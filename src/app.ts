@@ -123,7 +123,11 @@ export function createApp(deps: AppDeps) {
     }
     return auth;
   };
-  const liveStreams = createLiveStreams(verify, { ...DEFAULT_LIVE_STREAM_LIMITS, ...config.liveStreams });
+  const liveStreams = createLiveStreams({
+    authenticate: verify,
+    freshContext: (context) => ({ ...(context as Context), loaders: loadersFor(database.db, (context as Context).auth) }),
+    limits: { ...DEFAULT_LIVE_STREAM_LIMITS, ...config.liveStreams },
+  });
   const bodyBudget = createBodyBudget(config.bodyBudgetBytes ?? DEFAULT_BODY_BUDGET_BYTES);
   const bodyReader = createBodyReader(bodyBudget, config.bodyLimitBytes);
   const rememberAuth = (request: Request, auth: AuthState) => authByRequest.set(request, Promise.resolve(auth));

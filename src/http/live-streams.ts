@@ -149,7 +149,16 @@ type Writer = {
  * - open streams are capped per credential and per organization;
  * - `closeAll()` completes every stream (shutdown).
  */
-export function createLiveStreams(authenticate: (request: Request) => Promise<AuthState>, limits: LiveStreamLimits) {
+export function createLiveStreams({
+  authenticate,
+  freshContext,
+  limits,
+}: {
+  authenticate: (request: Request) => Promise<AuthState>;
+  /** The subscriber's GraphQL context for one more execution (new loaders). */
+  freshContext: (context: unknown) => unknown;
+  limits: LiveStreamLimits;
+}) {
   const subscriptions = new Set<Subscription>();
   const writers = new Set<Writer>();
   const perCredential = new Map<string, number>();
@@ -337,15 +346,17 @@ export function createLiveStreams(authenticate: (request: Request) => Promise<Au
   }
 
   /** One event's result for this subscriber: shared with every subscriber of the same key. */
-  function resultFor(args: ExecutionArgs, caller: Caller, payload: unknown): Promise<ExecutionResult> {
-    const run = () => Promise.resolve(execute({ ...args, rootValue: payload }));
+  function resultFor(args: ExecutionArgs, key: string, payload: unknown): Promise<ExecutionResult> {
+    // Fresh loaders for each event: a stream lives for hours, and its request's loaders would
+    // answer from what they cached at the first event.
+    const contextValue = freshContext(args.contextValue);
+    const run = () => Promise.resolve(execute({ ...args, contextValue, rootValue: payload }));
     if (typeof payload !== "object" || payload === null) return run();
     let byKey = shared.get(payload);
     if (!byKey) {
       byKey = new Map();
       shared.set(payload, byKey);
     }
-    const key = sharingKey(args, caller);
     let result = byKey.get(key);
     if (!result) {
       result = run();
@@ -369,6 +380,7 @@ export function createLiveStreams(authenticate: (request: Request) => Promise<Au
         return source;
       }
       const events = (source as AsyncIterable<unknown>)[Symbol.asyncIterator]();
+      const key = sharingKey(plain, auth.caller);
       const subscription = new Subscription(request, auth, () => void events.return?.());
       subscription.onEnd = () => {
         subscriptions.delete(subscription);
@@ -389,7 +401,7 @@ export function createLiveStreams(authenticate: (request: Request) => Promise<Au
               subscription.end(error);
               return;
             }
-            subscription.push(await resultFor(plain, auth.caller, next.value));
+            subscription.push(await resultFor(plain, key, next.value));
           }
           subscription.end();
         } catch (error) {

@@ -1,5 +1,5 @@
 import { setMaxListeners } from "node:events";
-import { type PubSub, type PubSubEventTarget, Repeater, SlidingBuffer } from "graphql-yoga";
+import type { PubSubEventTarget } from "graphql-yoga";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 
@@ -21,12 +21,71 @@ type Channels = {
   "notification.added": [recipientId: string, event: NotificationAddedEvent];
 };
 
+/** At most this many events wait for a subscriber that reads slowly; past it, the oldest is lost. */
+const MAX_WAITING = 256;
+
+/**
+ * One subscriber of one topic: the events `where` accepts, as an async iterator. Kept small (one
+ * object, the listener itself, no closures), because a replica holds one per open stream.
+ */
+class TopicSubscription<T> implements AsyncIterableIterator<T> {
+  private queue: T[] | undefined;
+  private waiting: ((result: IteratorResult<T>) => void) | undefined;
+  private done = false;
+
+  constructor(
+    private readonly target: EventTarget,
+    private readonly topic: string,
+    private readonly where: ((event: T) => boolean) | undefined,
+  ) {
+    target.addEventListener(topic, this);
+  }
+
+  handleEvent(event: Event) {
+    const value = (event as CustomEvent<T>).detail;
+    if (this.done || (this.where && !this.where(value))) return;
+    const waiting = this.waiting;
+    if (waiting) {
+      this.waiting = undefined;
+      waiting({ done: false, value });
+      return;
+    }
+    this.queue ??= [];
+    if (this.queue.length >= MAX_WAITING) this.queue.shift();
+    this.queue.push(value);
+  }
+
+  next(): Promise<IteratorResult<T>> {
+    if (this.queue?.length) return Promise.resolve({ done: false, value: this.queue.shift() as T });
+    if (this.done) return Promise.resolve({ done: true, value: undefined });
+    return new Promise((resolve) => {
+      this.waiting = resolve;
+    });
+  }
+
+  return(): Promise<IteratorResult<T>> {
+    if (!this.done) {
+      this.done = true;
+      this.queue = undefined;
+      this.target.removeEventListener(this.topic, this);
+      const waiting = this.waiting;
+      this.waiting = undefined;
+      waiting?.({ done: true, value: undefined });
+    }
+    return Promise.resolve({ done: true, value: undefined });
+  }
+
+  [Symbol.asyncIterator]() {
+    return this;
+  }
+}
+
 /**
  * Live events, on a channel per organization (per recipient for notifications). In memory by
  * default; a shared event target (Redis) lets subscribers on one replica see events published on
  * another.
  */
-export function createEvents(eventTarget: PubSubEventTarget<Channels> = manyListeners()): PubSub<Channels> {
+export function createEvents(eventTarget: PubSubEventTarget<Channels> = manyListeners()) {
   const target = eventTarget as unknown as EventTarget;
   return {
     /**
@@ -34,25 +93,21 @@ export function createEvents(eventTarget: PubSubEventTarget<Channels> = manyList
      * fan-out to subscribers (in memory, or the Redis PUBLISH) waits for the next turn of the event
      * loop, by when the writer's response has been handed to its socket.
      */
-    publish(routingKey: string, ...args: unknown[]) {
-      const [id, payload] = args.length > 1 ? args : [undefined, args[0]];
-      const topic = id === undefined ? routingKey : `${routingKey}:${id}`;
-      setImmediate(() => target.dispatchEvent(new CustomEvent(topic, { detail: payload ?? null })));
+    publish<K extends keyof Channels>(channel: K, id: Channels[K][0], event: Channels[K][1]) {
+      setImmediate(() => target.dispatchEvent(new CustomEvent(`${channel}:${id}`, { detail: event })));
     },
-    subscribe(routingKey: string, id?: string) {
-      const topic = id === undefined ? routingKey : `${routingKey}:${id}`;
-      return new Repeater((push, stop) => {
-        const listener = (event: Event) => void push((event as CustomEvent).detail);
-        target.addEventListener(topic, listener);
-        void stop.then(() => target.removeEventListener(topic, listener));
-        // A slow subscriber loses its oldest events rather than holding memory without bound. One
-        // buffer per subscription: a buffer shared by all (as createPubSub's option is) mixes their events.
-      }, new SlidingBuffer(256));
+    /** The events of `channel` for `id` that `where` accepts, as they are published. */
+    subscribe<K extends keyof Channels>(
+      channel: K,
+      id: Channels[K][0],
+      where?: (event: Channels[K][1]) => boolean,
+    ): AsyncIterableIterator<Channels[K][1]> {
+      return new TopicSubscription(target, `${channel}:${id}`, where);
     },
-  } as PubSub<Channels>;
+  };
 }
 
-export type Events = PubSub<Channels>;
+export type Events = ReturnType<typeof createEvents>;
 
 /** An in-memory event target without Node's warning past 10 listeners: a channel has one per stream. */
 function manyListeners(): PubSubEventTarget<Channels> {
