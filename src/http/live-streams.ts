@@ -61,6 +61,28 @@ function sharingKey(args: ExecutionArgs, caller: Caller): string {
   return `${documentId(args.document)}\u0000${args.operationName ?? ""}\u0000${JSON.stringify(args.variableValues ?? {})}\u0000${caller.organizationId}\u0000${permissions}\u0000${self}`;
 }
 
+/** Streams that write an event in one turn of the event loop. */
+const STREAMS_PER_TURN = 100;
+
+/** A promise per caller, resolved STREAMS_PER_TURN at a time, one batch per turn of the event loop. */
+function createTurns() {
+  const waiting: (() => void)[] = [];
+  let scheduled = false;
+  const run = () => {
+    for (const resolve of waiting.splice(0, STREAMS_PER_TURN)) resolve();
+    if (waiting.length > 0) setImmediate(run);
+    else scheduled = false;
+  };
+  return () =>
+    new Promise<void>((resolve) => {
+      waiting.push(resolve);
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(run);
+      }
+    });
+}
+
 /** How long one check of a credential answers for every stream that sends it. */
 const CHECK_REUSE_MS = 250;
 
@@ -160,6 +182,7 @@ export function createLiveStreams({
   limits: LiveStreamLimits;
 }) {
   const subscriptions = new Set<Subscription>();
+  const turn = createTurns();
   const writers = new Set<Writer>();
   const perCredential = new Map<string, number>();
   const perOrganization = new Map<string, number>();
@@ -401,7 +424,11 @@ export function createLiveStreams({
               subscription.end(error);
               return;
             }
-            subscription.push(await resultFor(plain, key, next.value));
+            const result = await resultFor(plain, key, next.value);
+            // Thousands of streams get one event at once: they take turns, a batch per turn of
+            // the event loop, so that requests in flight (the writer's own) are not held.
+            await turn();
+            subscription.push(result);
           }
           subscription.end();
         } catch (error) {
