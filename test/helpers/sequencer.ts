@@ -21,6 +21,7 @@ const estimates: Record<string, number> = {
   "test/e2e/crash.test.ts": 16,
   "test/codegen/codegen.test.ts": 14,
   "test/integration/comments.test.ts": 12,
+  "test/integration/live-streams.test.ts": 12,
   "test/e2e/server.test.ts": 11,
   "test/integration/hostile-callers.test.ts": 9,
   "test/e2e/replicas.test.ts": 8,
