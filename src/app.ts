@@ -11,13 +11,13 @@ import { useOperationLimits } from "./graphql/operation-limits.js";
 import { useQueryCost } from "./graphql/query-cost.js";
 import { createBodyBudget, createBodyReader, useGraphqlBodyAdmission } from "./http/body-admission.js";
 import { corsFor, useVaryOnOrigin } from "./http/cors.js";
-import { useCredentialWatch } from "./http/credential-watch.js";
 import { maskError, restErrorsResponse, useUnexpectedErrorLog, withSafetyNet } from "./http/error-masking.js";
 import { errorBody, errorResponse, RETRY_AFTER_SECONDS } from "./http/error-response.js";
 import { useCsrfPreventionExceptSameOriginEventStreams } from "./http/event-streams.js";
 import { graphiqlExamples, renderLocalGraphiQL, useGraphiQLAssets } from "./http/graphiql.js";
 import { useIdempotency } from "./http/idempotency.js";
 import { useGraphqlInputHygiene } from "./http/input-hygiene.js";
+import { createLiveStreams } from "./http/live-streams.js";
 import { useMetrics } from "./http/metrics.js";
 import { limitAuthenticationFailures, useRateLimit } from "./http/rate-limit.js";
 import { useReadRouting } from "./http/read-routing.js";
@@ -34,7 +34,7 @@ import { loadersFor } from "./modules/request-loaders.js";
 import { createServices } from "./modules/services.js";
 import type { WebhookServiceOptions } from "./modules/webhooks/webhooks.service.js";
 import type { WebhookWorker } from "./modules/webhooks/webhooks.worker.js";
-import { type Config, DEFAULT_BODY_BUDGET_BYTES } from "./platform/config.js";
+import { type Config, DEFAULT_BODY_BUDGET_BYTES, DEFAULT_LIVE_STREAM_LIMITS } from "./platform/config.js";
 import type { Database } from "./platform/db/database.js";
 import type { Events } from "./platform/events.js";
 import { recentWriters } from "./platform/recent-writers.js";
@@ -52,7 +52,9 @@ export type AppDeps = {
   config: Pick<Config, "production" | "bodyLimitBytes"> &
     Partial<Pick<Config, "bodyBudgetBytes" | "corsOrigins" | "trustProxyHops" | "redisTimeoutMs" | "appUrl">> &
     Partial<Pick<Config, "jwt" | "rateLimitPerMinute" | "authFailuresPerMinute" | "trustProxy" | "introspection" | "graphiql">> &
-    Partial<Pick<Config, "trustedDocuments">>;
+    Partial<Pick<Config, "trustedDocuments">> & {
+      liveStreams?: Partial<Config["liveStreams"]>;
+    };
   logger: Logger;
   deviceManagement?: DeviceManagement;
   /** Shared events (Redis) for replicas; in memory when absent. */
@@ -126,6 +128,11 @@ export function createApp(deps: AppDeps) {
     }
     return auth;
   };
+  const liveStreams = createLiveStreams({
+    authenticate: verify,
+    freshContext: (context) => ({ ...(context as Context), loaders: loadersFor(database.db, (context as Context).auth) }),
+    limits: { ...DEFAULT_LIVE_STREAM_LIMITS, ...config.liveStreams },
+  });
   const bodyBudget = createBodyBudget(config.bodyBudgetBytes ?? DEFAULT_BODY_BUDGET_BYTES);
   const bodyReader = createBodyReader(bodyBudget, config.bodyLimitBytes);
   const rememberAuth = (request: Request, auth: AuthState) => authByRequest.set(request, Promise.resolve(auth));
@@ -204,6 +211,7 @@ export function createApp(deps: AppDeps) {
         mail: deps.mail?.mailer.counts,
         trustedDocuments: trustedDocuments.counts,
         register: deps.webhooks?.worker ? [(registry) => deps.webhooks?.worker?.registerMetrics(registry)] : [],
+        liveStreams: liveStreams.counts,
       }),
       ...((config.graphiql ?? !config.production) ? [useGraphiQLAssets()] : []),
       useRequestLog(logger),
@@ -277,7 +285,8 @@ export function createApp(deps: AppDeps) {
             ),
           ]
         : []),
-      useCredentialWatch(verify),
+      // Subscriptions: shared results per event, credentials checked again, caps, SSE with keep-alives.
+      liveStreams.plugin,
       // A stored document's id in place of text (and the policy on text), before the limits see the document.
       trustedDocuments.plugin,
       // Limits on the shape of GraphQL documents. REST operations are fixed documents and skip
@@ -309,6 +318,8 @@ export function createApp(deps: AppDeps) {
   return {
     yoga,
     services,
+    /** Completes every open live stream (at shutdown), so that their clients reconnect elsewhere. */
+    closeStreams: () => liveStreams.closeAll(),
     /** Handles one request in process, as the HTTP server does. */
     async fetch(request: Request): Promise<Response> {
       return yoga.fetch(request);

@@ -254,6 +254,9 @@ async function shutdown(signal: string) {
   };
   await run("keep serving for SHUTDOWN_DELAY_MS", () => new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs)));
   await run("close the listener and finish requests in flight", async () => {
+    // Live streams would hold their connections until the grace period ends: complete them now,
+    // so that their clients reconnect (to another replica) at once.
+    app.closeStreams();
     const forceClose = setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs);
     await new Promise<void>((resolve) => {
       server.close(() => resolve());

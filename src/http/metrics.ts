@@ -6,6 +6,7 @@ import type { ReplicaStatus } from "../platform/db/read-replicas.js";
 import type { RedisHealth } from "../platform/redis.js";
 import type { CompiledRoute } from "../rest/request-validation.js";
 import { REST_BASE } from "../rest/routes.js";
+import type { LiveStreamCounts } from "./live-streams.js";
 import type { TrustedDocumentCounts } from "./trusted-documents.js";
 
 type Transport = "graphql" | "rest" | "other";
@@ -31,6 +32,8 @@ export type MetricsOptions = {
   trustedDocuments?: TrustedDocumentCounts;
   /** Metrics a module registers itself (the webhook worker's). */
   register?: ((registry: Registry) => void)[];
+  /** Live streams (subscriptions over SSE) of this app. */
+  liveStreams?: LiveStreamCounts;
 };
 
 /**
@@ -46,6 +49,7 @@ export function useMetrics({
   mail,
   trustedDocuments,
   register,
+  liveStreams,
 }: MetricsOptions): Plugin {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
@@ -99,6 +103,7 @@ export function useMetrics({
   if (replicas) replicaMetrics(registry, replicas);
   if (mail) mailMetrics(registry, mail);
   if (trustedDocuments) trustedDocumentMetrics(registry, trustedDocuments);
+  if (liveStreams) liveStreamMetrics(registry, liveStreams);
   for (const add of register ?? []) add(registry);
 
   if (redisHealth) {
@@ -326,4 +331,38 @@ function trustedDocumentMetrics(registry: Registry, counts: TrustedDocumentCount
     ["trusted_document_unknown_total", "Requests naming a document id that is not stored (PERSISTED_QUERY_NOT_FOUND)", "unknown"],
     ["trusted_document_parses_total", "Stored documents this replica parsed: once each, then kept by id", "parsed"],
   ] as const);
+}
+
+/** Open live streams, and those dropped, refused or ended by the replica. */
+function liveStreamMetrics(registry: Registry, counts: LiveStreamCounts) {
+  new Gauge({
+    name: "live_streams_open",
+    help: "Subscriptions open on this replica (server-sent events)",
+    registers: [registry],
+    collect() {
+      this.set(counts.open);
+    },
+  });
+  countersOf(registry, counts, [
+    [
+      "live_streams_dropped_total",
+      "Live streams dropped because their reader left more unread bytes than LIVE_STREAM_BUFFER_BYTES",
+      "droppedSlowReader",
+    ],
+    [
+      "live_streams_refused_credential_total",
+      "Subscriptions refused with TOO_MANY_STREAMS: the credential had LIVE_STREAMS_PER_CREDENTIAL open",
+      "refusedPerCredential",
+    ],
+    [
+      "live_streams_refused_organization_total",
+      "Subscriptions refused with TOO_MANY_STREAMS: the organization had LIVE_STREAMS_PER_ORGANIZATION open",
+      "refusedPerOrganization",
+    ],
+    [
+      "live_streams_lapsed_total",
+      "Live streams ended because their credential was revoked, expired or lost a permission",
+      "endedLapsed",
+    ],
+  ]);
 }

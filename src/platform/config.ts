@@ -107,6 +107,14 @@ const schema = z.object({
     .min(1024)
     .default(36 * 1024 * 1024),
   BODY_BUDGET_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_BODY_BUDGET_BYTES),
+  LIVE_STREAMS_PER_CREDENTIAL: z.coerce.number().int().min(1).default(1_000),
+  LIVE_STREAMS_PER_ORGANIZATION: z.coerce.number().int().min(1).default(10_000),
+  LIVE_STREAM_HEARTBEAT_MS: z.coerce.number().int().min(100).max(300_000).default(15_000),
+  LIVE_STREAM_BUFFER_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(256 * 1024),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
   DEVICE_MANAGEMENT_URL: z.url().optional(),
@@ -245,6 +253,8 @@ export type Config = {
   bodyLimitBytes: number;
   /** Bytes of request bodies admitted at once; past it, 503 with Retry-After before reading. */
   bodyBudgetBytes: number;
+  /** Live streams (subscriptions over SSE): caps, keep-alive interval, and the unread bytes a reader may leave. */
+  liveStreams: LiveStreamLimits;
   logLevel: string;
   production: boolean;
   /** Introspection and GraphiQL: on in development, off in production unless enabled. */
@@ -258,6 +268,24 @@ export type Config = {
   deviceManagement: { url: string; token?: string } | undefined;
   mail: MailConfig | undefined;
   webhooks: WebhookConfig;
+};
+
+export type LiveStreamLimits = {
+  /** Open streams of one credential (an API key, or one user's sessions or JWTs). */
+  perCredential: number;
+  /** Open streams of one organization. */
+  perOrganization: number;
+  /** Keep-alive comment lines on an idle stream, so that proxies do not close it. */
+  heartbeatMs: number;
+  /** Bytes waiting for a reader that stopped reading; past them its stream is dropped. */
+  maxBufferedBytes: number;
+};
+
+export const DEFAULT_LIVE_STREAM_LIMITS: LiveStreamLimits = {
+  perCredential: 1_000,
+  perOrganization: 10_000,
+  heartbeatMs: 15_000,
+  maxBufferedBytes: 256 * 1024,
 };
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -321,6 +349,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     bodyBudgetBytes: e.BODY_BUDGET_BYTES,
+    liveStreams: {
+      perCredential: e.LIVE_STREAMS_PER_CREDENTIAL,
+      perOrganization: e.LIVE_STREAMS_PER_ORGANIZATION,
+      heartbeatMs: e.LIVE_STREAM_HEARTBEAT_MS,
+      maxBufferedBytes: e.LIVE_STREAM_BUFFER_BYTES,
+    },
     logLevel: e.LOG_LEVEL,
     production: e.NODE_ENV === "production",
     introspection: e.INTROSPECTION ? e.INTROSPECTION === "true" : e.NODE_ENV !== "production",

@@ -20,6 +20,7 @@ export const errorStatus = {
   UNSUPPORTED_MEDIA_TYPE: 415,
   IDEMPOTENCY_KEY_REUSED: 422,
   RATE_LIMITED: 429,
+  TOO_MANY_STREAMS: 429,
   INTERNAL_SERVER_ERROR: 500,
   BAD_GATEWAY: 502,
   SERVICE_UNAVAILABLE: 503,
@@ -66,6 +67,13 @@ export class NotFoundError extends AppError {
 export class ConflictError extends AppError {
   constructor(message: string) {
     super("CONFLICT", message);
+  }
+}
+
+/** A new live stream past the open streams allowed per credential or per organization. */
+export class TooManyStreamsError extends AppError {
+  constructor(message: string) {
+    super("TOO_MANY_STREAMS", message);
   }
 }
 

@@ -1,4 +1,5 @@
-import { createPubSub, type PubSubEventTarget, SlidingBuffer } from "graphql-yoga";
+import { setMaxListeners } from "node:events";
+import type { PubSubEventTarget } from "graphql-yoga";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 
@@ -20,16 +21,100 @@ type Channels = {
   "notification.added": [recipientId: string, event: NotificationAddedEvent];
 };
 
+/** At most this many events wait for a subscriber that reads slowly; past it, the oldest is lost. */
+const MAX_WAITING = 256;
+
 /**
- * Live events, on a channel per organization. In memory by default; a shared event target (Redis)
- * lets subscribers on one replica see events published on another.
+ * One subscriber of one topic: the events `where` accepts, as an async iterator. Kept small (one
+ * object, the listener itself, no closures), because a replica holds one per open stream.
  */
-export function createEvents(eventTarget?: PubSubEventTarget<Channels>) {
-  // A slow subscriber loses the oldest events rather than holding memory without bound.
-  return createPubSub<Channels>({ eventTarget, repeaterBuffer: new SlidingBuffer(256) });
+class TopicSubscription<T> implements AsyncIterableIterator<T> {
+  private queue: T[] | undefined;
+  private waiting: ((result: IteratorResult<T>) => void) | undefined;
+  private done = false;
+
+  constructor(
+    private readonly target: EventTarget,
+    private readonly topic: string,
+    private readonly where: ((event: T) => boolean) | undefined,
+  ) {
+    target.addEventListener(topic, this);
+  }
+
+  handleEvent(event: Event) {
+    const value = (event as CustomEvent<T>).detail;
+    if (this.done || (this.where && !this.where(value))) return;
+    const waiting = this.waiting;
+    if (waiting) {
+      this.waiting = undefined;
+      waiting({ done: false, value });
+      return;
+    }
+    this.queue ??= [];
+    if (this.queue.length >= MAX_WAITING) this.queue.shift();
+    this.queue.push(value);
+  }
+
+  next(): Promise<IteratorResult<T>> {
+    if (this.queue?.length) return Promise.resolve({ done: false, value: this.queue.shift() as T });
+    if (this.done) return Promise.resolve({ done: true, value: undefined });
+    return new Promise((resolve) => {
+      this.waiting = resolve;
+    });
+  }
+
+  return(): Promise<IteratorResult<T>> {
+    if (!this.done) {
+      this.done = true;
+      this.queue = undefined;
+      this.target.removeEventListener(this.topic, this);
+      const waiting = this.waiting;
+      this.waiting = undefined;
+      waiting?.({ done: true, value: undefined });
+    }
+    return Promise.resolve({ done: true, value: undefined });
+  }
+
+  [Symbol.asyncIterator]() {
+    return this;
+  }
+}
+
+/**
+ * Live events, on a channel per organization (per recipient for notifications). In memory by
+ * default; a shared event target (Redis) lets subscribers on one replica see events published on
+ * another.
+ */
+export function createEvents(eventTarget: PubSubEventTarget<Channels> = manyListeners()) {
+  const target = eventTarget as unknown as EventTarget;
+  return {
+    /**
+     * After the writer's answer: callers publish once their transaction has committed, and the
+     * fan-out to subscribers (in memory, or the Redis PUBLISH) waits for the next turn of the event
+     * loop, by when the writer's response has been handed to its socket.
+     */
+    publish<K extends keyof Channels>(channel: K, id: Channels[K][0], event: Channels[K][1]) {
+      setImmediate(() => target.dispatchEvent(new CustomEvent(`${channel}:${id}`, { detail: event })));
+    },
+    /** The events of `channel` for `id` that `where` accepts, as they are published. */
+    subscribe<K extends keyof Channels>(
+      channel: K,
+      id: Channels[K][0],
+      where?: (event: Channels[K][1]) => boolean,
+    ): AsyncIterableIterator<Channels[K][1]> {
+      return new TopicSubscription(target, `${channel}:${id}`, where);
+    },
+  };
 }
 
 export type Events = ReturnType<typeof createEvents>;
+
+/** An in-memory event target without Node's warning past 10 listeners: a channel has one per stream. */
+function manyListeners(): PubSubEventTarget<Channels> {
+  const target = new EventTarget();
+  setMaxListeners(0, target);
+  return target as unknown as PubSubEventTarget<Channels>;
+}
 
 type Listener = ((event: CustomEvent) => void) | { handleEvent(event: CustomEvent): void };
 

@@ -24,6 +24,7 @@ const estimates: Record<string, number> = {
   "test/codegen/codegen.test.ts": 14,
   "test/integration/comments.test.ts": 12,
   "test/integration/docs-examples.test.ts": 12,
+  "test/integration/live-streams.test.ts": 12,
   "test/e2e/server.test.ts": 11,
   "test/integration/hostile-callers.test.ts": 9,
   "test/integration/trusted-documents.test.ts": 8,

@@ -131,6 +131,8 @@ export async function createTestApp(
     mail?: AppDeps["mail"] | NotificationMail;
     /** Webhook target rules (allowed CIDRs, the resolver) and the worker whose metrics /metrics shows. */
     webhooks?: AppDeps["webhooks"];
+    /** Live stream caps and buffers; keep-alives every 250 ms by default, so a closed test stream ends at once. */
+    liveStreams?: Partial<Config["liveStreams"]>;
   } = {},
 ) {
   const { database, drop } = options.database
@@ -152,6 +154,8 @@ export async function createTestApp(
       authFailuresPerMinute: options.authFailuresPerMinute ?? 1_000_000,
       trustProxy: options.trustProxy,
       trustedDocuments: options.trustedDocuments,
+      // In process, a cancelled body's pending read ends with the next bytes: keep-alives bring them.
+      liveStreams: { heartbeatMs: 250, ...options.liveStreams },
     },
     redis: options.redis,
     events: options.events,

@@ -1,4 +1,3 @@
-import { filter, pipe } from "graphql-yoga";
 import { z } from "zod";
 import type { Actor } from "../../auth/actor.js";
 import { Prisma } from "../../generated/prisma/client.js";
@@ -16,7 +15,7 @@ import {
 import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
 import { BadUserInputError, ForbiddenError, NotFoundError } from "../../platform/errors.js";
-import type { Events } from "../../platform/events.js";
+import type { CommentDeletedEvent, CommentEvent, Events } from "../../platform/events.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, decodedSize, limit, list, text } from "../../platform/limits.js";
 import { parseInput } from "../../platform/validation.js";
@@ -162,14 +161,11 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier)
   async function entityStream<Event extends { entityType: string; entityId: string }>(
     actor: Actor,
     args: EntityArgs,
-    source: (organizationId: string) => AsyncIterable<Event>,
+    source: (organizationId: string, where: (event: Event) => boolean) => AsyncIterable<Event>,
   ) {
     const input = parseInput(listInput, args);
     await assertEntityExists(db, actor.organizationId, input.entityType, input.entityId);
-    return pipe(
-      source(actor.organizationId),
-      filter((event: Event) => event.entityType === input.entityType && event.entityId === input.entityId),
-    );
+    return source(actor.organizationId, (event) => event.entityType === input.entityType && event.entityId === input.entityId);
   }
 
   return {
@@ -357,15 +353,21 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier)
 
     /** New comments on one entity of the caller's organization, as they are created. */
     subscribe: (actor: Actor, args: EntityArgs) =>
-      entityStream(actor, args, (organizationId) => events.subscribe("comment.created", organizationId)),
+      entityStream<CommentEvent>(actor, args, (organizationId, where) =>
+        events.subscribe("comment.created", organizationId, where),
+      ),
 
     /** Edits of the comments on one entity, as they are saved. */
     subscribeUpdated: (actor: Actor, args: EntityArgs) =>
-      entityStream(actor, args, (organizationId) => events.subscribe("comment.updated", organizationId)),
+      entityStream<CommentEvent>(actor, args, (organizationId, where) =>
+        events.subscribe("comment.updated", organizationId, where),
+      ),
 
     /** Deletes of the comments on one entity. */
     subscribeDeleted: (actor: Actor, args: EntityArgs) =>
-      entityStream(actor, args, (organizationId) => events.subscribe("comment.deleted", organizationId)),
+      entityStream<CommentDeletedEvent>(actor, args, (organizationId, where) =>
+        events.subscribe("comment.deleted", organizationId, where),
+      ),
 
     async byId(actor: Actor, id: string, query: CommentQuery) {
       const comment = await db.comment.findUnique({ ...query, where: { id, organizationId: actor.organizationId } });

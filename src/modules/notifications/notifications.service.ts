@@ -1,4 +1,3 @@
-import { filter, pipe } from "graphql-yoga";
 import { z } from "zod";
 import type { Actor } from "../../auth/actor.js";
 import { Prisma } from "../../generated/prisma/client.js";
@@ -370,11 +369,10 @@ export function createNotificationService(db: Db, events: Events) {
     /** The caller's new notifications, as they are written (on any replica: the events are shared). */
     async subscribe(actor: Actor) {
       const memberId = await ownMemberId(actor);
-      return pipe(
-        events.subscribe("notification.added", memberId),
-        filter(
-          (event: NotificationAddedEvent) => event.recipientId === memberId && event.organizationId === actor.organizationId,
-        ),
+      return events.subscribe(
+        "notification.added",
+        memberId,
+        (event: NotificationAddedEvent) => event.recipientId === memberId && event.organizationId === actor.organizationId,
       );
     },
   };

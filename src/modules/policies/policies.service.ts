@@ -1,4 +1,3 @@
-import { filter, pipe } from "graphql-yoga";
 import { z } from "zod";
 import type { Actor } from "../../auth/actor.js";
 import { rolePermissions } from "../../auth/permissions.js";
@@ -358,10 +357,7 @@ export function createPolicyService(db: Db, events: Events, notifier: Notifier) 
     async subscribe(actor: Actor, id: string) {
       const policy = await db.policy.findUnique({ where: { id, organizationId: actor.organizationId }, select: { id: true } });
       if (!policy) throw new NotFoundError("Policy", id);
-      return pipe(
-        events.subscribe("policy.changed", actor.organizationId),
-        filter((event) => event.id === id),
-      );
+      return events.subscribe("policy.changed", actor.organizationId, (event) => event.id === id);
     },
 
     /** A draft goes to review by an active member who may update policies; the policy then needs review. */
