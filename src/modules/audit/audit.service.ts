@@ -14,6 +14,7 @@ import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
 import { newId } from "../../platform/ids.js";
 import { limit } from "../../platform/limits.js";
+import { appendToChain } from "./audit.chain.js";
 
 export const auditLimits = { entityType: limit({ minLength: 1, maxLength: 64 }) };
 
@@ -57,7 +58,8 @@ export function auditEvent(
  * so what an event entails (its place in the organization's chain, its webhook deliveries) has one home.
  */
 export async function writeAuditEvent(tx: Prisma.TransactionClient, data: Prisma.AuditEventUncheckedCreateInput): Promise<void> {
-  await tx.auditEvent.create({ data, select: { id: true } });
+  // The event with its sequence and hash: its place in the organization's chain (audit.chain.ts).
+  await appendToChain(tx, data);
 }
 
 export function createAuditService(db: Db) {
