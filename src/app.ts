@@ -25,6 +25,8 @@ import { requestIdOf, useRequestId } from "./http/request-id.js";
 import { useRequestLog } from "./http/request-log.js";
 import { useTracing } from "./http/tracing.js";
 import { useUnsubscribe } from "./http/unsubscribe.js";
+import type { AuditSigner } from "./modules/audit/audit.keys.js";
+import { auditRestHandlers } from "./modules/audit/audit.routes.js";
 import type { DeviceManagement } from "./modules/members/device-management.js";
 import type { NotificationMailer } from "./modules/notifications/notifications.mail.js";
 import type { NotificationMail } from "./modules/notifications/notifications.service.js";
@@ -67,6 +69,8 @@ export type AppDeps = {
   isShuttingDown?: () => boolean;
   /** E-mail for notifications (SMTP configured): the jobs changes enqueue, their counts (/metrics), and /unsubscribe. */
   mail?: { mailer: NotificationMail & Partial<Pick<NotificationMailer, "counts">>; unsubscribe?: Unsubscribe };
+  /** Signs the audit checkpoints (AUDIT_SIGNING_KEY); a key of the app's own when absent (tests). */
+  auditSigner?: AuditSigner;
 };
 
 /** The unsubscribe form is one short field: a larger body is not one. */
@@ -102,6 +106,7 @@ export function createApp(deps: AppDeps) {
     events: deps.events,
     mail: deps.mail?.mailer,
     links: { appUrl: config.appUrl, trustedOrigins: config.corsOrigins },
+    auditSigner: deps.auditSigner,
   });
   const verify = createAuthenticator(database.db, config.jwt);
   const authenticate = limitAuthenticationFailures(verify, {
@@ -244,6 +249,7 @@ export function createApp(deps: AppDeps) {
         authenticate: authenticateOnce,
         rememberAuth,
         dispatch: restDispatch,
+        ownRoutes: auditRestHandlers(services.audit),
         openApiDocument: () => {
           openApi ??= buildOpenApiDocument(restSchema, routes);
           return openApi;

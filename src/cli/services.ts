@@ -10,5 +10,6 @@ export {
 } from "../admin/admin.service.js";
 export { seedDemo } from "../admin/seed.js";
 export { createSession } from "../auth/sessions.js";
+export { createAuditTrail } from "../modules/audit/audit.trail.js";
 export { AppError } from "../platform/errors.js";
 export { failedJobs, QUEUES, retryFailedJobs } from "../platform/jobs.js";

@@ -30,7 +30,9 @@ export function jcs(value: unknown): string {
 
 /** The event's hash: SHA-256 (lowercase hex) of the previous hash, a newline, and the RFC 8785 form of its export line without `hash`. */
 export function chainHash(previousHash: string, line: Omit<ExportLine, "hash">): string {
-  return createHash("sha256").update(`${previousHash}\n${jcs(line)}`).digest("hex");
+  return createHash("sha256")
+    .update(`${previousHash}\n${jcs(line)}`)
+    .digest("hex");
 }
 
 /** A row as the chain's SQL reads it (AUDIT_LINE_COLUMNS): createdAt and data as text, so every driver reads them alike. */

@@ -127,6 +127,8 @@ export async function createTestApp(
     logger?: Logger;
     /** E-mail for notifications: the mailer (notifications.mail.ts) and /unsubscribe, or only a port to enqueue to. */
     mail?: AppDeps["mail"] | NotificationMail;
+    /** Signs audit checkpoints; a key of the app's own when absent. */
+    auditSigner?: AppDeps["auditSigner"];
   } = {},
 ) {
   const { database, drop } = options.database
@@ -154,6 +156,7 @@ export async function createTestApp(
     logger: options.logger ?? pino({ level: "silent" }),
     deviceManagement: options.deviceManagement,
     mail: options.mail && "enqueue" in options.mail ? { mailer: options.mail } : options.mail,
+    auditSigner: options.auditSigner,
   });
 
   async function rest(method: string, path: string, opts: RestOptions = {}) {

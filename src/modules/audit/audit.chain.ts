@@ -1,6 +1,9 @@
 import type { Prisma } from "../../generated/prisma/client.js";
 import { chainHash, GENESIS_HASH } from "../../platform/audit-chain.js";
 
+/** An audit event as a change records it: its sequence and hash are the chain's to give. */
+export type AuditEventInput = Omit<Prisma.AuditEventUncheckedCreateInput, "sequence" | "hash">;
+
 // The bench's A/B only (BENCH_AUDIT_CHAIN=off, bench/audit-chain.mjs): events are then written
 // unchained (sequence 0), and verification fails. Set once per process, at start.
 let chained = true;
@@ -26,7 +29,7 @@ ${INSERT_EVENT}`;
  * lock (held until commit) puts concurrent changes of one organization in commit order, and no
  * other organization waits; the second inserts the event with its hash and moves the head's hash.
  */
-export async function appendToChain(tx: Prisma.TransactionClient, data: Prisma.AuditEventUncheckedCreateInput): Promise<void> {
+export async function appendToChain(tx: Prisma.TransactionClient, data: AuditEventInput): Promise<void> {
   // What the database keeps of `data` (JSON.stringify's form, dates as ISO text) is what is hashed.
   const json = data.data === undefined || data.data === null ? null : JSON.stringify(data.data);
   const createdAt = data.createdAt ? new Date(data.createdAt) : new Date();

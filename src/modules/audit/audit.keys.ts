@@ -19,7 +19,9 @@ export type AuditSigner = {
 };
 
 const keyIdOf = (publicKey: KeyObject) =>
-  createHash("sha256").update(publicKey.export({ type: "spki", format: "der" })).digest("base64url");
+  createHash("sha256")
+    .update(publicKey.export({ type: "spki", format: "der" }))
+    .digest("base64url");
 
 /** The four fields, in a fresh object: what is signed never carries more. */
 const statementOf = (c: CheckpointStatement): CheckpointStatement => ({
@@ -35,7 +37,8 @@ const statementOf = (c: CheckpointStatement): CheckpointStatement => ({
  */
 export function createAuditSigner(privateKeyPem: string, previousPublicKeys = ""): AuditSigner {
   const privateKey = createPrivateKey({ key: privateKeyPem, format: "pem" });
-  if (privateKey.asymmetricKeyType !== "ed25519") throw new Error("AUDIT_SIGNING_KEY must be an Ed25519 private key (PKCS#8 PEM)");
+  if (privateKey.asymmetricKeyType !== "ed25519")
+    throw new Error("AUDIT_SIGNING_KEY must be an Ed25519 private key (PKCS#8 PEM)");
   const publicKey = createPublicKey(privateKey);
   const trusted = [
     publicKey,
@@ -87,4 +90,10 @@ export function loadAuditSigningKey(options: { pem?: string; dataDir?: string })
     if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
   }
   return readFileSync(file, "utf8");
+}
+
+/** The service's signer from its configuration: AUDIT_SIGNING_KEY, else the key in DATA_DIR (made at first start). */
+export function auditSignerFromConfig(config: { dataDir: string; audit: { signingKey?: string; previousPublicKeys?: string } }) {
+  const pem = loadAuditSigningKey({ pem: config.audit.signingKey, dataDir: config.dataDir }) as string;
+  return createAuditSigner(pem, config.audit.previousPublicKeys);
 }
