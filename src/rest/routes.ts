@@ -137,12 +137,12 @@ export const ownRestRoutes = {
       {
         name: "from",
         description: "First sequence; the chain's first when absent",
-        schema: { type: "integer", minimum: 1, maximum: 2147483647 },
+        schema: { type: "integer", format: "int32", minimum: 1, maximum: 2147483647 },
       },
       {
         name: "to",
         description: "Last sequence; the chain's last when absent",
-        schema: { type: "integer", minimum: 1, maximum: 2147483647 },
+        schema: { type: "integer", format: "int32", minimum: 1, maximum: 2147483647 },
       },
       {
         name: "format",
