@@ -3,7 +3,7 @@ ALTER TABLE "AuditEvent" ALTER COLUMN "hash" SET NOT NULL,
 ALTER COLUMN "sequence" SET NOT NULL;
 
 -- CreateIndex
-CREATE INDEX "AuditEvent_organizationId_sequence_idx" ON "AuditEvent"("organizationId", "sequence");
+CREATE INDEX "AuditEvent_organizationId_sequence_id_idx" ON "AuditEvent"("organizationId", "sequence", "id");
 
 -- Append-only: UPDATE, DELETE and TRUNCATE of audit events raise, except the DELETE of the
 -- operator's retention purge, which sets audit.purge for its own transaction (SET LOCAL) and

@@ -44,23 +44,27 @@ function checkRange(range: SequenceRange): void {
   if (from && to && from > to) throw new BadUserInputError("from is after to", [{ path: "from", message: "must be at most to" }]);
 }
 
-/** Events of one organization in sequence order (then id, so that a duplicate sequence shows), in batches. */
+/**
+ * Events of one organization in sequence order (then id, so that a duplicate shows), a window of
+ * AUDIT_BATCH sequences at a time up to `to` or the last sequence at the start: each statement
+ * reads one window of the index, whatever the table's statistics say.
+ */
 async function* eventBatches(db: Db, organizationId: string, from: number, to: number | null | undefined) {
-  let after: { sequence: number; id: string } | undefined;
-  for (;;) {
-    const params: unknown[] = after ? [organizationId, after.sequence, after.id] : [organizationId, from];
+  const [last] = await db.$queryRawUnsafe<{ sequence: number | null }[]>(
+    `SELECT max("sequence") AS "sequence" FROM "AuditEvent" WHERE "organizationId" = $1`,
+    organizationId,
+  );
+  const end = Math.min(to ?? Number.MAX_SAFE_INTEGER, Number(last?.sequence ?? 0));
+  for (let start = from; start <= end; start += AUDIT_BATCH) {
     const rows = await db.$queryRawUnsafe<AuditLineRow[]>(
       `SELECT ${AUDIT_LINE_COLUMNS} FROM "AuditEvent"
-       WHERE "organizationId" = $1 AND ${after ? `("sequence", "id") > ($2::int, $3)` : `"sequence" >= $2::int`}
-       ${to ? `AND "sequence" <= ${Number(to)}` : ""}
-       ORDER BY "sequence", "id" LIMIT ${AUDIT_BATCH}`,
-      ...params,
+       WHERE "organizationId" = $1 AND "sequence" BETWEEN $2::int AND $3::int
+       ORDER BY "sequence", "id"`,
+      organizationId,
+      start,
+      Math.min(start + AUDIT_BATCH - 1, end),
     );
-    if (rows.length === 0) return;
-    yield rows.map((row) => ({ ...row, sequence: Number(row.sequence) }));
-    if (rows.length < AUDIT_BATCH) return;
-    const last = rows[rows.length - 1] as AuditLineRow;
-    after = { sequence: Number(last.sequence), id: last.id };
+    if (rows.length) yield rows.map((row) => ({ ...row, sequence: Number(row.sequence) }));
   }
 }
 
