@@ -1,7 +1,9 @@
 import { createHash, createPublicKey, verify as verifySignature } from "node:crypto";
 import canonicalize from "canonicalize";
+import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SeedResult } from "../../src/admin/seed.js";
+import { startAuditTimers } from "../../src/modules/audit/audit.jobs.js";
 import { writeAuditEvent } from "../../src/modules/audit/audit.service.js";
 import { newId } from "../../src/platform/ids.js";
 import { createTestApp, type TestApp } from "../helpers/test-app.js";
@@ -339,6 +341,25 @@ describe("checkpoints", () => {
     await trail.signDue();
     expect(await t.db.auditCheckpoint.count({ where: { organizationId: o.organizationId } })).toBe(2);
     expect((await verifyBoth(o.apiKey)).ok).toBe(true);
+  });
+
+  it("is signed by the replica's timer within AUDIT_CHECKPOINT_SECONDS of a new event", async () => {
+    const o = await orgWithEvents(1);
+    const timers = startAuditTimers(t.app.services.audit.trail, { checkpointSeconds: 1, logger: pino({ level: "silent" }) });
+    try {
+      const started = Date.now();
+      while (
+        Date.now() - started < 5_000 &&
+        (await t.db.auditCheckpoint.count({ where: { organizationId: o.organizationId } })) === 0
+      ) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(Date.now() - started).toBeLessThan(2_500);
+      const [checkpoint] = await t.db.auditCheckpoint.findMany({ where: { organizationId: o.organizationId } });
+      expect(checkpoint?.sequence).toBe(o.count);
+    } finally {
+      await timers.stop();
+    }
   });
 
   it("refuses createAuditCheckpoint without audit:read", async () => {

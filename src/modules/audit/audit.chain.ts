@@ -1,5 +1,5 @@
 import type { Prisma } from "../../generated/prisma/client.js";
-import { chainHash, GENESIS_HASH } from "../../platform/audit-chain.js";
+import { GENESIS_HASH, jcs } from "../../platform/audit-chain.js";
 
 /** An audit event as a change records it: its sequence and hash are the chain's to give. */
 export type AuditEventInput = Omit<Prisma.AuditEventUncheckedCreateInput, "sequence" | "hash">;
@@ -11,28 +11,38 @@ export function setAuditChainForBench(on: boolean): void {
   chained = on;
 }
 
-/** The organization's next sequence, and the hash before it. The row lock it takes on the head is held until commit. */
-const NEXT_IN_CHAIN = `INSERT INTO "AuditChainHead" AS h ("organizationId", "sequence", "hash") VALUES ($1, 1, '${GENESIS_HASH}')
-ON CONFLICT ("organizationId") DO UPDATE SET "sequence" = h."sequence" + 1
-RETURNING "sequence", "hash"`;
+const COLUMNS = `"id", "organizationId", "actorUserId", "actorApiKeyId", "action", "entityType", "entityId", "data", "requestId", "createdAt", "sequence", "hash"`;
+const VALUES = `$1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10::timestamp(3)`;
 
-const INSERT_EVENT = `INSERT INTO "AuditEvent" ("id", "organizationId", "actorUserId", "actorApiKeyId", "action", "entityType", "entityId", "data", "requestId", "createdAt", "sequence", "hash")
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10::timestamp(3), $11, $12)`;
-
-/** The event, and the head's new hash, in one statement. */
-const INSERT_CHAINED = `WITH head AS (UPDATE "AuditChainHead" SET "hash" = $12 WHERE "organizationId" = $2)
-${INSERT_EVENT}`;
+/** The hash of the event at sequence `seq` after `previous`: SHA-256 of previous, "\n" and the line ($11, then the sequence). */
+const hashAt = (previous: string, seq: string) =>
+  `encode(sha256(convert_to(${previous} || E'\\n' || $11 || ${seq} || '}', 'UTF8')), 'hex')`;
 
 /**
- * Appends an audit event to its organization's chain, in the change's transaction: one statement
- * more than a plain insert. The first takes the next sequence on the organization's head row, whose
- * lock (held until commit) puts concurrent changes of one organization in commit order, and no
- * other organization waits; the second inserts the event with its hash and moves the head's hash.
+ * One statement: the organization's head moves to the next sequence and its hash, and the event is
+ * inserted with both. The head row's lock, held until the change commits, puts concurrent changes
+ * of one organization in commit order; no other organization waits.
+ */
+const INSERT_CHAINED = `WITH head AS (
+  INSERT INTO "AuditChainHead" AS h ("organizationId", "sequence", "hash")
+  VALUES ($2, 1, ${hashAt(`'${GENESIS_HASH}'`, "'1'")})
+  ON CONFLICT ("organizationId") DO UPDATE SET "sequence" = h."sequence" + 1, "hash" = ${hashAt('h."hash"', '(h."sequence" + 1)::text')}
+  RETURNING "sequence", "hash"
+)
+INSERT INTO "AuditEvent" (${COLUMNS}) SELECT ${VALUES}, head."sequence", head."hash" FROM head`;
+
+const INSERT_UNCHAINED = `INSERT INTO "AuditEvent" (${COLUMNS}) VALUES (${VALUES}, 0, '${GENESIS_HASH}')`;
+
+/**
+ * Appends an audit event to its organization's chain in the change's transaction, in the one
+ * statement that inserts it. The hash is the contract's (SHA-256 of the previous hash, a newline
+ * and the RFC 8785 form of the export line without `hash`): in RFC 8785's key order `sequence`
+ * comes last, so the line is canonicalised here without it and the database, which alone knows the
+ * sequence, appends `,"sequence":N}` (an integer's JCS form is its digits) and hashes.
  */
 export async function appendToChain(tx: Prisma.TransactionClient, data: AuditEventInput): Promise<void> {
   // What the database keeps of `data` (JSON.stringify's form, dates as ISO text) is what is hashed.
   const json = data.data === undefined || data.data === null ? null : JSON.stringify(data.data);
-  const createdAt = data.createdAt ? new Date(data.createdAt) : new Date();
   const line = {
     id: data.id ?? "",
     organizationId: data.organizationId,
@@ -43,17 +53,9 @@ export async function appendToChain(tx: Prisma.TransactionClient, data: AuditEve
     actorApiKeyId: data.actorApiKeyId ?? null,
     data: json === null ? null : JSON.parse(json),
     requestId: data.requestId ?? null,
-    createdAt: createdAt.toISOString(),
+    createdAt: (data.createdAt ? new Date(data.createdAt) : new Date()).toISOString(),
   };
-  let sequence = 0;
-  let hash = GENESIS_HASH;
-  if (chained) {
-    const [head] = await tx.$queryRawUnsafe<{ sequence: number; hash: string }[]>(NEXT_IN_CHAIN, data.organizationId);
-    sequence = Number(head?.sequence);
-    hash = chainHash(head?.hash as string, { sequence, ...line });
-  }
-  await tx.$executeRawUnsafe(
-    chained ? INSERT_CHAINED : INSERT_EVENT,
+  const values = [
     line.id,
     line.organizationId,
     line.actorUserId,
@@ -64,7 +66,12 @@ export async function appendToChain(tx: Prisma.TransactionClient, data: AuditEve
     json,
     line.requestId,
     line.createdAt,
-    sequence,
-    hash,
-  );
+  ];
+  if (!chained) {
+    await tx.$executeRawUnsafe(INSERT_UNCHAINED, ...values);
+    return;
+  }
+  // `{"action":…,"requestId":…` and the separator: every other key sorts before "sequence".
+  const withoutSequence = `${jcs(line).slice(0, -1)},"sequence":`;
+  await tx.$executeRawUnsafe(INSERT_CHAINED, ...values, withoutSequence);
 }
