@@ -225,8 +225,8 @@ WITH m AS (
 )
 SELECT m."id", m."name", m."email", m."image" FROM c, m`;
 
-const INSERT_AUDIT_SQL = `INSERT INTO "AuditEvent" ("id", "organizationId", "actorUserId", "actorApiKeyId", "action", "entityType", "entityId", "data", "requestId", "createdAt")
-VALUES ($1, $2, NULL, $3, 'comment.created', 'comment', $4, $5::jsonb, $6, $7::timestamp(3))`;
+const INSERT_AUDIT_SQL = `INSERT INTO "AuditEvent" ("id", "organizationId", "actorUserId", "actorApiKeyId", "action", "entityType", "entityId", "data", "requestId", "createdAt", "sequence", "hash")
+VALUES ($1, $2, NULL, $3, 'comment.created', 'comment', $4, $5::jsonb, $6, $7::timestamp(3), 0, repeat('0', 64))`;
 
 async function createComment(req, res) {
   const auth = await authenticate(req, "comment:create");

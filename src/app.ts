@@ -26,6 +26,8 @@ import { useRequestLog } from "./http/request-log.js";
 import { useTracing } from "./http/tracing.js";
 import { useTrustedDocuments } from "./http/trusted-documents.js";
 import { useUnsubscribe } from "./http/unsubscribe.js";
+import type { AuditSigner } from "./modules/audit/audit.keys.js";
+import { auditRestHandlers } from "./modules/audit/audit.routes.js";
 import type { DeviceManagement } from "./modules/members/device-management.js";
 import type { NotificationMailer } from "./modules/notifications/notifications.mail.js";
 import type { NotificationMail } from "./modules/notifications/notifications.service.js";
@@ -75,6 +77,8 @@ export type AppDeps = {
   mail?: { mailer: NotificationMail & Partial<Pick<NotificationMailer, "counts">>; unsubscribe?: Unsubscribe };
   /** Webhook target rules (WEBHOOK_*) and this replica's delivery worker, for /metrics. */
   webhooks?: { options?: Partial<WebhookServiceOptions>; worker?: Pick<WebhookWorker, "registerMetrics"> };
+  /** Signs the audit checkpoints (AUDIT_SIGNING_KEY); a key of the app's own when absent (tests). */
+  auditSigner?: AuditSigner;
 };
 
 /** The unsubscribe form is one short field: a larger body is not one. */
@@ -111,6 +115,7 @@ export function createApp(deps: AppDeps) {
     mail: deps.mail?.mailer,
     links: { appUrl: config.appUrl, trustedOrigins: config.corsOrigins },
     webhooks: deps.webhooks?.options,
+    auditSigner: deps.auditSigner,
   });
   const verify = createAuthenticator(database.db, config.jwt, { corsOrigins: config.corsOrigins });
   const authenticate = limitAuthenticationFailures(verify, {
@@ -266,6 +271,7 @@ export function createApp(deps: AppDeps) {
         authenticate: authenticateOnce,
         rememberAuth,
         dispatch: restDispatch,
+        ownRoutes: auditRestHandlers(services.audit),
         openApiDocument: () => {
           openApi ??= buildOpenApiDocument(restSchema, routes);
           return openApi;

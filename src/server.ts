@@ -6,6 +6,9 @@ import { startBanner } from "./admin/banner.js";
 import { seedDemo } from "./admin/seed.js";
 import { createApp } from "./app.js";
 import { startTracing } from "./http/tracing.js";
+import { setAuditChainForBench } from "./modules/audit/audit.chain.js";
+import { startAuditTimers } from "./modules/audit/audit.jobs.js";
+import { auditSignerFromConfig } from "./modules/audit/audit.keys.js";
 import { createDeviceManagement } from "./modules/members/device-management.js";
 import { createNotificationMailer } from "./modules/notifications/notifications.mail.js";
 import { createUnsubscribe } from "./modules/notifications/notifications.unsubscribe.js";
@@ -156,9 +159,22 @@ const webhookWorker = createWebhookWorker({
   // Started after the app exists (below), so `app` is set whenever this runs.
   onDisabled: (tx, endpoint) => notifyDisabled(app.services.notifier)(tx, endpoint),
 });
+// The audit checkpoints' key: AUDIT_SIGNING_KEY, else the one kept in DATA_DIR (made at first start).
+const auditSigner = (() => {
+  try {
+    return auditSignerFromConfig(config);
+  } catch (error) {
+    fail(`Cannot start: the audit signing key: ${(error as Error).message}`);
+  }
+})();
+if (!config.audit.chain) {
+  setAuditChainForBench(false);
+  logger.warn("BENCH_AUDIT_CHAIN=off: audit events are written unchained (bench only); the audit trail will not verify");
+}
 
 let shuttingDown = false;
 const app = createApp({
+  auditSigner,
   database,
   config,
   logger,
@@ -174,6 +190,12 @@ const app = createApp({
   deviceManagement: config.deviceManagement
     ? createDeviceManagement(config.deviceManagement.url, config.deviceManagement.token)
     : undefined,
+});
+
+const auditTimers = startAuditTimers(app.services.audit.trail, {
+  checkpointSeconds: config.audit.checkpointSeconds,
+  retentionDays: config.audit.retentionDays,
+  logger,
 });
 
 /**
@@ -265,6 +287,7 @@ async function shutdown(signal: string) {
     clearTimeout(forceClose);
   });
   await run("dispose the GraphQL server", () => app.yoga.dispose());
+  await run("stop the audit timers", () => auditTimers.stop());
   // Messages being sent finish (within SHUTDOWN_TIMEOUT_MS); the jobs not taken wait for another replica.
   await run("stop the mail worker", () => mail?.mailer.stop());
   // Attempts in flight finish (each within WEBHOOK_TIMEOUT_MS); a claim left behind lapses for another replica.

@@ -141,7 +141,9 @@ export default {
     t.add(
       32,
       "PostgreSQL, 32 conn: vendor page ≥ 0.35× the floor (two hand-written statements)",
-      toFloor === undefined ? "not run" : `${t.num(toFloor, 2)}× (${t.num(c.serviceMedian.rps)} vs ${t.num(c.floorMedian.rps)} req/s)`,
+      toFloor === undefined
+        ? "not run"
+        : `${t.num(toFloor, 2)}× (${t.num(c.serviceMedian.rps)} vs ${t.num(c.floorMedian.rps)} req/s)`,
       toFloor === undefined ? null : toFloor >= 0.35,
     );
     if (t.active) t.p99Below(33, this, 150);

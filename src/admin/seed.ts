@@ -1,4 +1,5 @@
 import { permissions } from "../auth/permissions.js";
+import { writeAuditEvent } from "../modules/audit/audit.service.js";
 import type { Db } from "../platform/db/database.js";
 import { newId } from "../platform/ids.js";
 import { createApiKey, createOrganization, createUser, operatorAudit } from "./admin.service.js";
@@ -108,45 +109,42 @@ export async function seedDemo(db: Db, name = "Demo Workspace"): Promise<SeedRes
   }
   // Every create writes an audit event (docs/audit.md), demo data too: the history screens show it.
   // Members, the organization and the key are audited by the operator actions that made them.
-  await db.auditEvent.createMany({
-    data: [
-      ...tasks.map((task, i) =>
-        operatorAudit(
-          organizationId,
-          "task.created",
-          { type: "task", id: taskIds[i] as string },
-          {
-            title: task.title,
-            status: task.status,
-            taskTemplateId: i === 0 ? "tmpl_access_review" : null,
-          },
-        ),
-      ),
-      operatorAudit(organizationId, "vendor.created", { type: "vendor", id: vendorIds[0] as string }, { name: "CloudHost Inc." }),
-      operatorAudit(organizationId, "vendor.created", { type: "vendor", id: vendorIds[1] as string }, { name: "MailCo" }),
+  const events = [
+    ...tasks.map((task, i) =>
       operatorAudit(
         organizationId,
-        "risk.created",
-        { type: "risk", id: riskIds[0] as string },
-        { title: "Data loss at a vendor" },
+        "task.created",
+        { type: "task", id: taskIds[i] as string },
+        {
+          title: task.title,
+          status: task.status,
+          taskTemplateId: i === 0 ? "tmpl_access_review" : null,
+        },
       ),
-      ...items.map((item, i) =>
-        operatorAudit(
-          organizationId,
-          "task_item.created",
-          { type: "task_item", id: taskItemIds[i] as string },
-          {
-            title: item.title,
-            entityId: item.entityId as string,
-            entityType: item.entityType,
-            status: item.status,
-          },
-        ),
+    ),
+    operatorAudit(organizationId, "vendor.created", { type: "vendor", id: vendorIds[0] as string }, { name: "CloudHost Inc." }),
+    operatorAudit(organizationId, "vendor.created", { type: "vendor", id: vendorIds[1] as string }, { name: "MailCo" }),
+    operatorAudit(organizationId, "risk.created", { type: "risk", id: riskIds[0] as string }, { title: "Data loss at a vendor" }),
+    ...items.map((item, i) =>
+      operatorAudit(
+        organizationId,
+        "task_item.created",
+        { type: "task_item", id: taskItemIds[i] as string },
+        {
+          title: item.title,
+          entityId: item.entityId as string,
+          entityType: item.entityType,
+          status: item.status,
+        },
       ),
-      ...policyVersions.map(({ policyId, versionId }) =>
-        operatorAudit(organizationId, "policy.created", { type: "policy", id: policyId }, { versionId, version: 1 }),
-      ),
-    ],
+    ),
+    ...policyVersions.map(({ policyId, versionId }) =>
+      operatorAudit(organizationId, "policy.created", { type: "policy", id: policyId }, { versionId, version: 1 }),
+    ),
+  ];
+  // Through writeAuditEvent, as every audit event: each takes its place in the organization's chain.
+  await db.$transaction(async (tx) => {
+    for (const event of events) await writeAuditEvent(tx, event);
   });
   const { key } = await createApiKey(db, { organizationId, name: "Demo key", scopes: [...permissions], createdBy: "seed" });
   return { organizationId, apiKey: key, userIds, memberIds, taskIds, vendorIds, riskIds, policyIds, taskItemIds };

@@ -1,5 +1,6 @@
 import { permissions } from "../auth/permissions.js";
 import { MemberRole } from "../generated/prisma/enums.js";
+import type { AuditSigner } from "../modules/audit/audit.keys.js";
 import type { Db } from "../platform/db/database.js";
 import type { JobQueue } from "../platform/jobs.js";
 import type * as services from "./services.js";
@@ -31,10 +32,16 @@ export type CommandResult = {
   json: Record<string, unknown>;
   /** Printed without --json. */
   text: string;
+  /** The process's exit code; 0 when absent (e.g. 1 for an audit trail that does not verify). */
+  exitCode?: number;
 };
 
 /** What a command may use besides the database: the job queue, started on first use (and stopped by run.ts). */
-export type CommandContext = { jobQueue(): Promise<JobQueue | undefined> };
+export type CommandContext = {
+  jobQueue(): Promise<JobQueue | undefined>;
+  /** The audit checkpoints' signer: AUDIT_SIGNING_KEY, else the key in DATA_DIR. */
+  auditSigner(): AuditSigner;
+};
 
 /** Validated arguments, ready to run against a database. */
 export type Prepared = (db: Db, context: CommandContext) => Promise<CommandResult>;
@@ -314,6 +321,72 @@ const mailRetry: Command = {
   },
 };
 
+const orgOption: OptionSpec = { type: "string", valueName: "ORG", description: "organization id (org_...)", required: true };
+
+const auditVerify: Command = {
+  path: ["audit", "verify"],
+  summary: "Verify an organization's audit chain (exit 1 when it is broken)",
+  description:
+    "Recomputes every event's hash from the one before and checks the signed checkpoints, as GET /v1/audit/verify does; prints {ok, checked, firstBrokenSequence, reason}. Writes nothing.",
+  options: {
+    org: orgOption,
+    from: { type: "string", valueName: "SEQUENCE", description: "first sequence to check (default: the chain's first)" },
+    to: { type: "string", valueName: "SEQUENCE", description: "last sequence to check (default: the chain's last)" },
+  },
+  examples: ["audit verify --org org_... --json", "audit verify --org org_... --from 1000 --to 2000"],
+  prepare(values, { createAuditTrail }) {
+    const organizationId = str(values, "org") as string;
+    const sequence = (name: string) => {
+      const text = str(values, name);
+      if (text === undefined) return undefined;
+      if (!/^[1-9][0-9]{0,9}$/.test(text)) throw new UsageError(`--${name} is a sequence: an integer of at least 1`, this);
+      return Number(text);
+    };
+    const range = { from: sequence("from"), to: sequence("to") };
+    return async (db, context) => {
+      const result = await createAuditTrail(db, context.auditSigner()).verify(organizationId, range);
+      const text = result.ok
+        ? `The audit trail of ${organizationId} verifies: ${result.checked} events checked.`
+        : `The audit trail of ${organizationId} is broken at sequence ${result.firstBrokenSequence}: ${result.reason} (${result.checked} events checked before it).`;
+      return { json: result, text, exitCode: result.ok ? 0 : 1 };
+    };
+  },
+};
+
+const auditPurge: Command = {
+  path: ["audit", "purge"],
+  summary: "Remove an organization's audit events older than a date, keeping a signed checkpoint of what was removed",
+  description:
+    "The retention purge: removes the events before the first one at or after DATE (verified first; nothing is removed from a chain that does not verify), and signs a checkpoint of the last one removed, from which the chain is verified afterwards. AUDIT_RETENTION_DAYS does the same on a timer.",
+  options: {
+    org: orgOption,
+    before: {
+      type: "string",
+      valueName: "DATE",
+      description: "ISO 8601 date or time (UTC); events created before it go",
+      required: true,
+    },
+  },
+  examples: ["audit purge --org org_... --before 2025-01-01 --json"],
+  prepare(values, { createAuditTrail }) {
+    const organizationId = str(values, "org") as string;
+    const text = str(values, "before") as string;
+    const before = new Date(text);
+    if (!/^\d{4}-\d{2}-\d{2}/.test(text) || Number.isNaN(before.getTime())) {
+      throw new UsageError(`--before ${JSON.stringify(text)} is not an ISO 8601 date (e.g. 2025-01-01)`, this);
+    }
+    return async (db, context) => {
+      const { removed, checkpoint } = await createAuditTrail(db, context.auditSigner()).purge(organizationId, before);
+      return {
+        json: { removed, checkpoint },
+        text: checkpoint
+          ? `Removed ${removed} audit events of ${organizationId} (through sequence ${checkpoint.sequence}); signed checkpoint ${checkpoint.id}.`
+          : `No audit event of ${organizationId} is older than ${before.toISOString()}.`,
+      };
+    };
+  },
+};
+
 const documentsPublish: Command = {
   path: ["documents", "publish"],
   summary: "Publish an app's trusted documents (persisted operations) for every replica: all or none",
@@ -378,6 +451,8 @@ export const commands: Command[] = [
   seed,
   mailFailed,
   mailRetry,
+  auditVerify,
+  auditPurge,
   documentsPublish,
   documentsList,
 ];

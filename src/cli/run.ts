@@ -1,5 +1,6 @@
 import path from "node:path";
 import { type ParseArgsConfig, parseArgs } from "node:util";
+import { auditSignerFromConfig } from "../modules/audit/audit.keys.js";
 import type { Config } from "../platform/config.js";
 import { DataDirLockedError } from "../platform/db/data-dir-lock.js";
 import type { Database, DatabaseOptions } from "../platform/db/database.js";
@@ -77,6 +78,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
 
   let jobQueue: Promise<JobQueue | undefined> | undefined;
   const context: CommandContext = {
+    auditSigner: () => auditSignerFromConfig(config),
     jobQueue() {
       jobQueue ??= import("../platform/jobs.js").then(async ({ startJobQueue }) => {
         const { default: pino } = await import("pino");
@@ -101,6 +103,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   try {
     const result: CommandResult = await prepared(database.db, context);
     io.stdout(json ? `${JSON.stringify(result.json)}\n` : `${result.text}\n`);
+    code = result.exitCode ?? EXIT_OK;
   } catch (error) {
     code = EXIT_FAILED;
     io.stderr(await describeFailure(error));

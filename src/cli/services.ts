@@ -19,6 +19,7 @@ export {
   publishDocuments,
 } from "../admin/trusted-documents.js";
 export { createSession } from "../auth/sessions.js";
+export { createAuditTrail } from "../modules/audit/audit.trail.js";
 export { AppError } from "../platform/errors.js";
 export { failedJobs, QUEUES, retryFailedJobs } from "../platform/jobs.js";
 export { schema } from "../schema.js";

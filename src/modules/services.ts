@@ -1,5 +1,6 @@
 import type { Db } from "../platform/db/database.js";
 import { createEvents, type Events } from "../platform/events.js";
+import type { AuditSigner } from "./audit/audit.keys.js";
 import { createAuditService } from "./audit/audit.service.js";
 import { createCommentService } from "./comments/comments.service.js";
 import type { DeviceManagement } from "./members/device-management.js";
@@ -26,6 +27,8 @@ export type ServiceOptions = {
   links?: DeepLinks;
   /** Webhook target rules and timeouts (WEBHOOK_*), and the resolver (tests inject one). */
   webhooks?: Partial<WebhookServiceOptions>;
+  /** Signs the audit trail's checkpoints (AUDIT_SIGNING_KEY); a key of its own when absent (tests). */
+  auditSigner?: AuditSigner;
 };
 
 export function createServices(db: Db, options: ServiceOptions = {}) {
@@ -37,7 +40,7 @@ export function createServices(db: Db, options: ServiceOptions = {}) {
     notifier,
     /** For plugin-prisma's relation loading only; resolvers call the services. */
     db,
-    audit: createAuditService(db),
+    audit: createAuditService(db, options.auditSigner),
     comments: createCommentService(db, events, notifier),
     members: createMemberService(db, options.deviceManagement),
     notifications: createNotificationService(db, events),

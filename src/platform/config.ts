@@ -161,6 +161,18 @@ const schema = z.object({
   WEBHOOK_DELIVERY_RETENTION_DAYS: z.coerce.number().min(1).max(3650).default(30),
   WEBHOOK_POLL_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(1_000),
   WEBHOOK_WORKER: z.enum(["true", "false"]).default("true"),
+  AUDIT_SIGNING_KEY: z
+    .string()
+    .transform((pem) => pem.replaceAll("\\n", "\n"))
+    .refine((pem) => pem.includes("-----BEGIN PRIVATE KEY-----"), "must be a PKCS#8 PEM private key (Ed25519)")
+    .optional(),
+  AUDIT_PREVIOUS_PUBLIC_KEYS: z
+    .string()
+    .transform((pem) => pem.replaceAll("\\n", "\n"))
+    .optional(),
+  AUDIT_CHECKPOINT_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
+  AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).optional(),
+  BENCH_AUDIT_CHAIN: z.enum(["on", "off"]).default("on"),
 });
 
 /** `a@b.example` or `Name <a@b.example>`: what nodemailer puts in From. */
@@ -268,6 +280,7 @@ export type Config = {
   deviceManagement: { url: string; token?: string } | undefined;
   mail: MailConfig | undefined;
   webhooks: WebhookConfig;
+  audit: AuditConfig;
 };
 
 export type LiveStreamLimits = {
@@ -286,6 +299,20 @@ export const DEFAULT_LIVE_STREAM_LIMITS: LiveStreamLimits = {
   perOrganization: 10_000,
   heartbeatMs: 15_000,
   maxBufferedBytes: 256 * 1024,
+};
+
+/** The audit trail's signing key, checkpoints and retention (docs/audit.md). */
+export type AuditConfig = {
+  /** AUDIT_SIGNING_KEY (PKCS#8 PEM, Ed25519); the key in DATA_DIR when unset. */
+  signingKey: string | undefined;
+  /** Public keys (PEM, SPKI) of keys used before a rotation, whose checkpoints still verify. */
+  previousPublicKeys: string | undefined;
+  /** A checkpoint is signed within this many seconds of an organization's last new event. */
+  checkpointSeconds: number;
+  /** Events older than this many days are purged; kept forever when unset. */
+  retentionDays: number | undefined;
+  /** The bench's A/B only (BENCH_AUDIT_CHAIN=off): events unchained. */
+  chain: boolean;
 };
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -365,6 +392,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     deviceManagement: e.DEVICE_MANAGEMENT_URL ? { url: e.DEVICE_MANAGEMENT_URL, token: e.DEVICE_MANAGEMENT_TOKEN } : undefined,
     mail,
     webhooks: webhookConfig(e),
+    audit: {
+      signingKey: e.AUDIT_SIGNING_KEY,
+      previousPublicKeys: e.AUDIT_PREVIOUS_PUBLIC_KEYS,
+      checkpointSeconds: e.AUDIT_CHECKPOINT_SECONDS,
+      retentionDays: e.AUDIT_RETENTION_DAYS,
+      chain: e.BENCH_AUDIT_CHAIN === "on",
+    },
   };
 }
 

@@ -15,6 +15,7 @@ export type IdPrefix =
   | "cmt"
   | "att"
   | "aud"
+  | "acp"
   | "ses"
   | "idk"
   | "ntf"

@@ -20,7 +20,7 @@ import {
 import { errorStatus } from "../platform/errors.js";
 import { commonLimits, inputLimit, type Limit, limitKeywords } from "../platform/limits.js";
 import type { CompiledRoute, RestQueryParam } from "./request-validation.js";
-import { REST_BASE } from "./routes.js";
+import { type OwnRestRoute, ownRestRoutes, REST_BASE } from "./routes.js";
 
 type Schema = Record<string, unknown>;
 
@@ -465,6 +465,51 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
         parameters,
         ...(requestBody ? { requestBody } : {}),
         responses,
+      },
+    };
+  }
+
+  // The facade's own routes (a stream, a PEM text): no GraphQL field, no ETag, the same envelope.
+  for (const [name, route] of Object.entries(ownRestRoutes) as [string, OwnRestRoute][]) {
+    const statuses = route.credential ? commonErrors : [429, 500, 503];
+    for (const status of statuses) usedErrors.add(status);
+    paths[route.path] = {
+      [route.method.toLowerCase()]: {
+        operationId: name,
+        summary: route.summary,
+        description: route.description,
+        tags: route.tags,
+        security: route.credential ? anyCredential : [],
+        parameters: [
+          ...route.query.map((param) => ({
+            name: param.name,
+            in: "query",
+            required: false,
+            description: param.description,
+            schema: param.schema,
+          })),
+          ...(route.credential ? [ref("OrganizationId", "parameters")] : []),
+        ],
+        responses: {
+          "200": {
+            description: route.summary,
+            headers: {
+              ...everyAnswerHeaders,
+              ...(route.credential
+                ? {
+                    "Content-Disposition": {
+                      description: "`attachment`, with a file name",
+                      schema: { type: "string", maxLength: 1024 },
+                    },
+                  }
+                : {}),
+            },
+            content: Object.fromEntries(route.contentTypes.map((type) => [type, { schema: { type: "string" } }])),
+          },
+          ...Object.fromEntries(
+            statuses.map((status) => [String(status), ref((errorResponses[status] as { name: string }).name, "responses")]),
+          ),
+        },
       },
     };
   }

@@ -3,9 +3,11 @@ import type { Plugin } from "graphql-yoga";
 import type { AuthState } from "../auth/caller.js";
 import { announcesBody, type BodyReader } from "../http/body-admission.js";
 import { appErrorResponse, errorResponse } from "../http/error-response.js";
+import { requestIdOf } from "../http/request-id.js";
 import { AppError, UnauthenticatedError } from "../platform/errors.js";
 import { docsResponse } from "./docs.js";
 import { withEtag } from "./etag.js";
+import { type OwnRouteHandlers, ownRouteAt, serveOwnRoute } from "./own-routes.js";
 import { type CompiledRoute, matchRoute, validateRestRequest } from "./request-validation.js";
 import type { RestDispatch } from "./rest-dispatch.js";
 import { REST_BASE } from "./routes.js";
@@ -34,6 +36,8 @@ type RestGuardOptions = {
   openApiDocument: () => unknown;
   /** Answers the reads that need nothing but their path, without Sofa's second routing. */
   dispatch?: RestDispatch;
+  /** The handlers of the facade's own routes (routes.ts, ownRestRoutes); those routes answer 404 without. */
+  ownRoutes?: OwnRouteHandlers;
 };
 
 /**
@@ -48,6 +52,7 @@ export function useRestGuard({
   openApiDocument,
   bodyReader,
   dispatch,
+  ownRoutes,
 }: RestGuardOptions): Plugin {
   const downloads = new WeakSet<Request>();
   const reads = new WeakSet<Request>();
@@ -101,6 +106,12 @@ export function useRestGuard({
       const docs = docsResponse(request.method, pathname);
       if (docs) {
         endResponse(docs);
+        return;
+      }
+      const own = ownRoutes && ownRouteAt(path);
+      if (own) {
+        const requestId = requestIdOf(serverContext as object);
+        endResponse(await serveOwnRoute(own, ownRoutes[own[0]], { request, url, requestId, authenticate }));
         return;
       }
       const match = matchRoute(routes, request.method, path);

@@ -44,6 +44,9 @@ export const restRoutes: Record<string, RestRoute> = {
   "Query.comments": { method: "GET", path: "/comments", responseStatus: 200, tags: ["Comments"] },
   "Query.attachment": { method: "GET", path: "/attachments/:id", responseStatus: 200, tags: ["Comments"], download: true },
   "Query.auditEvents": { method: "GET", path: "/audit-events", responseStatus: 200, tags: ["Audit"] },
+  "Query.verifyAuditTrail": { method: "GET", path: "/audit/verify", responseStatus: 200, tags: ["Audit"] },
+  "Query.auditCheckpoints": { method: "GET", path: "/audit/checkpoints", responseStatus: 200, tags: ["Audit"] },
+  "Mutation.createAuditCheckpoint": { method: "POST", path: "/audit/checkpoints", responseStatus: 201, tags: ["Audit"] },
   "Query.vendors": { method: "GET", path: "/vendors", responseStatus: 200, tags: ["Vendors"] },
   "Query.vendor": { method: "GET", path: "/vendors/:id", responseStatus: 200, tags: ["Vendors"] },
   "Mutation.updateVendor": { method: "PATCH", path: "/vendors/:id", responseStatus: 200, tags: ["Vendors"] },
@@ -130,3 +133,65 @@ export function sofaRoutes(): Record<string, RestRoute> {
 }
 
 export const REST_BASE = "/v1";
+
+/**
+ * The REST facade's own routes, beside Sofa's (a stream or a PEM text is no GraphQL value), by
+ * name. The REST guard serves them with the same authentication, rate limits and error envelope;
+ * their handlers come from the modules (app.ts), and openapi.ts describes them from here.
+ */
+export type OwnRestRoute = {
+  method: "GET";
+  /** Relative to /v1. */
+  path: string;
+  tags: string[];
+  summary: string;
+  description: string;
+  /** Whether a credential is needed (the handler checks the permission). */
+  credential: boolean;
+  /** Query parameters: name, description and JSON Schema. */
+  query: { name: string; description: string; schema: Record<string, unknown> }[];
+  /** The 200 answer's media types. */
+  contentTypes: string[];
+};
+
+export const ownRestRoutes = {
+  auditExport: {
+    method: "GET",
+    path: "/audit-events/export",
+    tags: ["Audit"],
+    summary: "Export the audit trail",
+    description:
+      "Streams the organization's audit events of a range of sequences in sequence order, as a file (Content-Disposition: attachment): jsonl (one export line per event, then a signed checkpoint line), csv (the same fields as columns) or ocsf (OCSF API Activity records, sequence and hash in unmapped). Needs `audit:read`.",
+    credential: true,
+    query: [
+      {
+        name: "from",
+        description: "First sequence; the chain's first when absent",
+        schema: { type: "integer", format: "int32", minimum: 1, maximum: 2147483647 },
+      },
+      {
+        name: "to",
+        description: "Last sequence; the chain's last when absent",
+        schema: { type: "integer", format: "int32", minimum: 1, maximum: 2147483647 },
+      },
+      {
+        name: "format",
+        description: "jsonl (default), csv or ocsf",
+        schema: { type: "string", enum: ["jsonl", "csv", "ocsf"], default: "jsonl" },
+      },
+    ],
+    contentTypes: ["application/jsonl", "text/csv"],
+  },
+  auditPublicKey: {
+    method: "GET",
+    path: "/audit/public-key",
+    tags: ["Audit"],
+    summary: "The audit checkpoints' public key",
+    description: "The Ed25519 public key that checks audit checkpoints: PEM text (SPKI). No credential needed.",
+    credential: false,
+    query: [],
+    contentTypes: ["application/x-pem-file"],
+  },
+} as const satisfies Record<string, OwnRestRoute>;
+
+export type OwnRestRouteName = keyof typeof ownRestRoutes;

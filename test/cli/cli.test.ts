@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -239,6 +239,42 @@ describe("operator CLI on the embedded database", () => {
       await stop(holder);
       await rm(path.join(dataDir, "gateway.lock"), { force: true });
     }
+  });
+
+  it("verifies an organization's audit chain (exit 1 when broken) and purges it with a signed checkpoint", async () => {
+    const org = jsonOf(await run("org", "create", "--name", "Audited", "--json")).id as string;
+    for (let i = 0; i < 2; i++) expect((await run("apikey", "create", "--org", org, "--name", `k${i}`, "--json")).code).toBe(0);
+    const verified = await run("audit", "verify", "--org", org, "--json");
+    expect(verified.code).toBe(0);
+    expect(jsonOf(verified)).toEqual({ ok: true, checked: 2, firstBrokenSequence: null, reason: null });
+
+    const purged = await run("audit", "purge", "--org", org, "--before", new Date(Date.now() + 60_000).toISOString(), "--json");
+    expect(purged.code).toBe(0);
+    expect(jsonOf(purged)).toMatchObject({ removed: 2, checkpoint: { organizationId: org, sequence: 2, purgedEvents: 2 } });
+    // The key was made in the data directory at first use, readable by its owner only.
+    expect(statSync(path.join(dataDir, "audit-signing-key.pem")).mode & 0o777).toBe(0o600);
+    expect((await run("apikey", "create", "--org", org, "--name", "after", "--json")).code).toBe(0);
+    expect(jsonOf(await run("audit", "verify", "--org", org, "--json"))).toMatchObject({ ok: true, checked: 1 });
+
+    const database = await openDatabase({ kind: "embedded", dataDir });
+    try {
+      await database.db.$transaction(async (tx) => {
+        await tx.$executeRawUnsafe("SET LOCAL session_replication_role = replica");
+        await tx.$executeRawUnsafe(`UPDATE "AuditEvent" SET "action" = 'api_key.revoked' WHERE "organizationId" = $1`, org);
+      });
+    } finally {
+      await database.close();
+    }
+    const broken = await run("audit", "verify", "--org", org, "--json");
+    expect(broken.code).toBe(1);
+    expect(JSON.parse(broken.stdout)).toMatchObject({ ok: false, checked: 0, firstBrokenSequence: 3 });
+    const text = await run("audit", "verify", "--org", org);
+    expect(text.code).toBe(1);
+    expect(text.stdout).toContain("broken at sequence 3");
+
+    const usage = await run("audit", "purge", "--org", org, "--before", "yesterday");
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain("ISO 8601");
   });
 
   it("lists notification e-mail kept as failed and sends it again (none before the queue ever ran)", async () => {

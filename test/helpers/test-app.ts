@@ -133,6 +133,8 @@ export async function createTestApp(
     webhooks?: AppDeps["webhooks"];
     /** Live stream caps and buffers; keep-alives every 250 ms by default, so a closed test stream ends at once. */
     liveStreams?: Partial<Config["liveStreams"]>;
+    /** Signs audit checkpoints; a key of the app's own when absent. */
+    auditSigner?: AppDeps["auditSigner"];
   } = {},
 ) {
   const { database, drop } = options.database
@@ -164,6 +166,7 @@ export async function createTestApp(
     deviceManagement: options.deviceManagement,
     mail: options.mail && "enqueue" in options.mail ? { mailer: options.mail } : options.mail,
     webhooks: options.webhooks,
+    auditSigner: options.auditSigner,
   });
 
   async function rest(method: string, path: string, opts: RestOptions = {}) {

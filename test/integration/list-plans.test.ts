@@ -97,9 +97,9 @@ describe.skipIf(!usePostgres)("list plans on PostgreSQL", () => {
         SELECT 'cmt_' || g, '${ORG}', 'task', 'tsk_' || lpad((1 + g % 50)::text, 8, '0'), 'Comment ' || g, 'mem_' || (2 * (1 + g % 250)),
                now() - g * interval '1 second'
         FROM generate_series(1, 5000) g;
-      INSERT INTO "AuditEvent" ("id", "organizationId", "actorUserId", "action", "entityType", "entityId", "createdAt")
+      INSERT INTO "AuditEvent" ("id", "organizationId", "actorUserId", "action", "entityType", "entityId", "createdAt", "sequence", "hash")
         SELECT 'aud_' || g, '${ORG}', 'usr_' || (2 * (1 + g % 250)), (ARRAY['task.created','task.updated','vendor.updated'])[1 + g % 3],
-               'task', 'tsk_' || lpad((1 + g % 5000)::text, 8, '0'), now() - g * interval '1 second'
+               'task', 'tsk_' || lpad((1 + g % 5000)::text, 8, '0'), now() - g * interval '1 second', 20001 - g, md5(g::text)
         FROM generate_series(1, 20000) g;`);
     await client.query("VACUUM ANALYZE");
   }, 600_000);

@@ -1,7 +1,9 @@
+import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
+import canonicalize from "canonicalize";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import {
@@ -144,6 +146,68 @@ describe("20261125122600_policy_version_submitter", () => {
       { id: "pv_draft", submittedByUserId: null },
       { id: "pv_review", submittedByUserId: "usr_b" },
     ]);
+    await db.close();
+  });
+});
+
+describe("20261126100000_audit_chain", () => {
+  it("gives existing events their sequence and hash per organization in their order (createdAt, id), and each organization its head", async () => {
+    const db = new PGlite({ loadDataDir: emptyCluster(), extensions: pgliteExtensions });
+    const all = readMigrations();
+    const target = "20261126100000_audit_chain";
+    await applyMigrations(
+      session(db),
+      all.filter((m) => m.name < target),
+    );
+    // Ids out of time order, two events at the same instant, two organizations interleaved, 1,500 in one (two batches).
+    await db.exec(`
+      INSERT INTO "Organization" ("id", "name", "updatedAt") VALUES ('org_a', 'A', now()), ('org_b', 'B', now());
+      INSERT INTO "AuditEvent" ("id", "organizationId", "actorUserId", "actorApiKeyId", "action", "entityType", "entityId", "data", "requestId", "createdAt") VALUES
+        ('aud_3', 'org_a', 'usr_a', NULL, 'task.created', 'task', 'tsk_1', '{"title":"T","n":1.5,"z":{"b":null,"a":[1,"é"]}}', 'req-1', '2026-01-01 10:00:00.123'),
+        ('aud_1', 'org_a', NULL, 'key_1', 'task.updated', 'task', 'tsk_1', NULL, NULL, '2026-01-01 10:00:01.000'),
+        ('aud_2', 'org_a', NULL, 'key_1', 'task.updated', 'task', 'tsk_1', '{"changes":{}}', NULL, '2026-01-01 10:00:01.000'),
+        ('aud_0', 'org_b', 'usr_b', NULL, 'vendor.created', 'vendor', 'vnd_1', '{}', 'req-2', '2025-12-31 23:59:59.999');
+      INSERT INTO "AuditEvent" ("id", "organizationId", "action", "entityType", "entityId", "createdAt")
+        SELECT 'aud_m' || lpad(g::text, 5, '0'), 'org_b', 'task.updated', 'task', 'tsk_2', '2026-01-02'::timestamp + g * interval '1 second'
+        FROM generate_series(1, 1500) g;
+    `);
+    expect(await applyMigrations(session(db), all)).toContain(target);
+
+    const { rows } = await db.query<Record<string, unknown>>(
+      `SELECT "sequence", "id", "organizationId", "action", "entityType", "entityId", "actorUserId", "actorApiKeyId", "data", "requestId", "createdAt", "hash"
+       FROM "AuditEvent" ORDER BY "organizationId", "sequence"`,
+    );
+    const a = rows.filter((r) => r.organizationId === "org_a");
+    expect(a.map((r) => [r.id, r.sequence])).toEqual([
+      ["aud_3", 1],
+      ["aud_1", 2],
+      ["aud_2", 3],
+    ]);
+    const b = rows.filter((r) => r.organizationId === "org_b");
+    expect(b.map((r) => r.sequence)).toEqual(Array.from({ length: 1501 }, (_, i) => i + 1));
+    expect(b[0]?.id).toBe("aud_0");
+    for (const chain of [a, b]) {
+      let previous = "0".repeat(64);
+      for (const row of chain) {
+        const { hash, ...line } = row;
+        // PGlite reads timestamp without time zone as the UTC instant it holds.
+        const canonical = canonicalize({ ...line, createdAt: (line.createdAt as Date).toISOString() });
+        expect(hash).toBe(createHash("sha256").update(`${previous}\n${canonical}`).digest("hex"));
+        previous = hash as string;
+      }
+      const head = await db.query<{ sequence: number; hash: string }>(
+        `SELECT "sequence", "hash" FROM "AuditChainHead" WHERE "organizationId" = $1`,
+        [chain[0]?.organizationId],
+      );
+      expect(head.rows).toEqual([{ sequence: chain.length, hash: previous }]);
+    }
+    // The next migration made them required and the table append-only.
+    await expect(db.query(`UPDATE "AuditEvent" SET "action" = 'x' WHERE "id" = 'aud_1'`)).rejects.toThrow(/append-only/);
+    await expect(
+      db.query(
+        `INSERT INTO "AuditEvent" ("id", "organizationId", "action", "entityType", "entityId") VALUES ('aud_x', 'org_a', 'a', 't', 'e')`,
+      ),
+    ).rejects.toThrow(/null value/);
     await db.close();
   });
 });

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SeedResult } from "../../src/admin/seed.js";
 import { operationIdOf } from "../../src/rest/openapi.js";
 import { restSchemaOf } from "../../src/rest/rest-schema.js";
-import { restRoutes } from "../../src/rest/routes.js";
+import { ownRestRoutes, restRoutes } from "../../src/rest/routes.js";
 import { schema as graphSchema } from "../../src/schema.js";
 import { createTestApp, type TestApp } from "../helpers/test-app.js";
 
@@ -38,10 +38,11 @@ let t: TestApp;
 let org: SeedResult;
 let doc: Document;
 
+/** The operations of GraphQL fields; the facade's own routes (ownRestRoutes) have a test of their own. */
 const operations = () =>
-  Object.entries(doc.paths).flatMap(([path, methods]) =>
-    Object.entries(methods).map(([method, op]) => ({ path, method: method.toUpperCase(), op })),
-  );
+  Object.entries(doc.paths)
+    .flatMap(([path, methods]) => Object.entries(methods).map(([method, op]) => ({ path, method: method.toUpperCase(), op })))
+    .filter(({ op }) => !(op.operationId in ownRestRoutes));
 const operation = (id: string) => {
   const found = operations().find((o) => o.op.operationId === id);
   if (!found) throw new Error(`no operation ${id}`);
@@ -274,6 +275,21 @@ describe("GET /v1/openapi.json", () => {
     const content = op.responses["200"]?.content ?? {};
     expect(Object.keys(content)).toEqual(["*/*"]);
     expect(content["*/*"]?.schema).toEqual({ type: "string", format: "binary" });
+  });
+});
+
+describe("the facade's own routes in the OpenAPI document", () => {
+  it("describes the audit export (a credential, its query, a file) and the public key (no credential)", () => {
+    const exported = doc.paths["/audit-events/export"]?.get as Operation;
+    expect(exported.operationId).toBe("auditExport");
+    expect(exported.security).toEqual([{ ApiKey: [] }, { BearerJwt: [] }, { SessionCookie: [] }]);
+    expect(exported.parameters.filter((p) => p.in === "query").map((p) => p.name)).toEqual(["from", "to", "format"]);
+    expect(Object.keys(exported.responses["200"]?.content ?? {})).toEqual(["application/jsonl", "text/csv"]);
+    expect(statuses(exported)).toEqual(expect.arrayContaining([200, 400, 401, 403, 429]));
+    const key = doc.paths["/audit/public-key"]?.get as Operation;
+    expect(key.security).toEqual([]);
+    expect(Object.keys(key.responses["200"]?.content ?? {})).toEqual(["application/x-pem-file"]);
+    expect(statuses(key)).not.toContain(401);
   });
 });
 

@@ -185,6 +185,18 @@ const operations: Record<
     permission: "audit:read",
     call: () => ({ rest: ["GET", "/v1/audit-events"], gql: ["{ auditEvents { nextCursor } }", {}] }),
   },
+  "Query.verifyAuditTrail": {
+    permission: "audit:read",
+    call: () => ({ rest: ["GET", "/v1/audit/verify?to=1"], gql: ["{ verifyAuditTrail(to: 1) { ok } }", {}] }),
+  },
+  "Query.auditCheckpoints": {
+    permission: "audit:read",
+    call: () => ({ rest: ["GET", "/v1/audit/checkpoints"], gql: ["{ auditCheckpoints { nextCursor } }", {}] }),
+  },
+  "Mutation.createAuditCheckpoint": {
+    permission: "audit:read",
+    call: () => ({ rest: ["POST", "/v1/audit/checkpoints"], gql: ["mutation { createAuditCheckpoint { id } }", {}] }),
+  },
   "Query.vendors": {
     permission: "vendor:read",
     call: () => ({ rest: ["GET", "/v1/vendors"], gql: ["{ vendors { nextCursor } }", {}] }),

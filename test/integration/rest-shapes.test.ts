@@ -92,6 +92,9 @@ async function callEveryRoute(): Promise<Record<string, { status: number; shape:
       return { status: res.status, body: res.text };
     },
     "Query.auditEvents": () => t.rest("GET", "/v1/audit-events?limit=3", { key }),
+    "Query.verifyAuditTrail": () => t.rest("GET", "/v1/audit/verify", { key }),
+    "Mutation.createAuditCheckpoint": () => t.rest("POST", "/v1/audit/checkpoints", { key }),
+    "Query.auditCheckpoints": () => t.rest("GET", "/v1/audit/checkpoints", { key }),
     "Query.vendors": () => t.rest("GET", "/v1/vendors", { key }),
     "Query.vendor": () => t.rest("GET", `/v1/vendors/${org.vendorIds[0]}`, { key }),
     "Mutation.updateVendor": () => t.rest("PATCH", `/v1/vendors/${org.vendorIds[0]}`, { key, body: { name: "V2" } }),

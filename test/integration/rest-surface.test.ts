@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { restRoutes } from "../../src/rest/routes.js";
+import { ownRestRoutes, restRoutes } from "../../src/rest/routes.js";
 import { openFixture } from "../helpers/fixtures.js";
 import { createTestApp } from "../helpers/test-app.js";
 
@@ -59,7 +59,9 @@ describe("REST surface", () => {
     const operations = Object.entries(doc.paths as Record<string, Record<string, { operationId: string }>>).flatMap(
       ([path, methods]) => Object.keys(methods).map((method) => `${method.toUpperCase()} ${path}`),
     );
-    const expected = Object.values(restRoutes).map((r) => `${r.method} ${r.path.replace(/:(\w+)/g, "{$1}")}`);
+    const expected = [...Object.values(restRoutes), ...Object.values(ownRestRoutes)].map(
+      (r) => `${r.method} ${r.path.replace(/:(\w+)/g, "{$1}")}`,
+    );
     expect(operations.sort()).toEqual(expected.sort());
     for (const route of [
       "GET /task-management/stats",

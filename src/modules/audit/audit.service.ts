@@ -9,14 +9,21 @@ import {
   listPage,
   newestFirst,
   oneOf,
+  sortBy,
 } from "../../graphql/lists.js";
 import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
 import { newId } from "../../platform/ids.js";
 import { limit } from "../../platform/limits.js";
 import { enqueueWebhookDeliveries } from "../webhooks/webhooks.enqueue.js";
+import { type AuditEventInput, appendToChain } from "./audit.chain.js";
 
-export const auditLimits = { entityType: limit({ minLength: 1, maxLength: 64 }) };
+export type { AuditEventInput };
+
+import { type AuditSigner, createAuditSigner, generateAuditSigningKey } from "./audit.keys.js";
+import { createAuditTrail, type SequenceRange, sequenceLimit } from "./audit.trail.js";
+
+export const auditLimits = { entityType: limit({ minLength: 1, maxLength: 64 }), sequence: sequenceLimit };
 
 /** The organization's audit trail: what `auditEvents` filters by (one record's history, one actor, some actions). */
 export const auditEventList: ListSpec = {
@@ -39,7 +46,7 @@ export function auditEvent(
   action: string,
   entity: { type: string; id: string },
   data?: Prisma.InputJsonValue,
-): Prisma.AuditEventUncheckedCreateInput {
+): AuditEventInput {
   return {
     id: newId("aud"),
     organizationId: actor.organizationId,
@@ -57,13 +64,39 @@ export function auditEvent(
  * Writes a change's audit event in the change's own transaction: every audit event is written here,
  * so what an event entails (its place in the organization's chain, its webhook deliveries) has one home.
  */
-export async function writeAuditEvent(tx: Prisma.TransactionClient, data: Prisma.AuditEventUncheckedCreateInput): Promise<void> {
-  await tx.auditEvent.create({ data, select: { id: true } });
+export async function writeAuditEvent(tx: Prisma.TransactionClient, data: AuditEventInput): Promise<void> {
+  // The event with its sequence and hash: its place in the organization's chain (audit.chain.ts).
+  await appendToChain(tx, data);
+  // Its webhook deliveries, one row per listening endpoint, in the same transaction (webhooks.enqueue.ts).
   await enqueueWebhookDeliveries(tx, data);
 }
 
-export function createAuditService(db: Db) {
+/** The organization's signed checkpoints: what `auditCheckpoints` filters by (default latest sequence first). */
+export const auditCheckpointList: ListSpec = {
+  table: "AuditCheckpoint",
+  parent: [],
+  filters: { ...dateBoundRules(false) },
+  orders: { sequence: sortBy.int("sequence"), ...dateSortKeys(false) },
+  defaultOrder: { field: "sequence", direction: "desc" },
+};
+
+export function createAuditService(db: Db, signer: AuditSigner = createAuditSigner(generateAuditSigningKey())) {
+  const trail = createAuditTrail(db, signer);
   return {
+    /** Verification, checkpoints, export and purge, by organization (audit.trail.ts): for the REST routes, the CLI and the timers. */
+    trail,
+    signer,
+    /** Recomputes the caller's organization's chain over a range of sequences. */
+    verify: (actor: Actor, range: SequenceRange) => trail.verify(actor.organizationId, range),
+    /** Signs the caller's organization's chain head now. */
+    checkpoint: (actor: Actor) => trail.checkpoint(actor.organizationId),
+    /** The organization's checkpoints, filtered (default latest sequence first). */
+    async checkpoints(actor: Actor, args: ListArgs) {
+      return listPage(db, actor.organizationId, auditCheckpointList, args, async (ids) => {
+        const rows = await db.auditCheckpoint.findMany({ where: { id: { in: ids }, organizationId: actor.organizationId } });
+        return rows.map((row) => ({ ...row, signedAt: row.signedAt.toISOString() }));
+      });
+    },
     /** The organization's audit trail, filtered (default newest first). */
     async list(actor: Actor, args: ListArgs, query: { select?: Prisma.AuditEventSelect }) {
       return listPage(db, actor.organizationId, auditEventList, { ...args, query }, (ids, q: RecordQuery) =>
@@ -90,3 +123,5 @@ export function changesBetween<T extends object>(current: T, input: Partial<T>):
   }
   return { changes, data };
 }
+
+export type AuditService = ReturnType<typeof createAuditService>;

@@ -20,7 +20,7 @@ import type { Events, NotificationAddedEvent } from "../../platform/events.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, limit, list, text } from "../../platform/limits.js";
 import { notNull, parseInput } from "../../platform/validation.js";
-import { auditEvent, type Changes, changesBetween, writeAuditEvent } from "../audit/audit.service.js";
+import { type AuditEventInput, auditEvent, type Changes, changesBetween, writeAuditEvent } from "../audit/audit.service.js";
 
 /** E-mail for notifications; absent when SMTP is not configured. */
 export type NotificationMail = {
@@ -268,7 +268,7 @@ export async function writeEmailPreferences(
   db: Db,
   member: { memberId: string; organizationId: string },
   wanted: Partial<EmailPreferences>,
-  audit: (changes: Changes) => Prisma.AuditEventUncheckedCreateInput,
+  audit: (changes: Changes) => AuditEventInput,
 ): Promise<NotificationPreferences> {
   const { memberId, organizationId } = member;
   return db.$transaction(async (tx) => {

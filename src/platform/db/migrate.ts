@@ -4,6 +4,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { PGlite } from "@electric-sql/pglite";
 import type pg from "pg";
+import { type MigrationStep, migrationSteps } from "./migration-steps.js";
 
 /** One statement with parameters, or a script of several statements, inside a migration's transaction. */
 export interface MigrationTx {
@@ -122,7 +123,11 @@ export function readMigrations(dir = defaultMigrationsDir): Migration[] {
  * Every transaction takes the lock, then reads what is applied: replicas starting together each
  * find the migration another applied meanwhile and skip it.
  */
-export async function applyMigrations(session: MigrationSession, migrations: Migration[]): Promise<string[]> {
+export async function applyMigrations(
+  session: MigrationSession,
+  migrations: Migration[],
+  steps: Record<string, MigrationStep> = migrationSteps,
+): Promise<string[]> {
   const done: string[] = [];
   for (;;) {
     let outside: Migration | undefined;
@@ -140,6 +145,7 @@ export async function applyMigrations(session: MigrationSession, migrations: Mig
         return undefined;
       }
       await tx.exec(next.sql);
+      await steps[next.name]?.(tx);
       await record(tx, next);
       return next.name;
     });

@@ -1,0 +1,40 @@
+import type { AuthState } from "../auth/caller.js";
+import { appErrorResponse, errorResponse } from "../http/error-response.js";
+import { AppError, UnauthenticatedError } from "../platform/errors.js";
+import { type OwnRestRoute, type OwnRestRouteName, ownRestRoutes } from "./routes.js";
+
+/** Answers one of the facade's own routes for a caller the guard has authenticated (when the route needs one). */
+export type OwnRouteHandler = (call: { request: Request; url: URL; auth: AuthState; requestId: string }) => Promise<Response>;
+export type OwnRouteHandlers = Record<OwnRestRouteName, OwnRouteHandler>;
+
+const byPath = new Map<string, [OwnRestRouteName, OwnRestRoute]>(
+  Object.entries(ownRestRoutes).map(([name, route]) => [route.path, [name as OwnRestRouteName, route]]),
+);
+
+/** The own route at a path under /v1, if any. */
+export function ownRouteAt(path: string): [OwnRestRouteName, OwnRestRoute] | undefined {
+  return byPath.get(path);
+}
+
+/** Serves an own route as the guard serves Sofa's: 405, 401, and every refusal in our error envelope. */
+export async function serveOwnRoute(
+  [, route]: [OwnRestRouteName, OwnRestRoute],
+  handler: OwnRouteHandler,
+  call: { request: Request; url: URL; requestId: string; authenticate: (request: Request) => Promise<AuthState> },
+): Promise<Response> {
+  const { request } = call;
+  if (request.method !== route.method && !(route.method === "GET" && request.method === "HEAD")) {
+    return errorResponse("METHOD_NOT_ALLOWED", `${request.method} is not allowed on ${call.url.pathname}`, undefined, {
+      allow: route.method === "GET" ? "GET, HEAD" : route.method,
+    });
+  }
+  const auth: AuthState = route.credential ? await call.authenticate(request) : { anonymous: true };
+  if ("error" in auth) return appErrorResponse(auth.error);
+  if (route.credential && "anonymous" in auth) return appErrorResponse(new UnauthenticatedError());
+  try {
+    return await handler({ request, url: call.url, auth, requestId: call.requestId });
+  } catch (error) {
+    if (error instanceof AppError) return appErrorResponse(error);
+    throw error;
+  }
+}
