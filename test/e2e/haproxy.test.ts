@@ -197,7 +197,8 @@ describe.skipIf(missing)("two replicas behind HAProxy under load", () => {
     upgradeDir = path.join(root, "dist", `.upgrade-${process.pid}`);
     const bundleDir = path.join(upgradeDir, "a", "b");
     mkdirSync(bundleDir, { recursive: true });
-    cpSync(path.join(root, "dist", "server.js"), path.join(bundleDir, "server.js"));
+    // The launcher (server.js) and the bundle it imports (service.js).
+    for (const file of ["server.js", "service.js"]) cpSync(path.join(root, "dist", file), path.join(bundleDir, file));
     const migrations = path.join(upgradeDir, "prisma", "migrations");
     cpSync(path.join(root, "prisma", "migrations"), migrations, { recursive: true });
     mkdirSync(path.join(migrations, "29991231000000_comment_upgrade_note"));
