@@ -137,6 +137,7 @@ export const relayStylePaginationKeepingNull: Pagination = (keyArgs) => {
  * counts). graphcache warns about each one it meets unless `keys` says it has no key.
  */
 export const typesWithoutId = [
+  "AuditVerification",
   "DeleteCommentPayload",
   "DeleteTaskItemPayload",
   "MarkNotificationsReadPayload",
@@ -146,6 +147,8 @@ export const typesWithoutId = [
   "TaskItemStats",
   "TaskItemStatusCounts",
   "Viewer",
+  "WebhookEventType",
+  "WebhookReplay",
 ];
 
 /**

@@ -52,14 +52,22 @@ describe.skipIf(missing)("two replicas behind HAProxy under load", () => {
     SHUTDOWN_GRACE_MS: "3000",
     RATE_LIMIT_PER_MINUTE: "1000000",
   });
-  const upCount = (i: number) => haproxy.output().split(`replicas/replica${i + 1} is UP`).length - 1;
-  /** Starts replica `i` (again) and, once HAProxy runs, waits until its checks put it back in. */
+  /** Whether HAProxy's last word on replica `i` is that it is up (or it never took it out). */
+  const inRotation = (i: number) => {
+    const out = haproxy.output();
+    return out.lastIndexOf(`replicas/replica${i + 1} is UP`) >= out.lastIndexOf(`replicas/replica${i + 1} is DOWN`);
+  };
+  /**
+   * Starts replica `i` (again) and, once HAProxy runs, waits until its checks have seen the new
+   * process and keep it in. A replica that starts again within `fall` checks is never taken out
+   * (no DOWN, no UP in the log), so the wait is for checks, not for an UP line.
+   */
   const startReplica = async (i: number, script?: string) => {
-    const ups = haproxy ? upCount(i) : 0;
     replicas[i] = await startServer(env(), { port: ports[i], until: "ready", script });
     if (!haproxy) return;
+    await sleep(2 * CHECK_INTER_MS + 100);
     const deadline = Date.now() + 15_000;
-    while (upCount(i) === ups) {
+    while (!inRotation(i)) {
       if (Date.now() > deadline) throw new Error(`HAProxy did not put replica ${i + 1} back:\n${haproxy.output()}`);
       await sleep(50);
     }

@@ -175,9 +175,40 @@ describe("audit events", () => {
       actorApiKeyId: expect.stringMatching(/^apk_/),
     });
     expect(Object.keys(res.body.items[0]).sort()).toEqual(
-      ["action", "actorApiKeyId", "actorUserId", "createdAt", "data", "entityId", "entityType", "id", "requestId"].sort(),
+      [
+        "action",
+        "actorApiKeyId",
+        "actorUserId",
+        "createdAt",
+        "data",
+        "entityId",
+        "entityType",
+        "hash",
+        "id",
+        "requestId",
+        "sequence",
+      ].sort(),
+    );
+    // Section 14: each event's place in the organization's chain, newest (highest sequence) first.
+    const sequences = res.body.items.map((e: { sequence: number }) => e.sequence);
+    expect(sequences.every((n: unknown) => Number.isInteger(n) && (n as number) > 0)).toBe(true);
+    expect(sequences).toEqual([...sequences].sort((a: number, b: number) => b - a));
+    for (const e of res.body.items) expect(e.hash).toMatch(/^[0-9a-f]{64}$/);
+    // The same fields over GraphQL.
+    const gql = await t.gql(`{ auditEvents(limit: 5) { items { id sequence hash } } }`, {}, { key: org.apiKey });
+    expect(gql.body.errors).toBeUndefined();
+    expect(gql.body.data.auditEvents.items).toEqual(
+      res.body.items.map((e: { id: string; sequence: number; hash: string }) => ({
+        id: e.id,
+        sequence: e.sequence,
+        hash: e.hash,
+      })),
     );
     const theirs = await t.rest("GET", "/v1/audit-events?limit=100", { key: other.apiKey });
+    // Their chain is their own: 1, 2, 3 … without gaps.
+    expect(theirs.body.items.map((e: { sequence: number }) => e.sequence).sort((a: number, b: number) => a - b)).toEqual(
+      theirs.body.items.map((_: unknown, i: number) => i + 1),
+    );
     // The other organization's own: its seed's (members, key, and the records it made), none of ours.
     const seeded = ["api_key.created", ...Array(4).fill("member.created"), ...Array(3).fill("task.created")];
     seeded.push(

@@ -38,6 +38,12 @@ async function organizationWithTies() {
     expect(res.status, res.text).toBe(201);
     return res.body as { id: string };
   };
+  // Webhook endpoints, before the changes below: each change then queues a delivery to the first
+  // (every type); the others take only policy events, which come later (none here).
+  const endpoints = [];
+  for (const [i, eventTypes] of [[], ["policy.*"], ["policy.*"]].entries()) {
+    endpoints.push((await post("/v1/webhook-endpoints", { url: `https://hooks${i}.example.com/in`, eventTypes })).id);
+  }
   const tasks = [];
   for (const task of [
     { title: "b", dueDate: "2026-12-02", status: "done" },
@@ -66,7 +72,19 @@ async function organizationWithTies() {
   for (const [i, userId] of [o.userIds[0], o.userIds[1], o.userIds[0], o.userIds[1]].entries()) {
     await post("/v1/comments", { content: `note ${i}`, entityId: tasks[0], entityType: "task", userId });
   }
-  return { ...o, tasks };
+  // Ties in the webhook lists too: endpoints and deliveries that share their timestamps.
+  const deliveries = await t.db.webhookDelivery.findMany({ where: { endpointId: endpoints[0] }, orderBy: { id: "asc" } });
+  expect(deliveries.length).toBeGreaterThan(4);
+  await t.db.webhookDelivery.updateMany({
+    where: { id: { in: deliveries.slice(0, 3).map((d) => d.id) } },
+    data: { createdAt: now, updatedAt: now },
+  });
+  await t.db.webhookEndpoint.updateMany({ where: { id: { in: endpoints.slice(1) } }, data: { createdAt: now, updatedAt: now } });
+  // Signed audit checkpoints: two at the same sequence (a tie), then more as the chain goes on.
+  for (const _ of [1, 2]) await post("/v1/audit/checkpoints", {});
+  await post("/v1/comments", { content: "later", entityId: tasks[1], entityType: "task", userId: o.userIds[0] });
+  for (const _ of [1, 2, 3]) await post("/v1/audit/checkpoints", {});
+  return { ...o, tasks, endpoints };
 }
 
 const o = await organizationWithTies();
@@ -123,8 +141,13 @@ async function allLists() {
   for (const f of query.fields ?? []) {
     if (!connections.has(named(f))) continue;
     const given = f.args.filter((a) => a.type.kind === "NON_NULL").map((a) => `${a.name}: ${required[a.name]}`);
-    // Comments of a vendor: the task that has them.
-    const fixed = f.name === "comments" ? [`entityId: "${o.tasks[0]}"`, "entityType: task"] : given;
+    // Comments of a vendor: the task that has them; deliveries: those of the endpoint that takes every type.
+    const fixed =
+      f.name === "comments"
+        ? [`entityId: "${o.tasks[0]}"`, "entityType: task"]
+        : f.name === "webhookDeliveries"
+          ? [`id: "${o.endpoints[0]}"`]
+          : given;
     lists.push({
       label: `Query.${f.name}`,
       type: named(f),
@@ -219,6 +242,9 @@ describe("connections: forward and backward paging", () => {
         "Risk.taskItems",
         "Policy.versions",
         "Query.notifications",
+        "Query.webhookEndpoints",
+        "Query.webhookDeliveries",
+        "Query.auditCheckpoints",
       ]),
     );
     for (const list of lists) {
@@ -229,6 +255,8 @@ describe("connections: forward and backward paging", () => {
           const whole = await page(list, orderBy, { first: 100 });
           expect(whole.pageInfo, label).toMatchObject({ hasNextPage: false, hasPreviousPage: false });
           expect(whole.edges.length, label).toBe(whole.totalCount);
+          // The webhook and checkpoint lists hold more than a page, so that paging them is tested.
+          if (/webhook|auditCheckpoints/.test(list.label)) expect(whole.totalCount, label).toBeGreaterThan(2);
           const ids = whole.edges.map((e) => e.node.id);
           expect(await forward(list, orderBy, 2), label).toEqual(ids);
           expect(await backward(list, orderBy, 2), label).toEqual(ids);

@@ -14,7 +14,8 @@
  * is the author): that attempt may succeed, but then the author is B's owner, never A's member.
  *
  * Also: B's user credentials (and B's API key) naming A in X-Organization-Id are 403 on every
- * operation; an Idempotency-Key A used never replays A's answer to B; B's lists never show A's records.
+ * operation; an Idempotency-Key A used never replays A's answer to B; B's lists never show A's records,
+ * nor B's audit export A's events.
  */
 
 import { type GraphQLArgument, type GraphQLField, type GraphQLInputType, getNamedType, isInputObjectType } from "graphql";
@@ -51,8 +52,9 @@ type Attempt = {
 };
 
 let t: TestApp;
-let A: SeedResult & { versionIds: string[]; attachmentIds: string[]; commentIds: string[]; emails: string[] };
-let B: SeedResult & { versionIds: string[]; draftVersionId: string; commentIds: string[] };
+type Webhooks = { webhookEndpointIds: string[]; webhookDeliveryIds: string[]; webhookSecrets: string[]; checkpointIds: string[] };
+let A: SeedResult & { versionIds: string[]; attachmentIds: string[]; commentIds: string[]; emails: string[] } & Webhooks;
+let B: SeedResult & { versionIds: string[]; draftVersionId: string; commentIds: string[] } & Webhooks;
 const headersOfB = {} as Record<CredentialKind, Record<string, string>>;
 
 async function enrich(org: SeedResult) {
@@ -79,6 +81,21 @@ async function enrich(org: SeedResult) {
     body: { changelog: "Draft" },
   });
   expect(version.status).toBe(201);
+  // A webhook endpoint (section 12) listening to every type, created before the policy change below,
+  // so that the change leaves a delivery in its log; no worker runs here, nothing is sent.
+  const endpoint = await t.rest("POST", "/v1/webhook-endpoints", {
+    key: org.apiKey,
+    body: { url: `https://hooks.example.com/${org.organizationId}`, description: "SIEM" },
+  });
+  expect(endpoint.status, endpoint.text).toBe(201);
+  const updated = await t.rest("PATCH", `/v1/policies/${org.policyIds[0]}`, {
+    key: org.apiKey,
+    body: { description: `Policy of ${org.organizationId}` },
+  });
+  expect(updated.status, updated.text).toBe(200);
+  // And a signed checkpoint of its audit chain (section 14).
+  const checkpoint = await t.rest("POST", "/v1/audit/checkpoints", { key: org.apiKey });
+  expect(checkpoint.status, checkpoint.text).toBe(201);
   const where = { where: { organizationId: org.organizationId }, select: { id: true } };
   return {
     ...org,
@@ -86,6 +103,10 @@ async function enrich(org: SeedResult) {
     versionIds: (await t.db.policyVersion.findMany(where)).map((r) => r.id),
     attachmentIds: (await t.db.attachment.findMany(where)).map((r) => r.id),
     commentIds: (await t.db.comment.findMany(where)).map((r) => r.id),
+    webhookEndpointIds: [endpoint.body.id as string],
+    webhookDeliveryIds: (await t.db.webhookDelivery.findMany(where)).map((r) => r.id),
+    webhookSecrets: [endpoint.body.secret as string],
+    checkpointIds: [checkpoint.body.id as string],
     emails: (
       await t.db.user.findMany({
         where: { memberships: { some: { organizationId: org.organizationId } } },
@@ -195,6 +216,10 @@ function leakedOfA(text: string, requested: string): string[] {
     ...A.versionIds,
     ...A.attachmentIds,
     ...A.commentIds,
+    ...A.webhookEndpointIds,
+    ...A.webhookDeliveryIds,
+    ...A.webhookSecrets,
+    ...A.checkpointIds,
     ...A.emails,
     `Confidential note of ${A.organizationId}`,
     Buffer.from(`%PDF-1.7 ${A.organizationId}`).toString("base64"),
@@ -261,6 +286,8 @@ function attempts({ wrongKind = false } = {}): Attempt[] {
     taskItem: A.taskItemIds,
     comment: A.commentIds,
     attachment: A.attachmentIds,
+    webhookEndpoint: A.webhookEndpointIds,
+    webhookDelivery: A.webhookDeliveryIds,
   };
   const add = (
     field: string,
@@ -402,6 +429,20 @@ function attempts({ wrongKind = false } = {}): Attempt[] {
     );
   }
   add("Subscription.policyChanged", "id", A.policyIds, (id) => ({ id }));
+  // Webhooks (contract section 12): another organization's endpoint or delivery is 404, as a missing one.
+  add("Query.webhookEndpoint", "id", A.webhookEndpointIds, (id) => ({ id }));
+  add("Query.webhookDeliveries", "id", A.webhookEndpointIds, (id) => ({ id }));
+  add("Mutation.updateWebhookEndpoint", "id", A.webhookEndpointIds, (id) => ({
+    id,
+    description: "B was here",
+    eventTypes: ["comment.*"],
+    enabled: false,
+  }));
+  add("Mutation.deleteWebhookEndpoint", "id", A.webhookEndpointIds, (id) => ({ id }));
+  add("Mutation.rotateWebhookEndpointSecret", "id", A.webhookEndpointIds, (id) => ({ id }));
+  add("Mutation.sendTestWebhook", "id", A.webhookEndpointIds, (id) => ({ id }));
+  add("Mutation.replayWebhookEndpoint", "id", A.webhookEndpointIds, (id) => ({ id, since: "2000-01-01T00:00:00Z" }));
+  add("Mutation.redeliverWebhook", "id", A.webhookDeliveryIds, (id) => ({ id }));
   return list;
 }
 
@@ -588,7 +629,16 @@ describe("isolation matrix: organization B on organization A's ids", () => {
     for (const table of ["Member", "Device", "ApiKey", "Task", "TaskItem", "Vendor", "Risk", "Policy", "PolicyVersion"]) {
       expect(baseline[table]?.length, table).toBeGreaterThan(0);
     }
-    for (const table of ["Comment", "Attachment", "AuditEvent", "Organization", "User"]) {
+    for (const table of [
+      "Comment",
+      "Attachment",
+      "AuditEvent",
+      "AuditCheckpoint",
+      "WebhookEndpoint",
+      "WebhookDelivery",
+      "Organization",
+      "User",
+    ]) {
       expect(baseline[table]?.length, table).toBeGreaterThan(0);
     }
 
@@ -682,6 +732,9 @@ describe("isolation matrix: organization B on organization A's ids", () => {
       ["Query.vendors", { limit: 100 }],
       ["Query.risks", { limit: 100 }],
       ["Query.policies", { limit: 100 }],
+      ["Query.webhookEndpoints", { limit: 100 }],
+      ["Query.webhookDeliveries", { id: B.webhookEndpointIds[0], limit: 100 }],
+      ["Query.auditCheckpoints", { limit: 100 }],
     ];
     const failures: string[] = [];
     for (const [name, args] of lists) {
@@ -693,6 +746,28 @@ describe("isolation matrix: organization B on organization A's ids", () => {
           const leaks = leakedOfA(outcome.text, "");
           if (leaks.length) failures.push(`${name} via ${transport} as ${credential} lists A's ${leaks.join(", ")}`);
         }
+      }
+    }
+    expect(failures).toEqual([]);
+  });
+
+  it("B's audit export (the REST facade's own route) carries none of A's events, and naming A is 403", async () => {
+    const failures: string[] = [];
+    for (const format of ["jsonl", "csv", "ocsf"]) {
+      for (const credential of credentialKinds) {
+        const path = `${REST_BASE}/audit-events/export?format=${format}`;
+        const own = await t.app.fetch(new Request(`http://test${path}`, { headers: headersOfB[credential] }));
+        const text = await own.text();
+        if (own.status !== 200) failures.push(`${format} as ${credential}: ${own.status} ${text.slice(0, 200)}`);
+        if (!text.includes(B.organizationId)) failures.push(`${format} as ${credential}: not B's trail`);
+        const leaks = leakedOfA(text, "");
+        if (leaks.length) failures.push(`${format} as ${credential} exports A's ${leaks.join(", ")}`);
+        const naming = await t.app.fetch(
+          new Request(`http://test${path}`, { headers: { ...headersOfB[credential], "x-organization-id": A.organizationId } }),
+        );
+        const refused = await naming.text();
+        if (naming.status !== 403) failures.push(`${format} as ${credential} naming A: ${naming.status}`);
+        if (leakedOfA(refused, "").length) failures.push(`${format} as ${credential} naming A answers A's data`);
       }
     }
     expect(failures).toEqual([]);

@@ -450,9 +450,21 @@ describe("totalCount", () => {
       Policy: org.policyIds[0] as string,
       Member: org.memberIds[0] as string,
     };
+    // A webhook endpoint with deliveries (every change queues one), and a signed audit checkpoint.
+    const hook = await t.rest("POST", "/v1/webhook-endpoints", {
+      key: org.apiKey,
+      body: { url: "https://hooks.example.com/in" },
+    });
+    expect(hook.status, hook.text).toBe(201);
+    await makeTasks(org.apiKey, [{ title: "Delivered" }]);
+    expect((await t.rest("POST", "/v1/audit/checkpoints", { key: org.apiKey, body: {} })).status).toBe(201);
     const required: Record<string, string> = { entityId: `"${idOf.Vendor}"`, entityType: "vendor", id: `"${idOf.Policy}"` };
+    // The `id` of a list under one record other than a policy.
+    const requiredOf: Record<string, Record<string, string>> = { webhookDeliveries: { id: `"${hook.body.id}"` } };
     const argsOf = (f: Field) => {
-      const given = f.args.filter((a) => a.type.kind === "NON_NULL").map((a) => `${a.name}: ${required[a.name]}`);
+      const given = f.args
+        .filter((a) => a.type.kind === "NON_NULL")
+        .map((a) => `${a.name}: ${requiredOf[f.name]?.[a.name] ?? required[a.name]}`);
       return given.length ? `(${given.join(", ")})` : "";
     };
     const asked: string[] = [];
@@ -460,6 +472,9 @@ describe("totalCount", () => {
       if (!pageTypes.has(named(f))) continue;
       const res = data(await t.gql(`{ list: ${f.name}${argsOf(f)} { totalCount } }`, {}, owner));
       expect(typeof res.list.totalCount, `Query.${f.name}`).toBe("number");
+      if (/^(webhookDeliveries|webhookEndpoints|auditCheckpoints)$/.test(f.name)) {
+        expect(res.list.totalCount, `Query.${f.name}`).toBeGreaterThan(0);
+      }
       asked.push(`Query.${f.name}`);
     }
     for (const parent of types) {
@@ -488,6 +503,9 @@ describe("totalCount", () => {
         "Policy.versions",
         "Query.notifications",
         "Viewer.notifications",
+        "Query.webhookEndpoints",
+        "Query.webhookDeliveries",
+        "Query.auditCheckpoints",
       ]),
     );
   });

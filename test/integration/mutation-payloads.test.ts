@@ -8,12 +8,22 @@ import {
   isObjectType,
   isUnionType,
 } from "graphql";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSession } from "../../src/auth/sessions.js";
 import { schema } from "../../src/schema.js";
 import { openFixture } from "../helpers/fixtures.js";
+import { startWebhookReceiver } from "../helpers/webhook-receiver.js";
 
-const { t, org } = await openFixture({ organizations: 1 });
+// Webhook endpoints name a public-looking host that this file resolves itself to a local receiver
+// (allowed by WEBHOOK_ALLOWED_CIDRS), so that sendTestWebhook gets a real answer at once.
+const receiver = await startWebhookReceiver();
+afterAll(() => receiver.stop());
+const { t, org } = await openFixture({
+  organizations: 1,
+  webhooks: {
+    options: { allowedCidrs: ["127.0.0.1/32"], httpsOnly: false, timeoutMs: 2_000, resolve: async () => ["127.0.0.1"] },
+  },
+});
 let admin: Record<string, string> = {};
 beforeAll(async () => {
   const session = await createSession(t.db, org.userIds[1] as string, 3_600_000);
@@ -106,6 +116,22 @@ async function inReview() {
   return { id, versionId };
 }
 const unique = () => Math.random().toString(36).slice(2, 8);
+/** A new endpoint of `org`, sent only the types given (so that the file's other writes add nothing to its log). */
+const newEndpoint = async (eventTypes = ["risk.created"]) =>
+  (
+    await gqlId("mutation($url: String!, $types: [String!]) { createWebhookEndpoint(url: $url, eventTypes: $types) { id } }", {
+      url: `http://hooks.payloads.example:${receiver.port}/${unique()}`,
+      types: eventTypes,
+    })
+  ).id as string;
+/** An endpoint with one delivery in its log (of a new comment), as the request left it: pending, no worker runs here. */
+async function withDelivery() {
+  const endpointId = await newEndpoint(["comment.created"]);
+  await newComment();
+  const [delivery] = await t.db.webhookDelivery.findMany({ where: { endpointId } });
+  expect(delivery?.status).toBe("pending");
+  return { endpointId, deliveryId: delivery?.id as string };
+}
 
 type Case = () => Promise<{ variables: Record<string, unknown>; headers?: Record<string, string> }>;
 
@@ -148,7 +174,44 @@ const cases: Record<string, Case> = {
   // The inbox is personal: the admin's own, which the review steps above write to.
   markNotificationsRead: async () => ({ variables: { all: true }, headers: admin }),
   updateNotificationPreferences: async () => ({ variables: { email: { assigned: Math.random() < 0.5 } }, headers: admin }),
+  // Webhooks (contract section 12)
+  createWebhookEndpoint: async () => ({
+    variables: {
+      url: `http://hooks.payloads.example:${receiver.port}/created`,
+      description: "SIEM",
+      eventTypes: ["policy.*", "comment.created"],
+    },
+  }),
+  updateWebhookEndpoint: async () => ({
+    variables: { id: await newEndpoint(), description: `Chat ${unique()}`, eventTypes: ["task.*"], enabled: false },
+  }),
+  deleteWebhookEndpoint: async () => ({ variables: { id: await newEndpoint() } }),
+  rotateWebhookEndpointSecret: async () => ({ variables: { id: await newEndpoint() } }),
+  sendTestWebhook: async () => ({ variables: { id: await newEndpoint() } }),
+  redeliverWebhook: async () => {
+    const { deliveryId } = await withDelivery();
+    // As the worker leaves a delivery it gave up on.
+    await t.db.webhookDelivery.update({
+      where: { id: deliveryId },
+      data: { status: "failed", attempts: 1, responseStatus: 500, nextAttemptAt: null, lastAttemptAt: new Date() },
+    });
+    return { variables: { id: deliveryId } };
+  },
+  replayWebhookEndpoint: async () => {
+    const { endpointId, deliveryId } = await withDelivery();
+    await t.db.webhookDelivery.update({ where: { id: deliveryId }, data: { status: "failed", nextAttemptAt: null } });
+    return { variables: { id: endpointId, since: new Date(Date.now() - 60_000).toISOString() } };
+  },
+  // The audit chain (contract section 14)
+  createAuditCheckpoint: async () => ({ variables: {} }),
 };
+
+/** A query's one field as a fresh request reads it, with `org`'s key. */
+async function freshField(query: string, variables: Record<string, unknown>) {
+  const res = await t.gql(query, variables, { key: org.apiKey });
+  expect(res.body.errors, JSON.stringify(res.body.errors)).toBeUndefined();
+  return Object.values(res.body.data)[0] as Record<string, unknown>;
+}
 
 /** The caller's inbox as a fresh request reads it: the records without an id of their own. */
 async function freshPersonal(query: string, headers: Record<string, string>) {
@@ -173,6 +236,61 @@ describe("mutation payloads", () => {
         const selection = selectionOf(schema.getType("PolicyVersion") as GraphQLOutputType, 1);
         expect(answer.policyVersion).toEqual(await freshRead(answer.versionId, "PolicyVersion", selection));
         expect(answer.policyVersion.status).toBe("draft");
+      } else if (typeName === "WebhookEndpoint" || typeName === "WebhookEndpointWithSecret") {
+        // No read shows the secret: the payload is the endpoint as webhookEndpoint(id) reads it, and the secret.
+        const selection = selectionOf(schema.getType("WebhookEndpoint") as GraphQLOutputType);
+        const { secret, ...endpoint } = answer;
+        const fresh = await freshField(`query($id: ID!) { webhookEndpoint(id: $id) ${selection} }`, { id: answer.id });
+        expect({ ...endpoint, __typename: "WebhookEndpoint" }).toEqual(fresh);
+        expect(answer.id).toMatch(/^whe_/);
+        const stored = await t.db.webhookEndpoint.findUniqueOrThrow({ where: { id: answer.id } });
+        if (typeName === "WebhookEndpointWithSecret") {
+          // The secret answered is the one that signs from now on.
+          expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+          expect(stored.secret).toBe(secret);
+          if (name === "rotateWebhookEndpointSecret") expect(stored.previousSecret).toMatch(/^whsec_/);
+        } else expect(answer).toMatchObject({ enabled: false, disabledReason: "manual", eventTypes: ["task.*"] });
+      } else if (typeName === "WebhookDelivery") {
+        const selection = selectionOf(field.type);
+        const log = await freshField(`query($id: ID!) { webhookDeliveries(id: $id, limit: 100) { items ${selection} } }`, {
+          id: answer.endpointId,
+        });
+        expect((log.items as { id: string }[]).find((d) => d.id === answer.id)).toEqual(answer);
+        if (name === "sendTestWebhook") {
+          expect(answer).toMatchObject({ eventType: "webhook.test", status: "succeeded", attempts: 1, responseStatus: 200 });
+        } else expect(answer).toMatchObject({ status: "pending", nextAttemptAt: expect.any(String) });
+      } else if (typeName === "WebhookReplay") {
+        const count = async (status: string) =>
+          (
+            await freshField(
+              "query($id: ID!, $s: [WebhookDeliveryStatus!]) { webhookDeliveries(id: $id, filter: { status: $s }) { totalCount } }",
+              {
+                id: variables.id,
+                s: [status],
+              },
+            )
+          ).totalCount;
+        expect(answer.queued).toBe(1);
+        expect(await count("pending")).toBe(answer.queued);
+        expect(await count("failed")).toBe(0);
+      } else if (typeName === "DeletedWebhookEndpoint") {
+        const res = await t.gql("query($id: ID!) { webhookEndpoint(id: $id) { id } }", { id: answer.id }, { key: org.apiKey });
+        expect(res.body.data.webhookEndpoint).toBeNull();
+        expect(res.body.errors?.[0]?.extensions?.code).toBe("NOT_FOUND");
+        expect(answer.id).toBe(variables.id);
+      } else if (typeName === "AuditCheckpoint") {
+        const selection = selectionOf(field.type);
+        const list = await freshField(
+          `{ auditCheckpoints(limit: 100, orderBy: { field: createdAt, direction: desc }) { items ${selection} } }`,
+          {},
+        );
+        expect((list.items as { id: string }[]).find((c) => c.id === answer.id)).toEqual(answer);
+        // It states the chain as it is now: its last event's sequence and hash.
+        const head = await t.db.auditEvent.findFirstOrThrow({
+          where: { organizationId: org.organizationId },
+          orderBy: { sequence: "desc" },
+        });
+        expect(answer).toMatchObject({ organizationId: org.organizationId, sequence: head.sequence, hash: head.hash });
       } else if (typeName.startsWith("Delete")) {
         expect(await freshRead(answer.deletedId, "Node", "{ id }")).toBeNull();
         const entityType = answer.entity.__typename;

@@ -4,6 +4,8 @@ import { schema } from "../../src/schema.js";
 import { openFixture } from "../helpers/fixtures.js";
 
 const { t, org, keyWith } = await openFixture({ organizations: 1 });
+// A real endpoint, so that its refused delivery log is refused for the permission, not for a missing record.
+const hook = await t.rest("POST", "/v1/webhook-endpoints", { key: org.apiKey, body: { url: "https://hooks.example.com/in" } });
 
 /** Every root field answering a page type, with the arguments it needs. */
 const listRoots = Object.values(schema.getQueryType()?.getFields() ?? {}).filter((field) =>
@@ -15,14 +17,17 @@ function call(name: string): string {
     comments: `(entityId: "${org.taskIds[0]}", entityType: task)`,
     policyVersions: `(id: "${org.policyIds[0]}")`,
     taskItems: `(entityId: "${org.vendorIds[0]}", entityType: vendor)`,
+    webhookDeliveries: `(id: "${hook.body.id}")`,
   };
   return `${name}${args[name] ?? ""} { items { id } nextCursor }`;
 }
 
 describe("a refused list", () => {
   it("covers every list root of the schema", () => {
+    expect(hook.status, hook.text).toBe(201);
     expect(listRoots.map((f) => f.name).sort()).toEqual(
       [
+        "auditCheckpoints",
         "auditEvents",
         "comments",
         "members",
@@ -33,6 +38,8 @@ describe("a refused list", () => {
         "taskItems",
         "tasks",
         "vendors",
+        "webhookDeliveries",
+        "webhookEndpoints",
       ].sort(),
     );
     for (const field of listRoots) {
