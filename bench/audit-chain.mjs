@@ -176,3 +176,13 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   mkdirSync(path.join(root, "bench/results"), { recursive: true });
   writeFileSync(path.join(root, "bench/results/2026-11-26-audit-chain.md"), lines.join("\n"));
 }
+
+/** In `npm run bench` (bench/suites.mjs): create comment in one organization with and without the audit chain. */
+export const suite = {
+  id: "audit-chain",
+  resultKey: "auditChain",
+  skip: "BENCH_AUDIT_CHAIN_SUITE",
+  runs: (settings) => !settings.against && settings.databases.includes("postgres"),
+  run: (settings, log) =>
+    benchAuditChain({ durationS: settings.durationS, rounds: settings.rounds, postgresUrl: settings.postgresUrl, log }),
+};

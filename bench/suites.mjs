@@ -7,8 +7,13 @@
 //   missing    optional: () => why it cannot run here (a missing program), or null
 //   run        (settings, log) => its result
 // Adding one: export `suite` from the file and add it below (bench/README.md, "Adding a scenario").
+import { suite as auditChain } from "./audit-chain.mjs";
 import { suite as listPage } from "./list-page.mjs";
 import { suite as notifications } from "./notifications.mjs";
 import { suite as pgbouncer } from "./pgbouncer.mjs";
+import { suite as trustedDocuments } from "./trusted-documents.mjs";
+import { suite as webhooks } from "./webhooks.mjs";
 
-export const suites = [pgbouncer, notifications, listPage];
+// Streams (bench/streams.mjs: 10,000 open streams) and the soak (bench/soak.mjs: ten minutes) take
+// minutes each and run alone.
+export const suites = [pgbouncer, notifications, listPage, auditChain, webhooks, trustedDocuments];

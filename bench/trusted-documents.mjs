@@ -207,3 +207,13 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   );
   process.exit(0);
 }
+
+/** In `npm run bench` (bench/suites.mjs): get task as a stored document over GET against its text over POST. */
+export const suite = {
+  id: "trusted-documents",
+  resultKey: "trustedDocuments",
+  skip: "BENCH_TRUSTED_DOCUMENTS",
+  runs: (settings) => !settings.against && settings.databases.includes("postgres"),
+  run: (settings, log) =>
+    benchTrustedDocuments({ durationS: settings.durationS, rounds: settings.rounds, postgresUrl: settings.postgresUrl, log }),
+};

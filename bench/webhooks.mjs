@@ -249,3 +249,13 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   );
   process.exit(0);
 }
+
+/** In `npm run bench` (bench/suites.mjs): create comment with three webhook endpoints against none; deliveries a replica sends. */
+export const suite = {
+  id: "webhooks",
+  resultKey: "webhooks",
+  skip: "BENCH_WEBHOOKS",
+  runs: (settings) => !settings.against && settings.databases.includes("postgres"),
+  run: (settings, log) =>
+    benchWebhooks({ durationS: settings.durationS, rounds: settings.rounds, postgresUrl: settings.postgresUrl, log }),
+};
