@@ -65,10 +65,12 @@ export function auditEvent(
  * so what an event entails (its place in the organization's chain, its webhook deliveries) has one home.
  */
 export async function writeAuditEvent(tx: Prisma.TransactionClient, data: AuditEventInput): Promise<void> {
-  // The event with its sequence and hash: its place in the organization's chain (audit.chain.ts).
-  await appendToChain(tx, data);
   // Its webhook deliveries, one row per listening endpoint, in the same transaction (webhooks.enqueue.ts).
   await enqueueWebhookDeliveries(tx, data);
+  // The event with its sequence and hash: its place in the organization's chain (audit.chain.ts).
+  // Last, because it locks the organization's chain head until the commit: every write of the
+  // organization waits for that lock, so it is held for as little as the change allows.
+  await appendToChain(tx, data);
 }
 
 /** The organization's signed checkpoints: what `auditCheckpoints` filters by (default latest sequence first). */

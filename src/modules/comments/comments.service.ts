@@ -230,6 +230,14 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier)
               },
             },
           });
+          // Notifications first: the audit event locks the organization's chain head until the commit.
+          await notify({
+            reason: "mention",
+            recipientIds: mentionedIds(input.content),
+            entity: { type: input.entityType, id: input.entityId },
+            commentId: id,
+            contextUrl: input.contextUrl,
+          });
           await writeAuditEvent(
             tx,
             auditEvent(
@@ -244,13 +252,6 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier)
               },
             ),
           );
-          await notify({
-            reason: "mention",
-            recipientIds: mentionedIds(input.content),
-            entity: { type: input.entityType, id: input.entityId },
-            commentId: id,
-            contextUrl: input.contextUrl,
-          });
           return created;
         },
       );
@@ -280,6 +281,13 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier)
       const author = { organizationId: actor.organizationId, memberId: comment.authorId };
       const updated = await notifier.transaction(db, author, async (tx, notify) => {
         const changed = await tx.comment.update({ ...query, where, data: { content: input.content } });
+        await notify({
+          reason: "mention",
+          recipientIds: added,
+          entity: { type: comment.entityType, id: comment.entityId },
+          commentId: comment.id,
+          contextUrl: comment.contextUrl,
+        });
         await writeAuditEvent(
           tx,
           auditEvent(
@@ -289,13 +297,6 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier)
             { changes: { content: { from: comment.content, to: input.content } } },
           ),
         );
-        await notify({
-          reason: "mention",
-          recipientIds: added,
-          entity: { type: comment.entityType, id: comment.entityId },
-          commentId: comment.id,
-          contextUrl: comment.contextUrl,
-        });
         return changed;
       });
       events.publish("comment.updated", actor.organizationId, event);
