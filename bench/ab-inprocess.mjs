@@ -152,11 +152,12 @@ try {
   }
 
   const key = { "x-api-key": seed.apiKey };
-  // The graph's screens (issue 34): 50 vendors with stats and comments, made through the base's API.
+  // The graph's screens (issue 34): 50 vendors with stats and comments, made through this tree's API
+  // (a base older than a migration may not write on this database).
   const graphScenarios = ["vendor-page", "comments-page", "rest-comments"];
   let vendorIds = seed.vendorIds;
   if (scenarioIds.some((id) => graphScenarios.includes(id))) {
-    const server = createServer(apps.A.app.yoga);
+    const server = createServer(apps.B.app.yoga);
     await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
     vendorIds = await createVendorPage(`http://127.0.0.1:${server.address().port}`, seed);
     server.close();
