@@ -67,8 +67,14 @@ const q = (name: string) => raw(`"${name}"`);
 /** The column `name` of the list's table. */
 export const column = (name: string) => raw(`t."${name}"`);
 const typed = (value: unknown, sqlType: string) => sql`${value}::${raw(sqlType)}`;
-/** One parameter holding every value, as an array of `sqlType`. */
-const typedArray = (values: unknown[], sqlType: string) => sql`${values}::${raw(sqlType)}[]`;
+/**
+ * One parameter holding every value, as an array of `sqlType`. It is bound as `text[]` and cast in
+ * the SQL: the embedded database serializes a parameter by its type, and it knows the array type
+ * of an enum only from its next start after the migration that made it (until then it sent an
+ * enum array's one value as a bare string).
+ */
+const typedArray = (values: unknown[], sqlType: string) =>
+  sql`${values.map((v) => (v === null || v === undefined ? null : String(v)))}::text[]::${raw(sqlType)}[]`;
 
 // Filter rules ---------------------------------------------------------------------------------
 

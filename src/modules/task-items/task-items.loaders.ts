@@ -13,7 +13,7 @@ type Entity = { entityType: TaskItemEntityType; entityId: string };
 const STATS_SQL = `SELECT t."entityType"::text AS "entityType", t."entityId", t."status"::text AS "status", count(*)::int AS "n"
 FROM "TaskItem" t
 WHERE t."organizationId" = $1
-  AND (t."entityType", t."entityId") IN (SELECT * FROM unnest($2::"TaskItemEntityType"[], $3::text[]))
+  AND (t."entityType", t."entityId") IN (SELECT * FROM unnest($2::text[]::"TaskItemEntityType"[], $3::text[]))
 GROUP BY t."entityType", t."entityId", t."status"`;
 
 /** Task items and their statistics for many vendors and risks, for one request of one organization. */
