@@ -16,8 +16,9 @@ import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import pg from "pg";
 import { SMTPServer } from "smtp-server";
-import { postgresCpuMs, postgresCpuSince, processCpuMs } from "./cpu.mjs";
+import { processCpuMs } from "./cpu.mjs";
 import { freePort } from "./free-port.mjs";
+import { abbaMedians } from "./rounds.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -27,12 +28,6 @@ const CONNECTIONS = 16;
 const SEND_WINDOW_S = 15;
 /** Members the comments mention, five at a time in turn: as in an organization, not the same five every time. */
 const POOL = 40;
-
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
 
 export function notificationsBenchMissing(postgresUrl) {
   return postgresUrl ? null : "no PostgreSQL URL";
@@ -203,36 +198,7 @@ export async function benchNotifications({ durationS = 5, rounds = 2, postgresUr
     log(`notifications: warm-up, then ${rounds * 2} rounds of ${durationS} s per side at ${CONNECTIONS} connections`);
     await run("plain", 2);
     await run("mentions", 2);
-    const sides = { plain: [], mentions: [] };
-    const order = [];
-    for (let r = 0; r < rounds; r++)
-      order.push(...(r % 2 ? ["mentions", "plain", "plain", "mentions"] : ["plain", "mentions", "mentions", "plain"]));
-    for (const kind of order) {
-      const before = { service: processCpuMs(web.pid), postgres: postgresCpuMs() };
-      const result = await run(kind, durationS);
-      const served = Math.max(result.requests.total, 1);
-      sides[kind].push({
-        serviceCpuMs: (processCpuMs(web.pid) - before.service) / served,
-        postgresCpuMs: postgresCpuSince(before.postgres) / served,
-        rps: result.requests.average,
-        p50: result.latency.p50,
-        p99: result.latency.p99,
-        errors: result.errors + result.non2xx,
-      });
-    }
-    const summary = Object.fromEntries(
-      Object.entries(sides).map(([kind, runs]) => [
-        kind,
-        {
-          rps: median(runs.map((r) => r.rps)),
-          p50: median(runs.map((r) => r.p50)),
-          p99: median(runs.map((r) => r.p99)),
-          errors: runs.reduce((sum, r) => sum + r.errors, 0),
-          serviceCpuMs: median(runs.map((r) => r.serviceCpuMs)),
-          postgresCpuMs: median(runs.map((r) => r.postgresCpuMs)),
-        },
-      ]),
-    );
+    const summary = await abbaMedians(["plain", "mentions"], rounds, web.pid, (kind) => run(kind, durationS));
     const slower = 1 - summary.mentions.rps / summary.plain.rps;
 
     // 2. Messages per second: a mail replica, started on the backlog the rounds left, timed while it

@@ -94,3 +94,41 @@ export async function alternate(sides, { rounds = 3, durationS = 5, connections 
   ].join("\n");
   return { sides: result, text };
 }
+
+/**
+ * Two kinds of load on one running server, in ABBA order (reversed every other round) for `rounds`
+ * rounds: `runKind(kind)` runs one (an autocannon result); the medians per kind of req/s, p50, p99
+ * and the CPU per request of the server (`pid`) and of PostgreSQL, with the errors summed.
+ */
+export async function abbaMedians([a, b], rounds, pid, runKind) {
+  const runs = { [a]: [], [b]: [] };
+  for (let r = 0; r < rounds; r++) {
+    for (const kind of r % 2 ? [b, a, a, b] : [a, b, b, a]) {
+      const before = { service: processCpuMs(pid), postgres: postgresCpuMs() };
+      const result = await runKind(kind);
+      const served = Math.max(result.requests.total, 1);
+      runs[kind].push({
+        serviceCpuMs: (processCpuMs(pid) - before.service) / served,
+        postgresCpuMs: postgresCpuSince(before.postgres) / served,
+        rps: result.requests.average,
+        p50: result.latency.p50,
+        p99: result.latency.p99,
+        errors: result.errors + result.non2xx,
+      });
+    }
+  }
+  const medianOf = (list, key) => median(list.map((x) => x[key]));
+  return Object.fromEntries(
+    Object.entries(runs).map(([kind, list]) => [
+      kind,
+      {
+        rps: medianOf(list, "rps"),
+        p50: medianOf(list, "p50"),
+        p99: medianOf(list, "p99"),
+        errors: list.reduce((sum, x) => sum + x.errors, 0),
+        serviceCpuMs: medianOf(list, "serviceCpuMs"),
+        postgresCpuMs: medianOf(list, "postgresCpuMs"),
+      },
+    ]),
+  );
+}

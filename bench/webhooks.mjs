@@ -18,6 +18,7 @@ import autocannon from "autocannon";
 import pg from "pg";
 import { postgresCpuMs, postgresCpuSince, processCpuMs } from "./cpu.mjs";
 import { freePort } from "./free-port.mjs";
+import { abbaMedians } from "./rounds.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -25,12 +26,6 @@ const CONNECTIONS = 16;
 const ENDPOINTS = 3;
 /** The longest the worker replica is timed on the backlog. */
 const SEND_WINDOW_S = 20;
-
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
 
 /** Runs the scenario; `postgresUrl` is a server on which a throwaway database is made. */
 export async function benchWebhooks({ durationS = 5, rounds = 2, postgresUrl, log = () => {} }) {
@@ -155,36 +150,7 @@ export async function benchWebhooks({ durationS = 5, rounds = 2, postgresUrl, lo
     log(`webhooks: warm-up, then ${rounds * 2} rounds of ${durationS} s per side at ${CONNECTIONS} connections`);
     await run("none", 2);
     await run("three", 2);
-    const results = { none: [], three: [] };
-    const order = [];
-    for (let r = 0; r < rounds; r++)
-      order.push(...(r % 2 ? ["three", "none", "none", "three"] : ["none", "three", "three", "none"]));
-    for (const kind of order) {
-      const before = { service: processCpuMs(web.pid), postgres: postgresCpuMs() };
-      const result = await run(kind, durationS);
-      const served = Math.max(result.requests.total, 1);
-      results[kind].push({
-        serviceCpuMs: (processCpuMs(web.pid) - before.service) / served,
-        postgresCpuMs: postgresCpuSince(before.postgres) / served,
-        rps: result.requests.average,
-        p50: result.latency.p50,
-        p99: result.latency.p99,
-        errors: result.errors + result.non2xx,
-      });
-    }
-    const summary = Object.fromEntries(
-      Object.entries(results).map(([kind, runs]) => [
-        kind,
-        {
-          rps: median(runs.map((r) => r.rps)),
-          p50: median(runs.map((r) => r.p50)),
-          p99: median(runs.map((r) => r.p99)),
-          errors: runs.reduce((sum, r) => sum + r.errors, 0),
-          serviceCpuMs: median(runs.map((r) => r.serviceCpuMs)),
-          postgresCpuMs: median(runs.map((r) => r.postgresCpuMs)),
-        },
-      ]),
-    );
+    const summary = await abbaMedians(["none", "three"], rounds, web.pid, (kind) => run(kind, durationS));
     const slower = 1 - summary.three.rps / summary.none.rps;
 
     // 2. Deliveries per second: a worker replica on the backlog, timed while it drains.
