@@ -103,7 +103,6 @@ function selectionOf(model: Model, args: Args | true): { scalars: Field[]; relat
 
 /** One record of a level's statement: the root or a to-one relation joined into it. */
 type Node = {
-  alias: string;
   /** The hidden key column (its index in the row): a joined node is null when its key is; shaped once per key. */
   key: number;
   scalars: { field: string; column: number; bytes: boolean }[];
@@ -132,7 +131,7 @@ function planLevel(modelName: string, args: Args | true, where: (alias: string) 
     if (!model) return null;
     const selection = selectionOf(model, nodeArgs);
     if (!selection) return null;
-    const node: Node = { alias, key: column(alias, keyColumn), scalars: [], toOne: [], toMany: [] };
+    const node: Node = { key: column(alias, keyColumn), scalars: [], toOne: [], toMany: [] };
     for (const field of selection.scalars) {
       node.scalars.push({ field: field.name, column: column(alias, field.name, field), bytes: field.type === "Bytes" });
     }
