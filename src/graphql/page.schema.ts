@@ -71,7 +71,13 @@ export function listArgs(
   });
   const Filter = builder.inputType(`${typeName}Filter`, {
     description: `${filter.description} Fields combine with AND; a field left out or null does not filter.`,
-    fields: filter.fields as never,
+    // A filter field without a rule would answer 500 on first use: refuse to build such a schema.
+    fields: ((t: InputFields) => {
+      const fields = filter.fields(t);
+      const unruled = Object.keys(fields).filter((name) => !spec.filters[name]);
+      if (unruled.length) throw new Error(`${typeName}Filter has fields its list has no rule for: ${unruled.join(", ")}`);
+      return fields;
+    }) as never,
   });
   const { field, direction } = spec.defaultOrder;
   return builder.args((t) => ({

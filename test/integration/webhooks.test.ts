@@ -94,6 +94,15 @@ describe("webhook endpoints", () => {
     const listed = await t.rest("GET", "/v1/webhook-endpoints?limit=1", { key });
     expect(listed.status).toBe(200);
     expect(listed.body.items).toHaveLength(1);
+    // Every filter the document offers works (createdAfter once answered 500: the list had no rule for it).
+    const since = new Date(Date.parse(read.body.createdAt) - 1).toISOString();
+    const after = await t.rest("GET", `/v1/webhook-endpoints?createdAfter=${since}&updatedBefore=2999-01-01T00:00:00Z`, {
+      key,
+    });
+    expect(after.status, after.text).toBe(200);
+    expect(after.body.items.map((e: { id: string }) => e.id)).toContain(created.id);
+    const later = await t.rest("GET", `/v1/webhook-endpoints?createdAfter=${read.body.createdAt}`, { key });
+    expect(later.body.items.map((e: { id: string }) => e.id)).not.toContain(created.id);
     const gql = await t.gql(
       `{ webhookEndpoints(filter: { enabled: true }) { totalCount items { id } } webhookEventTypes { type description } }`,
       {},

@@ -39,7 +39,10 @@ type DeliveryQuery = { select?: Prisma.WebhookDeliverySelect; include?: Prisma.W
 export const webhookEndpointList: ListSpec = {
   table: "WebhookEndpoint",
   parent: [],
-  filters: { enabled: ((value: boolean) => Prisma.sql`${column("enabled")} = ${value}`) as FilterRule },
+  filters: {
+    enabled: ((value: boolean) => Prisma.sql`${column("enabled")} = ${value}`) as FilterRule,
+    ...dateBoundRules(true),
+  },
   orders: dateSortKeys(true),
   defaultOrder: newestFirst,
 };
