@@ -131,27 +131,41 @@ const events = redis
 const tracing = config.otlpEndpoint ? await startTracing(config.otlpEndpoint) : undefined;
 
 /**
- * E-mail for notifications: pg-boss in our database (its own schema, created by its start()) and
- * a worker on every replica but those started with MAIL_WORKER=false. Without SMTP configured
- * nothing is started: no job is ever enqueued.
+ * The job queue: pg-boss in our database (its own schema, created and migrated by its start()), for
+ * e-mail and webhook deliveries, on every replica that sends either. Started at once and awaited
+ * where it is needed: by the mailer before the app exists, by the webhook worker once the server
+ * listens (so that it never delays the first answer).
  * The queue is no dependency of /ready: requests enqueue through their own transaction.
  */
-const mail = config.mail
-  ? await (async (mailConfig) => {
-      try {
-        const queue = await startJobQueue({ pglite: database.pglite, url: config.databaseUrl, logger });
-        const mailer = await createNotificationMailer({ db: database.db, boss: queue.boss, config: mailConfig, logger });
-        if (mailConfig.worker) await mailer.start();
-        else logger.info("MAIL_WORKER=false: this replica enqueues e-mail and leaves the sending to replicas with it on");
-        return { queue, mailer, unsubscribe: createUnsubscribe(database.db, mailConfig.unsubscribeSecret) };
-      } catch (error) {
-        logger.fatal({ err: error }, "cannot start the mail queue");
-        fail(`Cannot start: the mail queue (pg-boss) did not start: ${(error as Error).message}`);
-      }
-    })(config.mail)
-  : undefined;
+const jobQueue =
+  config.mail || config.webhooks.worker
+    ? startJobQueue({ pglite: database.pglite, url: config.databaseUrl, logger }).catch((error: Error) => {
+        logger.fatal({ err: error }, "cannot start the job queue");
+        fail(`Cannot start: the job queue (pg-boss) did not start: ${error.message}`);
+      })
+    : undefined;
 
-/** Webhook deliveries: every replica works the queue (the WebhookDelivery rows) unless WEBHOOK_WORKER=false. */
+/**
+ * E-mail for notifications: a worker on every replica but those started with MAIL_WORKER=false.
+ * Without SMTP configured nothing is started: no job is ever enqueued.
+ */
+const mail =
+  config.mail && jobQueue
+    ? await (async (mailConfig) => {
+        try {
+          const { boss } = await jobQueue;
+          const mailer = await createNotificationMailer({ db: database.db, boss, config: mailConfig, logger });
+          if (mailConfig.worker) await mailer.start();
+          else logger.info("MAIL_WORKER=false: this replica enqueues e-mail and leaves the sending to replicas with it on");
+          return { mailer, unsubscribe: createUnsubscribe(database.db, mailConfig.unsubscribeSecret) };
+        } catch (error) {
+          logger.fatal({ err: error }, "cannot start the mail queue");
+          fail(`Cannot start: the mail queue (pg-boss) did not start: ${(error as Error).message}`);
+        }
+      })(config.mail)
+    : undefined;
+
+/** Webhook deliveries: every replica relays and attempts them on the job queue unless WEBHOOK_WORKER=false. */
 const webhookWorker = createWebhookWorker({
   db: database.db,
   config: config.webhooks,
@@ -206,8 +220,6 @@ const auditTimers = startAuditTimers(app.services.audit.trail, {
  */
 const DISCARD_REFUSED_BODY_MS = 2_000;
 
-if (config.webhooks.worker) webhookWorker.start();
-
 const server = createServer((req, res) => {
   // While draining, tell keep-alive clients to reconnect (to another replica).
   if (shuttingDown) res.setHeader("connection", "close");
@@ -235,6 +247,14 @@ server.listen(config.port, config.host, () => {
     { url: base, database: database.kind, redis: Boolean(redis), graphiql: config.graphiql ? `${base}/graphql` : false },
     "listening",
   );
+  if (config.webhooks.worker && jobQueue) {
+    void jobQueue
+      .then(({ boss }) => webhookWorker.start(boss))
+      .catch((error: Error) => {
+        logger.fatal({ err: error }, "cannot start the webhook worker");
+        fail(`Cannot start: the webhook worker did not start: ${error.message}`);
+      });
+  }
 });
 
 /**
@@ -293,7 +313,7 @@ async function shutdown(signal: string) {
   // Attempts in flight finish (each within WEBHOOK_TIMEOUT_MS); a claim left behind lapses for another replica.
   await run("stop the webhook worker", () => webhookWorker.stop());
   await run("stop the job queue", () =>
-    mail?.queue.stop(Math.max(1_000, config.shutdownTimeoutMs - (Date.now() - signalledAt) - 2_000)),
+    jobQueue?.then((queue) => queue.stop(Math.max(1_000, config.shutdownTimeoutMs - (Date.now() - signalledAt) - 2_000))),
   );
   await run("close the database", () => database.close());
   await run("close Redis", () => redis?.close());

@@ -25,7 +25,7 @@ export type JobQueueOptions = {
 };
 
 /** The queues of the service, by what they carry. */
-export const QUEUES = { notificationMail: "notification-mail" } as const;
+export const QUEUES = { notificationMail: "notification-mail", webhookDelivery: "webhook-delivery" } as const;
 
 /** The schema pg-boss creates and migrates in our database (its `start()` does it, under its own lock). */
 export const JOB_SCHEMA = "pgboss";

@@ -76,7 +76,7 @@ export async function openOwnDatabase(): Promise<{ database: Database; url?: str
   }
   const template = inject("postgresTemplate");
   const { url, drop } = await createPostgresDatabase(template || undefined, template ? `${template}_` : undefined);
-  const database = await openDatabase({ kind: "postgres", url, poolSize: 10, preparedStatements: true });
+  const database = await openDatabase({ kind: "postgres", url, poolSize: 10, preparedStatements: true, countQueries: true });
   return {
     database,
     url,

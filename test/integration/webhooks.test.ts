@@ -6,7 +6,9 @@ import { attemptDelivery } from "../../src/modules/webhooks/webhooks.http.js";
 import { notifyDisabled } from "../../src/modules/webhooks/webhooks.notify.js";
 import { createWebhookWorker } from "../../src/modules/webhooks/webhooks.worker.js";
 import type { WebhookConfig } from "../../src/platform/config.js";
+import { startJobQueue } from "../../src/platform/jobs.js";
 import { openFixture } from "../helpers/fixtures.js";
+import { openOwnDatabase } from "../helpers/test-app.js";
 import { startWebhookReceiver, until } from "../helpers/webhook-receiver.js";
 
 // Section 12 end to end in one process: the app (both transports), the delivery worker on the same
@@ -32,12 +34,18 @@ const config: WebhookConfig = {
   worker: true,
   httpsOnly: false,
 };
-const { t, org, other, keyWith, appWith } = await openFixture({ webhooks: { options: { ...config, resolve } } });
+// The deliveries run on a real pg-boss in the same database, as on every replica.
+const own = await openOwnDatabase();
+const jobs = await startJobQueue({ pglite: own.database.pglite, url: own.url, logger: pino({ level: "silent" }) });
+const { t, org, other, keyWith, appWith } = await openFixture({
+  database: own.database,
+  webhooks: { options: { ...config, resolve } },
+});
 const mailed: string[] = [];
 const worker = createWebhookWorker({
   db: t.db,
   config,
-  logger: pino({ level: "silent" }),
+  logger: pino({ level: process.env.WORKER_LOG ?? "silent" }),
   resolve,
   // The app's notifier, with an e-mail port that records the messages it is asked to send.
   onDisabled: notifyDisabled(
@@ -48,10 +56,12 @@ const worker = createWebhookWorker({
     }),
   ),
 });
-worker.start();
+await worker.start(jobs.boss);
 afterAll(async () => {
   await worker.stop();
+  await jobs.stop();
   await receiver.stop();
+  await own.close();
 });
 
 const key = org.apiKey;
@@ -201,6 +211,67 @@ describe("delivery", () => {
       responseStatus: 200,
       responseBody: "ok",
     });
+  });
+
+  it("runs every attempt as a job of the pg-boss queue webhook-delivery; a job the delivery no longer names does nothing", async () => {
+    const hook = await endpoint("/jobs", { eventTypes: ["comment.created"] });
+    const created = await comment("Carried by a job");
+    const event = await eventOf(created.id, "comment.created");
+    await until(() => receiver.at("/jobs").some((r) => r.id === event.id));
+    const delivery = await until(() =>
+      t.db.webhookDelivery.findFirst({
+        where: { endpointId: hook.id, eventId: event.id, status: "succeeded" },
+        select: { id: true },
+      }),
+    );
+    const carried = await until(async () => {
+      const { rows } = await jobs.boss
+        .getDb()
+        .executeSql(`SELECT id, state FROM pgboss.job WHERE name = $1 AND data->>'deliveryId' = $2`, [
+          "webhook-delivery",
+          delivery.id,
+        ]);
+      return rows.length > 0 && rows.every((row) => row.state === "completed") && rows;
+    });
+    expect(carried).toHaveLength(1);
+    // A job sent again for the finished delivery (a repeat at-least-once allows) claims nothing and sends nothing.
+    const repeat = await jobs.boss.send("webhook-delivery", { deliveryId: delivery.id });
+    await until(async () => {
+      const { rows } = await jobs.boss.getDb().executeSql(`SELECT state FROM pgboss.job WHERE id = $1`, [repeat]);
+      return rows[0]?.state === "completed";
+    });
+    expect(receiver.at("/jobs").filter((r) => r.id === event.id)).toHaveLength(1);
+    const after = await t.db.webhookDelivery.findUniqueOrThrow({ where: { id: delivery.id } });
+    expect(after).toMatchObject({ status: "succeeded", attempts: 1, jobId: null });
+  });
+
+  it("gives a delivery whose claim lapsed (its replica died mid-attempt) a new job, and sends it again with the same webhook-id", async () => {
+    const hook = await endpoint("/lapsed", { eventTypes: ["comment.created"] });
+    const created = await comment("Claimed by a replica that died");
+    const event = await eventOf(created.id, "comment.created");
+    await until(() => receiver.at("/lapsed").some((r) => r.id === event.id));
+    const delivery = await until(() =>
+      t.db.webhookDelivery.findFirst({
+        where: { endpointId: hook.id, eventId: event.id, status: "succeeded" },
+        select: { id: true },
+      }),
+    );
+    // What a replica killed mid-attempt leaves: its job (now gone with it) and a claim that has lapsed.
+    await t.db.webhookDelivery.update({
+      where: { id: delivery.id },
+      data: {
+        status: "pending",
+        nextAttemptAt: new Date(),
+        jobId: "job-of-a-dead-replica",
+        lockedUntil: new Date(Date.now() - 1000),
+      },
+    });
+    await until(() => receiver.at("/lapsed").filter((r) => r.id === event.id).length === 2);
+    const after = await until(() =>
+      t.db.webhookDelivery.findFirst({ where: { id: delivery.id, status: "succeeded" }, select: { attempts: true } }),
+    );
+    expect(after.attempts).toBe(2);
+    expect(receiver.at("/lapsed").every((r) => r.verified)).toBe(true);
   });
 
   it("sends the other records in their REST shape too: a member as GET /v1/people/{id}, a task as GET /v1/tasks/{id}", async () => {

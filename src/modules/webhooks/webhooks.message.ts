@@ -38,6 +38,8 @@ export function recordAttempt(sent: Sent, attempts: number, nextAttemptAt: Date 
     lastAttemptAt: new Date(),
     nextAttemptAt: ok ? null : nextAttemptAt,
     lockedUntil: null,
+    // The job that carried this attempt is done; a retry gets a new one from the relay.
+    jobId: null,
     responseStatus: sent.status,
     responseBody: sent.body,
     durationMs: sent.durationMs,

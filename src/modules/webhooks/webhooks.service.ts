@@ -242,7 +242,8 @@ export function createWebhookService(db: Db, options: Partial<WebhookServiceOpti
       // Never while a replica attempts it: one attempt at a time per delivery.
       const updated = await db.webhookDelivery.updateMany({
         where: { ...where, OR: [{ lockedUntil: null }, { lockedUntil: { lt: new Date() } }] },
-        data: { status: "pending", nextAttemptAt: new Date() },
+        // No job yet: the relay gives it one (webhooks.worker.ts), and a job it had before no longer claims it.
+        data: { status: "pending", nextAttemptAt: new Date(), lockedUntil: null, jobId: null },
       });
       if (updated.count === 0) {
         if (await db.webhookDelivery.count({ where })) {
@@ -264,7 +265,7 @@ export function createWebhookService(db: Db, options: Partial<WebhookServiceOpti
       const endpoint = await endpointOf(actor, id);
       const queued = await db.webhookDelivery.updateMany({
         where: { endpointId: endpoint.id, status: "failed", createdAt: { gte: from }, eventType: { not: "webhook.test" } },
-        data: { status: "pending", nextAttemptAt: new Date(), lockedUntil: null },
+        data: { status: "pending", nextAttemptAt: new Date(), lockedUntil: null, jobId: null },
       });
       return { queued: queued.count };
     },

@@ -1,17 +1,26 @@
+import type { Job, PgBoss } from "pg-boss";
 import type { Logger } from "pino";
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { Prisma } from "../../generated/prisma/client.js";
 import type { WebhookConfig } from "../../platform/config.js";
 import type { Db } from "../../platform/db/database.js";
 import { newId } from "../../platform/ids.js";
+import { QUEUES } from "../../platform/jobs.js";
 import { writeAuditEvent } from "../audit/audit.service.js";
 import { attemptDelivery, type Resolver, systemResolver } from "./webhooks.http.js";
 import { buildMessage, recordAttempt, type Sent, succeeded } from "./webhooks.message.js";
 import type { DisabledEndpoint } from "./webhooks.notify.js";
 import { OBJECT_BODY_LIMIT_BYTES, restObjectOf } from "./webhooks.objects.js";
 
-/** Deliveries one replica attempts at once. */
+/** Deliveries one replica attempts at once (the pg-boss batch). */
 const BATCH_SIZE = 10;
+/** Deliveries the relay gives jobs to in one statement. */
+const RELAY_BATCH = 500;
+/**
+ * A due delivery whose job has not claimed it for this long gets a new one (a job lost to a failure
+ * of the database while it was fetched, say); its old job, if it ever runs, no longer claims it.
+ */
+const REASSIGN_AFTER_MINUTES = 10;
 /** A `Retry-After` is honoured up to this long. */
 const MAX_RETRY_AFTER_SECONDS = 3600;
 /** How often finished deliveries past their retention are deleted. */
@@ -35,6 +44,7 @@ export type WebhookCounts = { succeeded: number; retried: number; failed: number
 const notSent = (error: string): Sent => ({ status: null, body: null, retryAfterSeconds: null, durationMs: 0, error });
 
 type Claimed = { id: string; lockedUntil: Date };
+type DeliveryJob = { deliveryId: string };
 
 /** The seconds before the next attempt after `attempts` attempts, or null when none follows. */
 export function nextDelaySeconds(schedule: number[], attempts: number, sent: Sent, random = Math.random): number | null {
@@ -49,17 +59,26 @@ export function nextDelaySeconds(schedule: number[], attempts: number, sent: Sen
 }
 
 /**
- * Works the delivery queue (the WebhookDelivery rows whose attempt is due) on this replica; every
- * replica does. A replica claims a few due deliveries at a time (FOR UPDATE SKIP LOCKED, so two
- * never take the same one) by setting `lockedUntil` past the attempt's timeout; its result is
- * written only while that claim still holds. A replica that dies mid-attempt leaves the claim to
- * lapse, and another takes the delivery then: at least once, same `webhook-id`.
+ * Works the webhook deliveries on this replica; every replica does. The WebhookDelivery rows are the
+ * record (written in the change's own transaction) and the delivery log; each attempt runs as a job
+ * of the pg-boss queue `webhook-delivery`:
+ * - the relay gives every delivery that is due or scheduled and has no job one, in one transaction
+ *   that sets the row's `jobId` and inserts the job (start after its `nextAttemptAt`), FOR UPDATE
+ *   SKIP LOCKED so that two replicas never relay the same one;
+ * - a job claims its delivery only while the row still names it (`jobId`) and no other claim holds,
+ *   by setting `lockedUntil` past the attempt's timeout, and writes the result only while that claim
+ *   holds: one attempt at a time per delivery, and a stale or repeated job does nothing;
+ * - after a failed attempt the row has its next `nextAttemptAt` and no job, and the relay gives it
+ *   the next one. A replica that dies mid-attempt leaves its claim to lapse; the relay then gives the
+ *   delivery a new job, which another replica works: at least once, same `webhook-id`.
  */
 export function createWebhookWorker(options: WebhookWorkerOptions) {
   const { db, config, logger } = options;
   const resolve = options.resolve ?? systemResolver;
   const leaseMs = config.timeoutMs + 5_000;
   const counts: WebhookCounts = { succeeded: 0, retried: 0, failed: 0 };
+  let boss: PgBoss | undefined;
+  let workerId: string | undefined;
   let running = false;
   let loop: Promise<void> | undefined;
   let wake: (() => void) | undefined;
@@ -72,17 +91,53 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
     registers: [],
   });
 
-  async function claim(): Promise<Claimed[]> {
-    return db.$queryRaw<Claimed[]>`
+  /** The job's delivery, claimed for this attempt; none when the row no longer names the job or another claim holds. */
+  async function claim(job: Job<DeliveryJob>): Promise<Claimed | undefined> {
+    const [claimed] = await db.$queryRaw<Claimed[]>`
       UPDATE "WebhookDelivery" SET "lockedUntil" = (now() AT TIME ZONE 'UTC') + ${leaseMs} * interval '1 millisecond'
-      WHERE "id" IN (
-        SELECT "id" FROM "WebhookDelivery"
-        WHERE "nextAttemptAt" <= (now() AT TIME ZONE 'UTC')
-          AND ("lockedUntil" IS NULL OR "lockedUntil" < (now() AT TIME ZONE 'UTC'))
-        ORDER BY "nextAttemptAt"
-        LIMIT ${BATCH_SIZE}
-        FOR UPDATE SKIP LOCKED)
+      WHERE "id" = ${job.data.deliveryId} AND "jobId" = ${job.id} AND "nextAttemptAt" IS NOT NULL
+        AND ("lockedUntil" IS NULL OR "lockedUntil" < (now() AT TIME ZONE 'UTC'))
       RETURNING "id", "lockedUntil"`;
+    return claimed;
+  }
+
+  /**
+   * Gives a job to every delivery waiting for one, oldest due first: those just written or
+   * redelivered, those to retry, and those whose claim lapsed (a replica died mid-attempt). The rows
+   * and the jobs commit together. Answers how many it relayed.
+   */
+  async function relay(): Promise<number> {
+    if (!boss) return 0;
+    const queue = boss;
+    const { fromPrisma } = await import("pg-boss");
+    const relayed = await db.$transaction(async (tx) => {
+      const rows = await tx.$queryRaw<{ id: string; jobId: string; nextAttemptAt: Date }[]>`
+        UPDATE "WebhookDelivery" d
+        SET "jobId" = gen_random_uuid()::text, "lockedUntil" = NULL, "updatedAt" = now() AT TIME ZONE 'UTC'
+        WHERE d."id" IN (
+          SELECT "id" FROM "WebhookDelivery"
+          WHERE "nextAttemptAt" IS NOT NULL
+            AND ("jobId" IS NULL
+              OR "lockedUntil" < (now() AT TIME ZONE 'UTC')
+              OR ("lockedUntil" IS NULL
+                AND "nextAttemptAt" < (now() AT TIME ZONE 'UTC') - ${REASSIGN_AFTER_MINUTES} * interval '1 minute'
+                AND "updatedAt" < (now() AT TIME ZONE 'UTC') - ${REASSIGN_AFTER_MINUTES} * interval '1 minute'))
+          ORDER BY "nextAttemptAt"
+          LIMIT ${RELAY_BATCH}
+          FOR UPDATE SKIP LOCKED)
+        RETURNING d."id", d."jobId", d."nextAttemptAt"`;
+      if (rows.length > 0) {
+        await queue.insert(
+          QUEUES.webhookDelivery,
+          rows.map((row) => ({ id: row.jobId, data: { deliveryId: row.id }, startAfter: row.nextAttemptAt })),
+          { db: fromPrisma(tx) },
+        );
+      }
+      return rows;
+    });
+    // Due now: this replica fetches at once instead of at its next poll.
+    if (workerId && relayed.some((row) => row.nextAttemptAt.getTime() <= Date.now())) queue.notifyWorker(workerId);
+    return relayed.length;
   }
 
   /** Writes the attempt's outcome if this replica's claim still holds; false when another took the delivery. */
@@ -186,21 +241,28 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
     if (count > 0) logger.info({ count }, "deleted webhook deliveries past their retention");
   }
 
+  /** One pg-boss job: its delivery's attempt, if the job still claims it. Never fails the job: the row is the record. */
+  async function work(job: Job<DeliveryJob>) {
+    try {
+      const claimed = await claim(job);
+      if (claimed) await attempt(claimed);
+    } catch (error) {
+      // A claim taken stays until it lapses; the relay then gives the delivery a new job.
+      logger.error({ err: error, deliveryId: job.data.deliveryId }, "webhook attempt failed unexpectedly");
+    }
+    return { id: job.id, status: "completed" as const };
+  }
+
   async function run() {
     while (running) {
-      let claimed: Claimed[] = [];
+      let relayed = 0;
       try {
         if (Date.now() - lastSweep > RETENTION_SWEEP_MS) await sweep();
-        claimed = await claim();
-        await Promise.all(
-          claimed.map((c) =>
-            attempt(c).catch((error) => logger.error({ err: error, deliveryId: c.id }, "webhook attempt failed unexpectedly")),
-          ),
-        );
+        relayed = await relay();
       } catch (error) {
-        logger.error({ err: error }, "webhook worker: cannot claim deliveries");
+        logger.error({ err: error }, "webhook worker: cannot relay deliveries to the job queue");
       }
-      if (claimed.length < BATCH_SIZE && running) {
+      if (relayed < RELAY_BATCH && running) {
         await new Promise<void>((resolveWait) => {
           const timer = setTimeout(resolveWait, config.pollIntervalMs);
           wake = () => {
@@ -215,19 +277,43 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
 
   return {
     counts,
-    /** Starts working the queue on this replica. */
-    start() {
+    /** Starts relaying and working deliveries on this replica, on the job queue `jobs` (pg-boss, started). */
+    async start(jobs: PgBoss) {
       if (running) return;
+      boss = jobs;
+      const queue = {
+        // A job whose replica died is left to the relay (after the claim lapses), not retried by pg-boss.
+        retryLimit: 0,
+        expireInSeconds: Math.ceil(leaseMs / 1000) + 60,
+        // The delivery log is the record: a finished job is kept a day.
+        deleteAfterSeconds: 86_400,
+      };
+      if (await jobs.getQueue(QUEUES.webhookDelivery)) await jobs.updateQueue(QUEUES.webhookDelivery, queue);
+      else await jobs.createQueue(QUEUES.webhookDelivery, queue);
+      workerId = await jobs.work(
+        QUEUES.webhookDelivery,
+        {
+          batchSize: BATCH_SIZE,
+          // A full batch means more are waiting: fetch again at once instead of after the poll interval.
+          burstWhenBatchFull: true,
+          perJobResults: true,
+          pollingIntervalSeconds: Math.max(0.5, config.pollIntervalMs / 1000),
+        },
+        (batch: Job<DeliveryJob>[]) => Promise.all(batch.map(work)),
+      );
       running = true;
       loop = run();
     },
-    /** Stops claiming; attempts in flight finish (each within the timeout). */
+    /** Stops relaying and fetching; attempts in flight finish (each within the timeout). */
     async stop() {
       running = false;
       wake?.();
       await loop;
       loop = undefined;
+      if (boss && workerId) await boss.offWork(QUEUES.webhookDelivery, { id: workerId, wait: true });
+      workerId = undefined;
     },
+    relay,
     sweep,
     /** Deliveries by result, attempt duration, queue depth and oldest pending age, on this app's registry. */
     registerMetrics(registry: Registry) {
