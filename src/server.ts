@@ -137,6 +137,7 @@ const tracing = config.otlpEndpoint ? await startTracing(config.otlpEndpoint) : 
  * listens (so that it never delays the first answer).
  * The queue is no dependency of /ready: requests enqueue through their own transaction.
  */
+let shuttingDown = false;
 const jobQueue =
   config.mail || config.webhooks.worker
     ? startJobQueue({ pglite: database.pglite, url: config.databaseUrl, logger }).catch((error: Error) => {
@@ -144,6 +145,8 @@ const jobQueue =
         fail(`Cannot start: the job queue (pg-boss) did not start: ${error.message}`);
       })
     : undefined;
+/** The webhook worker's start (once the server listens), which shutdown waits for before stopping it. */
+let webhooksStarting: Promise<void> | undefined;
 
 /**
  * E-mail for notifications: a worker on every replica but those started with MAIL_WORKER=false.
@@ -186,7 +189,6 @@ if (!config.audit.chain) {
   logger.warn("BENCH_AUDIT_CHAIN=off: audit events are written unchained (bench only); the audit trail will not verify");
 }
 
-let shuttingDown = false;
 const app = createApp({
   auditSigner,
   database,
@@ -248,9 +250,11 @@ server.listen(config.port, config.host, () => {
     "listening",
   );
   if (config.webhooks.worker && jobQueue) {
-    void jobQueue
-      .then(({ boss }) => webhookWorker.start(boss))
+    webhooksStarting = jobQueue
+      .then(({ boss }) => (shuttingDown ? undefined : webhookWorker.start(boss)))
       .catch((error: Error) => {
+        // Stopping already: the shutdown's own steps end the process.
+        if (shuttingDown) return logger.warn({ err: error }, "the webhook worker did not start before shutdown");
         logger.fatal({ err: error }, "cannot start the webhook worker");
         fail(`Cannot start: the webhook worker did not start: ${error.message}`);
       });
@@ -311,7 +315,10 @@ async function shutdown(signal: string) {
   // Messages being sent finish (within SHUTDOWN_TIMEOUT_MS); the jobs not taken wait for another replica.
   await run("stop the mail worker", () => mail?.mailer.stop());
   // Attempts in flight finish (each within WEBHOOK_TIMEOUT_MS); a claim left behind lapses for another replica.
-  await run("stop the webhook worker", () => webhookWorker.stop());
+  await run("stop the webhook worker", async () => {
+    await webhooksStarting;
+    await webhookWorker.stop();
+  });
   await run("stop the job queue", () =>
     jobQueue?.then((queue) => queue.stop(Math.max(1_000, config.shutdownTimeoutMs - (Date.now() - signalledAt) - 2_000))),
   );

@@ -108,14 +108,16 @@ describe("graceful shutdown", () => {
 
     // Everything acknowledged is there after a restart.
     const acknowledged = [finished, ...answers].filter((a) => a.status === 201).map((a) => (a.body as { id: string }).id);
-    const again = (
-      await startServer({ DATA_DIR: dataDir, DATABASE_URL: "", LOG_LEVEL: "warn" }, { port: port + 1, until: "spawned" })
-    ).child;
+    // A port of its own: the one after the first server's may be any process's by now.
+    const { child: again, port: againPort } = await startServer(
+      { DATA_DIR: dataDir, DATABASE_URL: "", LOG_LEVEL: "warn" },
+      { until: "spawned" },
+    );
     try {
       const start = Date.now();
       let listed: { items: { id: string }[] } | null = null;
       while (!listed && Date.now() - start < 30_000) {
-        listed = await fetch(`http://127.0.0.1:${port + 1}/v1/tasks?limit=100`, { headers: { "x-api-key": key } }).then(
+        listed = await fetch(`http://127.0.0.1:${againPort}/v1/tasks?limit=100`, { headers: { "x-api-key": key } }).then(
           (r) => (r.ok ? r.json() : null),
           () => null,
         );
