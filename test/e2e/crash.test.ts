@@ -5,7 +5,7 @@ import { seedDemo } from "../../src/admin/seed.js";
 import { permissions } from "../../src/auth/permissions.js";
 import { openDatabase } from "../../src/platform/db/database.js";
 import { freshDataDir } from "../helpers/data-dir.js";
-import { randomPort, reachable, startServer } from "../helpers/server-process.js";
+import { freePort, randomPort, reachable, startServer } from "../helpers/server-process.js";
 import { createPostgresDatabase } from "../helpers/test-app.js";
 
 const postgresUp = await reachable(5432);
@@ -43,7 +43,7 @@ async function crashDuringWrites(env: Record<string, string>, key: string) {
   expect(acknowledged.length).toBeGreaterThanOrEqual(10);
   expect(acknowledged.length).toBeLessThan(80);
 
-  const second = await start(env, port + 1);
+  const second = await start(env, await freePort());
   try {
     const found = new Set<string>();
     let cursor: string | null = null;

@@ -5,7 +5,7 @@ import { createApiKey } from "../../src/admin/admin.service.js";
 import { type SeedResult, seedDemo } from "../../src/admin/seed.js";
 import { permissions } from "../../src/auth/permissions.js";
 import { type Database, openDatabase } from "../../src/platform/db/database.js";
-import { randomPort, reachable, type ServerProcess, startServer } from "../helpers/server-process.js";
+import { freePort, randomPort, reachable, type ServerProcess, startServer } from "../helpers/server-process.js";
 import { createPostgresDatabase } from "../helpers/test-app.js";
 
 const redisUrl = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -41,7 +41,9 @@ describe.runIf(servicesUp)("two replicas on one PostgreSQL database with Redis",
     drop = created.drop;
     const port = randomPort();
     // Both start on an empty database at once: the migration lock must keep them from racing.
-    replicas.push(...(await Promise.all([startReplica(created.url, port, prefix), startReplica(created.url, port + 1, prefix)])));
+    replicas.push(
+      ...(await Promise.all([startReplica(created.url, port, prefix), startReplica(created.url, await freePort(), prefix)])),
+    );
     await Promise.all(replicas.map((replica) => replica.ready()));
     database = await openDatabase({ kind: "postgres", url: created.url });
     org = await seedDemo(database.db);

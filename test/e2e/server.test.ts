@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { randomPort, type ServerProcess, startServer as start } from "../helpers/server-process.js";
+import { freePort, randomPort, type ServerProcess, startServer as start } from "../helpers/server-process.js";
 
 let dataDir: string;
 
@@ -37,7 +37,7 @@ describe("the server process (npm start)", () => {
   });
 
   it("stops a second process on the same data directory with a clear message", async () => {
-    const second = await startServer(port + 1);
+    const second = await startServer(await freePort());
     expect(await second.exited).toBe(1);
     expect(second.output()).toContain(`The embedded database in ${dataDir} is in use by process ${server.child.pid}`);
   });
