@@ -313,7 +313,6 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
       if (boss && workerId) await boss.offWork(QUEUES.webhookDelivery, { id: workerId, wait: true });
       workerId = undefined;
     },
-    relay,
     sweep,
     /** Deliveries by result, attempt duration, queue depth and oldest pending age, on this app's registry. */
     registerMetrics(registry: Registry) {
