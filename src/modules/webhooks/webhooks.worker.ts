@@ -14,8 +14,8 @@ import { OBJECT_BODY_LIMIT_BYTES, restObjectOf } from "./webhooks.objects.js";
 
 /** Deliveries one replica attempts at once (the pg-boss batch). */
 const BATCH_SIZE = 10;
-/** Deliveries the relay gives jobs to in one statement. */
-const RELAY_BATCH = 500;
+/** Deliveries the relay gives jobs to in one statement, once an interval (WEBHOOK_POLL_INTERVAL_MS). */
+const RELAY_BATCH = 1000;
 /**
  * A due delivery whose job has not claimed it for this long gets a new one (a job lost to a failure
  * of the database while it was fetched, say); its old job, if it ever runs, no longer claims it.
@@ -91,14 +91,17 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
     registers: [],
   });
 
-  /** The job's delivery, claimed for this attempt; none when the row no longer names the job or another claim holds. */
-  async function claim(job: Job<DeliveryJob>): Promise<Claimed | undefined> {
-    const [claimed] = await db.$queryRaw<Claimed[]>`
-      UPDATE "WebhookDelivery" SET "lockedUntil" = (now() AT TIME ZONE 'UTC') + ${leaseMs} * interval '1 millisecond'
-      WHERE "id" = ${job.data.deliveryId} AND "jobId" = ${job.id} AND "nextAttemptAt" IS NOT NULL
-        AND ("lockedUntil" IS NULL OR "lockedUntil" < (now() AT TIME ZONE 'UTC'))
-      RETURNING "id", "lockedUntil"`;
-    return claimed;
+  /**
+   * The deliveries of a batch of jobs, claimed for their attempts in one statement: each only while
+   * its row still names its job and no other claim holds (none for a stale or repeated job).
+   */
+  async function claim(jobs: Job<DeliveryJob>[]): Promise<Claimed[]> {
+    return db.$queryRaw<Claimed[]>`
+      UPDATE "WebhookDelivery" d SET "lockedUntil" = (now() AT TIME ZONE 'UTC') + ${leaseMs} * interval '1 millisecond'
+      FROM unnest(${jobs.map((job) => job.data.deliveryId)}::text[], ${jobs.map((job) => job.id)}::text[]) AS j("deliveryId", "jobId")
+      WHERE d."id" = j."deliveryId" AND d."jobId" = j."jobId" AND d."nextAttemptAt" IS NOT NULL
+        AND (d."lockedUntil" IS NULL OR d."lockedUntil" < (now() AT TIME ZONE 'UTC'))
+      RETURNING d."id", d."lockedUntil"`;
   }
 
   /**
@@ -241,28 +244,35 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
     if (count > 0) logger.info({ count }, "deleted webhook deliveries past their retention");
   }
 
-  /** One pg-boss job: its delivery's attempt, if the job still claims it. Never fails the job: the row is the record. */
-  async function work(job: Job<DeliveryJob>) {
+  /**
+   * One batch of pg-boss jobs: the attempts of the deliveries they still claim. Never fails a job:
+   * the row is the record, and a claim taken but not settled lapses for the relay to give anew.
+   */
+  async function work(jobs: Job<DeliveryJob>[]) {
     try {
-      const claimed = await claim(job);
-      if (claimed) await attempt(claimed);
+      const claimed = await claim(jobs);
+      await Promise.all(
+        claimed.map((c) =>
+          attempt(c).catch((error) => logger.error({ err: error, deliveryId: c.id }, "webhook attempt failed unexpectedly")),
+        ),
+      );
     } catch (error) {
-      // A claim taken stays until it lapses; the relay then gives the delivery a new job.
-      logger.error({ err: error, deliveryId: job.data.deliveryId }, "webhook attempt failed unexpectedly");
+      logger.error({ err: error }, "webhook worker: cannot claim deliveries");
     }
-    return { id: job.id, status: "completed" as const };
+    return jobs.map((job) => ({ id: job.id, status: "completed" as const }));
   }
 
   async function run() {
     while (running) {
-      let relayed = 0;
       try {
         if (Date.now() - lastSweep > RETENTION_SWEEP_MS) await sweep();
-        relayed = await relay();
+        await relay();
       } catch (error) {
         logger.error({ err: error }, "webhook worker: cannot relay deliveries to the job queue");
       }
-      if (relayed < RELAY_BATCH && running) {
+      // One relay an interval even with a backlog: at most RELAY_BATCH jobs a second ahead of the
+      // attempts, so that relaying never takes the database from them.
+      if (running) {
         await new Promise<void>((resolveWait) => {
           const timer = setTimeout(resolveWait, config.pollIntervalMs);
           wake = () => {
@@ -299,7 +309,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
           perJobResults: true,
           pollingIntervalSeconds: Math.max(0.5, config.pollIntervalMs / 1000),
         },
-        (batch: Job<DeliveryJob>[]) => Promise.all(batch.map(work)),
+        work,
       );
       running = true;
       loop = run();
