@@ -48,8 +48,12 @@ async function mention(taskId: string, memberId: string, by = headers.owner) {
 /** The auditor's inbox starts empty in every test: everything before is read and left out by createdAfter. */
 async function freshInbox() {
   await t.db.notification.updateMany({ where: { recipientId: auditor, readAt: null }, data: { readAt: new Date() } });
+  // The database's clock, which stamps createdAt: the embedded one's can run a few ms behind this
+  // process's Date.now() on a loaded machine, and a bound taken from Date.now() then left out a
+  // notification created after it. The pause puts what follows in a later millisecond.
+  const [row] = await t.db.$queryRaw<{ now: Date }[]>`SELECT clock_timestamp() AS "now"`;
   await new Promise((r) => setTimeout(r, 5));
-  return new Date().toISOString();
+  return (row as { now: Date }).now.toISOString();
 }
 
 const inboxQuery = `query($filter: NotificationFilter, $orderBy: NotificationOrderBy, $limit: Int, $cursor: String) {
