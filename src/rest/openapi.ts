@@ -38,7 +38,7 @@ const scalars: Record<string, Schema> = {
 
 /** Statuses every operation can answer; the others depend on the route. */
 const commonErrors = [400, 401, 403, 429, 500, 503];
-const conflicts = new Set(["createMember", "updateMember", "redeliverWebhook"]);
+const conflicts = new Set(["createMember", "updateMember", "redeliverWebhook", "replayWebhookEndpoint"]);
 const gateways = new Set(["unlinkDevice"]);
 /** Arguments naming a record that must exist in the caller's organization. */
 const referenceArgs = new Set(["entityId", "userId", "sourceVersionId", "approverId", "assigneeId"]);

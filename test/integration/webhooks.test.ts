@@ -417,6 +417,16 @@ describe("delivery", () => {
     const read = await t.rest("GET", `/v1/webhook-endpoints/${hook.id}`, { key });
     expect(read.body).toMatchObject({ enabled: false, disabledReason: "gone" });
 
+    // While it is disabled, replay and redeliver would only fail again: 409 saying to enable it first.
+    for (const [path, body] of [
+      [`/v1/webhook-endpoints/${hook.id}/replay`, { since: new Date(Date.now() - 60_000).toISOString() }],
+      [`/v1/webhook-deliveries/${delivery.id}/redeliver`, undefined],
+    ] as const) {
+      const refused = await t.rest("POST", path, { key, body });
+      expect(refused.status, refused.text).toBe(409);
+      expect(refused.body).toMatchObject({ code: "CONFLICT", message: expect.stringContaining("enable it first") });
+    }
+
     // Re-enabling is an update; replay queues the failed delivery again (202 with the count).
     receiver.on("/gone", (res) => res.writeHead(200).end("back"));
     const enabled = await t.rest("PATCH", `/v1/webhook-endpoints/${hook.id}`, { key, body: { enabled: true } });
@@ -472,6 +482,12 @@ describe("delivery", () => {
     expect(sent.body).toMatchObject({ eventType: "webhook.test", status: "succeeded", attempts: 1, responseStatus: 200 });
     const [test] = receiver.at("/test");
     expect(test?.verified).toMatchObject({ type: "webhook.test" });
+    // A test message is not redelivered: 409 pointing at sending a new one, on both transports.
+    const testAgain = await t.rest("POST", `/v1/webhook-deliveries/${sent.body.id}/redeliver`, { key });
+    expect(testAgain.status, testAgain.text).toBe(409);
+    expect(testAgain.body.message).toContain(`/v1/webhook-endpoints/${hook.id}/test`);
+    const testAgainGql = await t.gql(`mutation($id: ID!) { redeliverWebhook(id: $id) { id } }`, { id: sent.body.id }, { key });
+    expect(testAgainGql.body.errors?.[0]?.extensions?.code).toBe("CONFLICT");
 
     const all = await endpoint("/redeliver", { eventTypes: ["comment.created"] });
     await comment("Again");

@@ -253,7 +253,7 @@ builder.queryField("webhookDeliveries", (t) =>
 builder.mutationField("redeliverWebhook", (t) =>
   t.prismaField({
     type: WebhookDelivery,
-    description: `Send one delivery again now (REST: 202); whichever replica takes it first attempts it. ${manage}`,
+    description: `Send one delivery again now (REST: 202); whichever replica takes it first attempts it. CONFLICT (409) while an attempt is in flight, for a test message (send a new one) and while its endpoint is disabled (enable it first). ${manage}`,
     args: { id: t.arg.id({ required: true, description: "The webhook delivery id" }) },
     resolve: (query, _root, args, ctx) => ctx.services.webhooks.redeliver(authorize(ctx, "webhook:manage"), args.id, query),
   }),
@@ -262,7 +262,7 @@ builder.mutationField("redeliverWebhook", (t) =>
 builder.mutationField("replayWebhookEndpoint", (t) =>
   t.field({
     type: WebhookReplay,
-    description: `Queue every failed delivery of the endpoint created since a time (REST: 202, with the count). ${manage}`,
+    description: `Queue every failed delivery of the endpoint created since a time (REST: 202, with the count). CONFLICT (409) while the endpoint is disabled: enable it first. ${manage}`,
     args: {
       id: endpointId(t as never),
       since: t.arg.string({

@@ -107,6 +107,12 @@ export function createWebhookService(db: Db, options: Partial<WebhookServiceOpti
     })
     .refine((input) => Object.values(input).some((v) => v !== undefined), "give at least one field to change");
 
+  /** A disabled endpoint's deliveries would only fail again ("the endpoint is disabled"). */
+  const disabledEndpoint = (endpointId: string) =>
+    new ConflictError(
+      `The endpoint is disabled: enable it first (PATCH /v1/webhook-endpoints/${endpointId} with enabled: true), then queue its deliveries again`,
+    );
+
   async function endpointOf(actor: Actor, id: string) {
     const endpoint = await db.webhookEndpoint.findUnique({ where: { id, organizationId: actor.organizationId } });
     if (!endpoint) throw new NotFoundError("Webhook endpoint", id);
@@ -236,20 +242,30 @@ export function createWebhookService(db: Db, options: Partial<WebhookServiceOpti
       );
     },
 
-    /** Queues the delivery to be attempted now by whichever replica takes it first. */
+    /**
+     * Queues the delivery to be attempted now by whichever replica takes it first. A test message
+     * is not redelivered (send another), nor a delivery of a disabled endpoint (enable it first).
+     */
     async redeliver(actor: Actor, id: string, query: DeliveryQuery) {
-      const where = { id, organizationId: actor.organizationId, eventType: { not: "webhook.test" } };
+      const delivery = await db.webhookDelivery.findUnique({
+        where: { id, organizationId: actor.organizationId },
+        select: { eventType: true, endpoint: { select: { id: true, enabled: true } } },
+      });
+      if (!delivery) throw new NotFoundError("Webhook delivery", id);
+      if (delivery.eventType === "webhook.test") {
+        throw new ConflictError(
+          `A test message is not redelivered: send a new one (POST /v1/webhook-endpoints/${delivery.endpoint.id}/test)`,
+        );
+      }
+      if (!delivery.endpoint.enabled) throw disabledEndpoint(delivery.endpoint.id);
       // Never while a replica attempts it: one attempt at a time per delivery.
       const updated = await db.webhookDelivery.updateMany({
-        where: { ...where, OR: [{ lockedUntil: null }, { lockedUntil: { lt: new Date() } }] },
+        where: { id, organizationId: actor.organizationId, OR: [{ lockedUntil: null }, { lockedUntil: { lt: new Date() } }] },
         // No job yet: the relay gives it one (webhooks.worker.ts), and a job it had before no longer claims it.
         data: { status: "pending", nextAttemptAt: new Date(), lockedUntil: null, jobId: null },
       });
       if (updated.count === 0) {
-        if (await db.webhookDelivery.count({ where })) {
-          throw new ConflictError("The delivery is being attempted right now: redeliver it once that attempt has ended");
-        }
-        throw new NotFoundError("Webhook delivery", id);
+        throw new ConflictError("The delivery is being attempted right now: redeliver it once that attempt has ended");
       }
       return db.webhookDelivery.findUniqueOrThrow({ ...query, where: { id } });
     },
@@ -263,6 +279,7 @@ export function createWebhookService(db: Db, options: Partial<WebhookServiceOpti
         ]);
       }
       const endpoint = await endpointOf(actor, id);
+      if (!endpoint.enabled) throw disabledEndpoint(endpoint.id);
       const queued = await db.webhookDelivery.updateMany({
         where: { endpointId: endpoint.id, status: "failed", createdAt: { gte: from }, eventType: { not: "webhook.test" } },
         data: { status: "pending", nextAttemptAt: new Date(), lockedUntil: null, jobId: null },
