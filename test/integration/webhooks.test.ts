@@ -86,6 +86,20 @@ async function comment(content: string, organization = org) {
 const eventOf = async (entityId: string, action: string) =>
   t.db.auditEvent.findFirstOrThrow({ where: { entityId, action }, select: { id: true } });
 
+/** A comment delivered (2xx) to a new endpoint at `path`: its audit event and its delivery's id. */
+async function deliveredComment(path: string) {
+  const hook = await endpoint(path, { eventTypes: ["comment.created"] });
+  const event = await eventOf((await comment(`Delivered to ${path}`)).id, "comment.created");
+  await until(() => receiver.at(path).some((r) => r.id === event.id));
+  const delivery = await until(() =>
+    t.db.webhookDelivery.findFirst({
+      where: { endpointId: hook.id, eventId: event.id, status: "succeeded" },
+      select: { id: true },
+    }),
+  );
+  return { event, delivery };
+}
+
 describe("webhook endpoints", () => {
   it("creates with the secret once (201), reads never show it, and lists with the list rules", async () => {
     const created = await endpoint("/crud", { description: "SIEM", eventTypes: ["policy.*", "comment.created"] });
@@ -214,16 +228,7 @@ describe("delivery", () => {
   });
 
   it("runs every attempt as a job of the pg-boss queue webhook-delivery; a job the delivery no longer names does nothing", async () => {
-    const hook = await endpoint("/jobs", { eventTypes: ["comment.created"] });
-    const created = await comment("Carried by a job");
-    const event = await eventOf(created.id, "comment.created");
-    await until(() => receiver.at("/jobs").some((r) => r.id === event.id));
-    const delivery = await until(() =>
-      t.db.webhookDelivery.findFirst({
-        where: { endpointId: hook.id, eventId: event.id, status: "succeeded" },
-        select: { id: true },
-      }),
-    );
+    const { event, delivery } = await deliveredComment("/jobs");
     const carried = await until(async () => {
       const { rows } = await jobs.boss
         .getDb()
@@ -246,16 +251,7 @@ describe("delivery", () => {
   });
 
   it("gives a delivery whose claim lapsed (its replica died mid-attempt) a new job, and sends it again with the same webhook-id", async () => {
-    const hook = await endpoint("/lapsed", { eventTypes: ["comment.created"] });
-    const created = await comment("Claimed by a replica that died");
-    const event = await eventOf(created.id, "comment.created");
-    await until(() => receiver.at("/lapsed").some((r) => r.id === event.id));
-    const delivery = await until(() =>
-      t.db.webhookDelivery.findFirst({
-        where: { endpointId: hook.id, eventId: event.id, status: "succeeded" },
-        select: { id: true },
-      }),
-    );
+    const { event, delivery } = await deliveredComment("/lapsed");
     // What a replica killed mid-attempt leaves: its job (now gone with it) and a claim that has lapsed.
     await t.db.webhookDelivery.update({
       where: { id: delivery.id },
