@@ -35,7 +35,12 @@ const median = (values) => {
 async function heapMb(base) {
   const text = await (await fetch(`${base}/metrics`)).text();
   const value = (name) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? Number.NaN) / 1024 / 1024;
-  return { heap: value("nodejs_heap_size_used_bytes"), external: value("nodejs_external_memory_bytes") };
+  return {
+    heap: value("nodejs_heap_size_used_bytes"),
+    committed: value("nodejs_heap_size_total_bytes"),
+    newSpace: value('nodejs_heap_space_size_total_bytes\\{space="new"\\}'),
+    external: value("nodejs_external_memory_bytes"),
+  };
 }
 const rssMb = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) / 1024;
 
@@ -355,7 +360,7 @@ export async function benchStreams({
     const perReplica = replicas.map((_, i) => {
       const above = open[i] - idle[i];
       const back = closed[i] - idle[i];
-      return `  replica ${i + 1}: RSS idle ${idle[i].toFixed(0)} MB, ${(total / replicaCount).toFixed(0)} streams open ${open[i].toFixed(0)} MB (+${above.toFixed(0)} MB, ${((above * 1024) / (total / replicaCount)).toFixed(1)} KB a stream), 10 s after they closed ${closed[i].toFixed(0)} MB (${back >= 0 ? "+" : ""}${((back / idle[i]) * 100).toFixed(1)} % of idle); V8 heap used ${idleHeap[i].heap.toFixed(0)} / ${openHeap[i].heap.toFixed(0)} / ${closedHeap[i].heap.toFixed(0)} MB, external ${idleHeap[i].external.toFixed(0)} / ${openHeap[i].external.toFixed(0)} / ${closedHeap[i].external.toFixed(0)} MB`;
+      return `  replica ${i + 1}: RSS idle ${idle[i].toFixed(0)} MB, ${(total / replicaCount).toFixed(0)} streams open ${open[i].toFixed(0)} MB (+${above.toFixed(0)} MB, ${((above * 1024) / (total / replicaCount)).toFixed(1)} KB a stream), 10 s after they closed ${closed[i].toFixed(0)} MB (${back >= 0 ? "+" : ""}${((back / idle[i]) * 100).toFixed(1)} % of idle); V8 heap used ${idleHeap[i].heap.toFixed(0)} / ${openHeap[i].heap.toFixed(0)} / ${closedHeap[i].heap.toFixed(0)} MB, committed ${idleHeap[i].committed.toFixed(0)} / ${openHeap[i].committed.toFixed(0)} / ${closedHeap[i].committed.toFixed(0)} MB (of which new space ${idleHeap[i].newSpace.toFixed(0)} / ${openHeap[i].newSpace.toFixed(0)} / ${closedHeap[i].newSpace.toFixed(0)} MB), external ${idleHeap[i].external.toFixed(0)} / ${openHeap[i].external.toFixed(0)} / ${closedHeap[i].external.toFixed(0)} MB`;
     });
     const lastFromStart = fanOut.map((f) => f.fromStart);
     const lastFromAnswer = fanOut.map((f) => f.fromAnswer);

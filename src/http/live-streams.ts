@@ -147,6 +147,8 @@ class Stream implements AsyncIterableIterator<ExecutionResult> {
     readonly key: string,
     readonly auth: AuthState,
     readonly credential: Credential,
+    /** Frees the stream's places under the caps. */
+    readonly release: () => void,
     private readonly onStop: (stream: Stream) => void,
   ) {}
 
@@ -308,11 +310,12 @@ export function createLiveStreams({
     }, CHECK_EVERY_MS).unref();
   }
 
-  function stopped(stream: Stream, release: () => void) {
+  /** Shared by every stream: a closure made per subscription would hold its request. */
+  function stopped(stream: Stream) {
     streams.delete(stream);
     stream.credential.streams.delete(stream);
     if (stream.credential.streams.size === 0) credentials.delete(stream.credential.fingerprint);
-    release();
+    stream.release();
     if (streams.size === 0) {
       clearInterval(heartbeat);
       clearInterval(sweep);
@@ -364,7 +367,9 @@ export function createLiveStreams({
         if (body && body.unread > limits.maxBufferedBytes) {
           counts.droppedSlowReader++;
           stream.stop();
-          body.destroy(new Error("the reader of this event stream fell behind"));
+          // Without an error: nothing listens for one on a body the server pipes, and an error
+          // event nobody listens for would end the process.
+          body.destroy();
           body.res?.destroy();
         }
       }
@@ -396,7 +401,8 @@ export function createLiveStreams({
         sharingKey(args, auth.caller),
         auth,
         credential,
-        (s) => stopped(s, release),
+        release,
+        stopped,
       );
       streams.add(stream);
       credential.streams.add(stream);
