@@ -1,4 +1,4 @@
-import { Readable } from "node:stream";
+import { Readable, type Writable } from "node:stream";
 import {
   createSourceEventStream,
   type DocumentNode,
@@ -104,24 +104,52 @@ type Credential = {
 const noop = () => {};
 
 /**
- * A stream's SSE body: a Node Readable the HTTP server pipes into the response (no web stream
- * between), also read in process through the Response. Its bytes are written to the socket as they
- * are pushed while the reader keeps up; a reader that falls behind leaves them here.
+ * A stream's SSE body. Under the HTTP server, which pipes a Node Readable body into the response,
+ * it takes the response as its destination and writes the bytes to it directly: no stream
+ * machinery between an event and the socket, nothing per stream but the response. Read in process
+ * (`app.fetch`), it is an ordinary Readable.
  */
 class SseBody extends Readable {
-  constructor(
-    private readonly stream: Stream,
-    /** The Node response under a real server: destroyed with a dropped stream, as a pipe would not. */
-    readonly res: { destroy(): void; writableLength: number } | undefined,
-  ) {
+  private res: Writable | undefined;
+  private ended = false;
+
+  constructor(private readonly stream: Stream) {
     super({ read: noop });
     // A first comment line at once: some browsers hold a fetch until the body starts.
     this.push(PING);
   }
 
-  /** Bytes written but not yet taken by the reader (here, and in the response's socket). */
+  override pipe<T extends NodeJS.WritableStream>(destination: T): T {
+    const res = destination as unknown as Writable;
+    for (let chunk = this.read(); chunk !== null; chunk = this.read()) res.write(chunk);
+    this.res = res;
+    if (this.ended) res.end();
+    return destination;
+  }
+
+  send(bytes: Buffer) {
+    if (this.ended) return;
+    if (this.res) this.res.write(bytes);
+    else this.push(bytes);
+  }
+
+  finish() {
+    if (this.ended) return;
+    this.ended = true;
+    if (this.res) this.res.end();
+    else this.push(null);
+  }
+
+  /** Bytes written but not yet taken by the reader (Node's and the socket's buffers, or here). */
   get unread() {
-    return this.readableLength + (this.res?.writableLength ?? 0);
+    return this.res ? this.res.writableLength : this.readableLength;
+  }
+
+  /** Breaks the stream off: the reader finds its response cut short. */
+  cutOff() {
+    this.ended = true;
+    this.destroy();
+    this.res?.destroy();
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void) {
@@ -159,7 +187,7 @@ class Stream implements AsyncIterableIterator<ExecutionResult> {
   /** Hands a result to the reader: written to the body, or queued for the iterator. */
   send(result: ExecutionResult, bytes?: Buffer) {
     if (this.done) return;
-    if (this.body) return this.body.push(bytes ?? frame(result));
+    if (this.body) return this.body.send(bytes ?? frame(result));
     if (this.waiting) {
       const resolve = this.waiting;
       this.waiting = undefined;
@@ -169,18 +197,16 @@ class Stream implements AsyncIterableIterator<ExecutionResult> {
 
   attach(body: SseBody) {
     this.body = body;
-    for (const result of this.queue.splice(0)) body.push(frame(result));
-    if (this.done) body.push(null);
+    for (const result of this.queue.splice(0)) body.send(frame(result));
+    if (this.done) body.finish();
   }
 
   /** Ends the stream (`event: complete`), after one last error event when `error` is given. */
   end(error?: GraphQLError) {
     if (this.done) return;
     if (error) this.send({ errors: [error] });
-    if (this.body) {
-      this.body.push(COMPLETE);
-      this.body.push(null);
-    }
+    this.body?.send(COMPLETE);
+    this.body?.finish();
     this.stop();
   }
 
@@ -293,7 +319,7 @@ export function createLiveStreams({
 
   function startTimers() {
     heartbeat ??= setInterval(() => {
-      for (const s of streams) if (s.body && s.body.readableLength === 0) s.body.push(PING);
+      for (const s of streams) if (s.body && s.body.unread === 0) s.body.send(PING);
     }, limits.heartbeatMs).unref();
     sweep ??= setInterval(async () => {
       for (const credential of credentials.values()) {
@@ -369,8 +395,7 @@ export function createLiveStreams({
           stream.stop();
           // Without an error: nothing listens for one on a body the server pipes, and an error
           // event nobody listens for would end the process.
-          body.destroy();
-          body.res?.destroy();
+          body.cutOff();
         }
       }
       stream.end();
@@ -445,15 +470,14 @@ export function createLiveStreams({
       };
       setSubscribeFn(subscribeFor(request, auth, release) as never);
     },
-    onResultProcess({ request, result, setResultProcessor, serverContext }) {
+    onResultProcess({ request, result, setResultProcessor }) {
       if (!(Symbol.asyncIterator in (result as object))) return;
       if (!(request.headers.get("accept") ?? "").includes("text/event-stream")) return;
       const stream = byRequest.get(request);
       if (!stream) return;
-      const { res } = serverContext as { res?: SseBody["res"] };
       // Yoga's result (our stream behind its wrappers) is not read: the stream writes to its body.
       setResultProcessor((_result, fetchAPI) => {
-        const body = new SseBody(stream, res);
+        const body = new SseBody(stream);
         stream.attach(body);
         return new fetchAPI.Response(body as never, {
           status: 200,
