@@ -277,6 +277,8 @@ export function createLiveStreams({
   const perCredential = new Map<string, number>();
   const perOrganization = new Map<string, number>();
   const counts = { droppedSlowReader: 0, refusedPerCredential: 0, refusedPerOrganization: 0, endedLapsed: 0 };
+  /** One copy of each sharing key for all its streams (built per subscription, it is a tree of strings). */
+  const sharingKeys = new Map<string, { key: string; streams: number }>();
   /** Results of one event by sharing key, for as long as the event object lives. */
   const shared = new WeakMap<object, Map<string, Promise<ExecutionResult>>>();
   let heartbeat: NodeJS.Timeout | undefined;
@@ -341,6 +343,8 @@ export function createLiveStreams({
     streams.delete(stream);
     stream.credential.streams.delete(stream);
     if (stream.credential.streams.size === 0) credentials.delete(stream.credential.fingerprint);
+    const sharing = sharingKeys.get(stream.key);
+    if (sharing && --sharing.streams === 0) sharingKeys.delete(stream.key);
     stream.release();
     if (streams.size === 0) {
       clearInterval(heartbeat);
@@ -420,10 +424,17 @@ export function createLiveStreams({
         return source;
       }
       const credential = credentialFor(request, auth.caller);
+      const key = sharingKey(args, auth.caller);
+      let sharing = sharingKeys.get(key);
+      if (!sharing) {
+        sharing = { key, streams: 0 };
+        sharingKeys.set(key, sharing);
+      }
+      sharing.streams++;
       const stream = new Stream(
         (source as AsyncIterable<unknown>)[Symbol.asyncIterator](),
         plain,
-        sharingKey(args, auth.caller),
+        sharing.key,
         auth,
         credential,
         release,
