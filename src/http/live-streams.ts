@@ -198,7 +198,11 @@ class Stream implements AsyncIterableIterator<ExecutionResult> {
   attach(body: SseBody) {
     this.body = body;
     for (const result of this.queue.splice(0)) body.send(frame(result));
-    if (this.done) body.finish();
+    // Ended before its response started (refused, lapsed, shutdown): complete it all the same.
+    if (this.done) {
+      body.send(COMPLETE);
+      body.finish();
+    }
   }
 
   /** Ends the stream (`event: complete`), after one last error event when `error` is given. */
