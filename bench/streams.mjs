@@ -6,8 +6,10 @@
 //      on one task), and after they closed;
 //   2. one comment on that task: its POST's latency, and when the last of the task's subscribers
 //      received it (from the POST's start and from its answer), against POSTs with no subscriber.
-// `node bench/streams.mjs [--streams 10000] [--replicas 2]`: with two replicas (REDIS_URL shared),
-// the streams are spread over both and the comments are written on the first.
+// `node bench/streams.mjs [--streams 10000] [--replicas 2] [--jemalloc]`: with two replicas (REDIS_URL shared),
+// the streams are spread over both and the comments are written on the first. `--jemalloc` runs
+// the replicas on jemalloc (LD_PRELOAD of Debian's libjemalloc2), as docs/production.md (Memory)
+// suggests for replicas that hold many streams; glibc's allocator otherwise.
 // BENCH_POSTGRES_URL (default postgresql://postgres@127.0.0.1:5432/postgres), BENCH_REDIS_URL
 // (default redis://127.0.0.1:6379). Each process raises its open-file limit as far as its hard
 // limit allows (`ulimit -n`): 10,000 sockets need more than the usual 1,024.
@@ -35,7 +37,12 @@ const median = (values) => {
 async function heapMb(base) {
   const text = await (await fetch(`${base}/metrics`)).text();
   const value = (name) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? Number.NaN) / 1024 / 1024;
-  return { heap: value("nodejs_heap_size_used_bytes"), external: value("nodejs_external_memory_bytes") };
+  return {
+    heap: value("nodejs_heap_size_used_bytes"),
+    committed: value("nodejs_heap_size_total_bytes"),
+    newSpace: value('nodejs_heap_space_size_total_bytes\\{space="new"\\}'),
+    external: value("nodejs_external_memory_bytes"),
+  };
 }
 const rssMb = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) / 1024;
 
@@ -130,9 +137,19 @@ function jwt(secret, userId) {
   return `${unsigned}.${createHmac("sha256", secret).update(unsigned).digest("base64url")}`;
 }
 
+/** Debian's libjemalloc2, wherever the architecture puts it. */
+function jemallocPath() {
+  const found = ["x86_64-linux-gnu", "aarch64-linux-gnu"]
+    .map((arch) => `/usr/lib/${arch}/libjemalloc.so.2`)
+    .find((file) => existsSync(file));
+  if (!found) throw new Error("--jemalloc: libjemalloc.so.2 not found (apt-get install libjemalloc2)");
+  return found;
+}
+
 export async function benchStreams({
   streams: total = 10_000,
   replicas: replicaCount = 1,
+  jemalloc = false,
   postgresUrl = "postgresql://postgres@127.0.0.1:5432/postgres",
   redisUrl = "redis://127.0.0.1:6379",
   log = () => {},
@@ -192,6 +209,7 @@ export async function benchStreams({
             SEED_DEMO_DATA: "false",
             // As docs/production.md (Memory) recommends: glibc gives large freed buffers back.
             MALLOC_MMAP_THRESHOLD_: "131072",
+            ...(jemalloc ? { LD_PRELOAD: jemallocPath() } : {}),
             AUTH_JWT_SECRET: secret,
             HEAP_FLAG: process.env.BENCH_STREAMS_SNAPSHOT ? "--heapsnapshot-signal=SIGUSR2" : "",
             ...(replicaCount > 1 ? { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisPrefix } : {}),
@@ -355,12 +373,12 @@ export async function benchStreams({
     const perReplica = replicas.map((_, i) => {
       const above = open[i] - idle[i];
       const back = closed[i] - idle[i];
-      return `  replica ${i + 1}: RSS idle ${idle[i].toFixed(0)} MB, ${(total / replicaCount).toFixed(0)} streams open ${open[i].toFixed(0)} MB (+${above.toFixed(0)} MB, ${((above * 1024) / (total / replicaCount)).toFixed(1)} KB a stream), 10 s after they closed ${closed[i].toFixed(0)} MB (${back >= 0 ? "+" : ""}${((back / idle[i]) * 100).toFixed(1)} % of idle); V8 heap used ${idleHeap[i].heap.toFixed(0)} / ${openHeap[i].heap.toFixed(0)} / ${closedHeap[i].heap.toFixed(0)} MB, external ${idleHeap[i].external.toFixed(0)} / ${openHeap[i].external.toFixed(0)} / ${closedHeap[i].external.toFixed(0)} MB`;
+      return `  replica ${i + 1}: RSS idle ${idle[i].toFixed(0)} MB, ${(total / replicaCount).toFixed(0)} streams open ${open[i].toFixed(0)} MB (+${above.toFixed(0)} MB, ${((above * 1024) / (total / replicaCount)).toFixed(1)} KB a stream), 10 s after they closed ${closed[i].toFixed(0)} MB (${back >= 0 ? "+" : ""}${((back / idle[i]) * 100).toFixed(1)} % of idle); V8 heap used ${idleHeap[i].heap.toFixed(0)} / ${openHeap[i].heap.toFixed(0)} / ${closedHeap[i].heap.toFixed(0)} MB, committed ${idleHeap[i].committed.toFixed(0)} / ${openHeap[i].committed.toFixed(0)} / ${closedHeap[i].committed.toFixed(0)} MB (of which new space ${idleHeap[i].newSpace.toFixed(0)} / ${openHeap[i].newSpace.toFixed(0)} / ${closedHeap[i].newSpace.toFixed(0)} MB), external ${idleHeap[i].external.toFixed(0)} / ${openHeap[i].external.toFixed(0)} / ${closedHeap[i].external.toFixed(0)} MB`;
     });
     const lastFromStart = fanOut.map((f) => f.fromStart);
     const lastFromAnswer = fanOut.map((f) => f.fromAnswer);
     const text = [
-      `Streams (PostgreSQL, production mode, ${replicaCount} replica(s)${replicaCount > 1 ? " sharing events through Redis" : ""}; ${total} SSE streams from a separate process, each on its own connection and authenticated with a JWT of one of ${tokens.length} users; half notificationAdded, half commentAdded on one task):`,
+      `Streams (PostgreSQL, production mode, ${replicaCount} replica(s)${replicaCount > 1 ? " sharing events through Redis" : ""}, ${jemalloc ? "jemalloc" : "glibc malloc"}; ${total} SSE streams from a separate process, each on its own connection and authenticated with a JWT of one of ${tokens.length} users; half notificationAdded, half commentAdded on one task):`,
       `  opened ${opened.opened} streams (${opened.failed} refused or failed) in ${openSeconds.toFixed(1)} s`,
       ...perReplica,
       `  one comment on the task: reached all ${subscribersOfTask} of its subscribers in ${fanOut.map((f) => f.count).join(", ")} (per comment); the last of them, median of ${fanOut.length}: ${median(lastFromStart).toFixed(0)} ms after its POST began, ${median(lastFromAnswer).toFixed(0)} ms after its answer (max ${Math.max(...lastFromAnswer).toFixed(0)} ms)`,
@@ -384,6 +402,7 @@ if (process.argv.includes("--client")) {
   const replicas = arg("replicas", 1);
   const { text } = await benchStreams({
     streams: arg("streams", 10_000),
+    jemalloc: process.argv.includes("--jemalloc"),
     replicas,
     postgresUrl: process.env.BENCH_POSTGRES_URL,
     redisUrl: process.env.BENCH_REDIS_URL,

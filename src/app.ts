@@ -11,7 +11,7 @@ import { useOperationLimits } from "./graphql/operation-limits.js";
 import { useQueryCost } from "./graphql/query-cost.js";
 import { createBodyBudget, createBodyReader, useGraphqlBodyAdmission } from "./http/body-admission.js";
 import { corsFor, useVaryOnOrigin } from "./http/cors.js";
-import { maskError, restErrorsResponse, useUnexpectedErrorLog, withSafetyNet } from "./http/error-masking.js";
+import { maskError, maskResult, restErrorsResponse, useUnexpectedErrorLog, withSafetyNet } from "./http/error-masking.js";
 import { errorBody, errorResponse, RETRY_AFTER_SECONDS } from "./http/error-response.js";
 import { useCsrfPreventionExceptSameOriginEventStreams } from "./http/event-streams.js";
 import { graphiqlExamples, renderLocalGraphiQL, useGraphiQLAssets } from "./http/graphiql.js";
@@ -135,7 +135,11 @@ export function createApp(deps: AppDeps) {
   };
   const liveStreams = createLiveStreams({
     authenticate: verify,
-    freshContext: (context) => ({ ...(context as Context), loaders: loadersFor(database.db, (context as Context).auth) }),
+    eventContext: (context) => {
+      const { requestId, auth } = context as Context & { requestId: string };
+      return () => ({ requestId, auth, services, logger, loaders: loadersFor(database.db, auth) });
+    },
+    maskResult: (result) => maskResult(logger, result, "live-stream"),
     limits: { ...DEFAULT_LIVE_STREAM_LIMITS, ...config.liveStreams },
   });
   const bodyBudget = createBodyBudget(config.bodyBudgetBytes ?? DEFAULT_BODY_BUDGET_BYTES);

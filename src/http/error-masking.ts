@@ -83,6 +83,17 @@ function causesIn(errors: readonly unknown[]): unknown[] {
   });
 }
 
+/**
+ * A result outside Yoga's pipeline (a live stream's event, executed once for many streams): its
+ * errors masked as maskError does, and each hidden cause logged once.
+ */
+export function maskResult<T extends { errors?: readonly unknown[] }>(logger: Logger, result: T, requestId: string): T {
+  if (!result.errors?.length) return result;
+  const errors = result.errors.map((error) => maskError(error));
+  for (const cause of causesIn(errors)) logCause(logger, cause, requestId);
+  return { ...result, errors };
+}
+
 /** Sofa's error answer (errors already masked); the response remembers what it hides. */
 export function restErrorsResponse(errors: readonly unknown[]): Response {
   const response = graphqlErrorsResponse(errors);

@@ -1,3 +1,4 @@
+import { Readable, type Writable } from "node:stream";
 import {
   createSourceEventStream,
   type DocumentNode,
@@ -20,19 +21,15 @@ export type LiveStreamCounts = {
   readonly endedLapsed: number;
 };
 
-const encoder = new TextEncoder();
-const PING = encoder.encode(":\n\n");
-const COMPLETE = encoder.encode("event: complete\ndata:\n\n");
-const UNEXPECTED = encoder.encode(
-  `event: next\ndata: ${JSON.stringify({ errors: [{ message: "Unexpected error.", extensions: { code: "INTERNAL_SERVER_ERROR" } }] })}\n\n`,
-);
+const PING = Buffer.from(":\n\n");
+const COMPLETE = Buffer.from("event: complete\ndata:\n\n");
 
 /** The SSE bytes of a result, once per result object however many streams carry it. */
-const framed = new WeakMap<object, Uint8Array>();
-function frame(result: ExecutionResult): Uint8Array {
+const framed = new WeakMap<object, Buffer>();
+function frame(result: ExecutionResult): Buffer {
   let bytes = framed.get(result);
   if (!bytes) {
-    bytes = encoder.encode(`event: next\ndata: ${JSON.stringify(result)}\n\n`);
+    bytes = Buffer.from(`event: next\ndata: ${JSON.stringify(result)}\n\n`);
     framed.set(result, bytes);
   }
   return bytes;
@@ -89,29 +86,108 @@ const CHECK_REUSE_MS = 250;
 /** Who a stream counts against: one API key, or one user's sessions or JWTs. */
 const credentialOf = (caller: Caller) => (caller.apiKeyId ? `key:${caller.apiKeyId}` : `${caller.kind}:${caller.userId}`);
 
-/** The headers that carry a credential: streams that send the same ones are checked together. */
-const credentialHeaders = ["x-api-key", "authorization", "cookie", "x-organization-id"] as const;
-const credentialFingerprint = (request: Request) => credentialHeaders.map((h) => request.headers.get(h) ?? "").join("\u0000");
+/** What authentication reads from a request: streams that send the same are checked together. */
+const authHeaders = ["x-api-key", "authorization", "cookie", "x-organization-id", "origin", "host", "sec-fetch-site", "accept"];
 
-/** A subscription's results as an async iterator, fed by a loop of its own and ended from outside. */
-class Subscription implements AsyncIterableIterator<ExecutionResult> {
-  private readonly queue: ExecutionResult[] = [];
+/**
+ * One credential as streams send it, checked again for all of them at once. It keeps a copy of
+ * the headers authentication reads, not a stream's request (which holds its socket and body).
+ */
+type Credential = {
+  readonly fingerprint: string;
+  readonly request: Request;
+  readonly streams: Set<Stream>;
+  checkedAt: number;
+  state: Promise<AuthState | null> | undefined;
+};
+
+const noop = () => {};
+
+/**
+ * A stream's SSE body. Under the HTTP server, which pipes a Node Readable body into the response,
+ * it takes the response as its destination and writes the bytes to it directly: no stream
+ * machinery between an event and the socket, nothing per stream but the response. Read in process
+ * (`app.fetch`), it is an ordinary Readable.
+ */
+class SseBody extends Readable {
+  private res: Writable | undefined;
+  private ended = false;
+
+  constructor(private readonly stream: Stream) {
+    super({ read: noop });
+    // A first comment line at once: some browsers hold a fetch until the body starts.
+    this.push(PING);
+  }
+
+  override pipe<T extends NodeJS.WritableStream>(destination: T): T {
+    const res = destination as unknown as Writable;
+    for (let chunk = this.read(); chunk !== null; chunk = this.read()) res.write(chunk);
+    this.res = res;
+    if (this.ended) res.end();
+    return destination;
+  }
+
+  send(bytes: Buffer) {
+    if (this.ended) return;
+    if (this.res) this.res.write(bytes);
+    else this.push(bytes);
+  }
+
+  finish() {
+    if (this.ended) return;
+    this.ended = true;
+    if (this.res) this.res.end();
+    else this.push(null);
+  }
+
+  /** Bytes written but not yet taken by the reader (Node's and the socket's buffers, or here). */
+  get unread() {
+    return this.res ? this.res.writableLength : this.readableLength;
+  }
+
+  /** Breaks the stream off: the reader finds its response cut short. */
+  cutOff() {
+    this.ended = true;
+    this.destroy();
+    this.res?.destroy();
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void) {
+    this.stream.stop();
+    callback(error);
+  }
+}
+
+/**
+ * One open subscription: its event source, what executing an event needs (the selection and a
+ * context factory, not the request's GraphQL context), its credential, and its SSE body once the
+ * response starts. Without an SSE body (another transport) it is the async iterator Yoga reads.
+ */
+class Stream implements AsyncIterableIterator<ExecutionResult> {
+  body: SseBody | undefined;
+  private queue: ExecutionResult[] = [];
   private waiting: ((result: IteratorResult<ExecutionResult>) => void) | undefined;
-  private done = false;
-  onEnd: (() => void) | undefined;
+  done = false;
 
   constructor(
-    readonly request: Request,
+    readonly events: AsyncIterator<unknown>,
+    readonly args: ExecutionArgs,
+    readonly key: string,
     readonly auth: AuthState,
-    private readonly stopSource: () => void,
+    readonly credential: Credential,
+    /** Frees the stream's places under the caps. */
+    readonly release: () => void,
+    private readonly onStop: (stream: Stream) => void,
   ) {}
 
   [Symbol.asyncIterator]() {
     return this;
   }
 
-  push(result: ExecutionResult) {
+  /** Hands a result to the reader: written to the body, or queued for the iterator. */
+  send(result: ExecutionResult, bytes?: Buffer) {
     if (this.done) return;
+    if (this.body) return this.body.send(bytes ?? frame(result));
     if (this.waiting) {
       const resolve = this.waiting;
       this.waiting = undefined;
@@ -119,13 +195,31 @@ class Subscription implements AsyncIterableIterator<ExecutionResult> {
     } else this.queue.push(result);
   }
 
-  /** Ends the stream, after one last error event when `error` is given. */
+  attach(body: SseBody) {
+    this.body = body;
+    for (const result of this.queue.splice(0)) body.send(frame(result));
+    // Ended before its response started (refused, lapsed, shutdown): complete it all the same.
+    if (this.done) {
+      body.send(COMPLETE);
+      body.finish();
+    }
+  }
+
+  /** Ends the stream (`event: complete`), after one last error event when `error` is given. */
   end(error?: GraphQLError) {
     if (this.done) return;
-    if (error) this.push({ errors: [error] });
+    if (error) this.send({ errors: [error] });
+    this.body?.send(COMPLETE);
+    this.body?.finish();
+    this.stop();
+  }
+
+  /** No more events: the source is let go and the stream's places are freed. */
+  stop() {
+    if (this.done) return;
     this.done = true;
-    this.stopSource();
-    this.onEnd?.();
+    void this.events.return?.();
+    this.onStop(this);
     if (this.waiting && this.queue.length === 0) {
       const resolve = this.waiting;
       this.waiting = undefined;
@@ -144,24 +238,17 @@ class Subscription implements AsyncIterableIterator<ExecutionResult> {
 
   return(): Promise<IteratorResult<ExecutionResult>> {
     this.queue.length = 0;
-    this.end();
+    this.stop();
     return Promise.resolve({ done: true, value: undefined });
   }
 }
 
-/** An SSE response body: bytes wait here for the reader, and a reader that falls behind is dropped. */
-type Writer = {
-  chunks: Uint8Array[];
-  bytes: number;
-  closed: boolean;
-  controller: ReadableStreamDefaultController<Uint8Array>;
-  waiting: { controller: ReadableStreamDefaultController<Uint8Array>; resolve: () => void } | undefined;
-  stop: () => void;
-};
-
 /**
  * Open GraphQL subscriptions of one app, served as server-sent events (graphql-sse's distinct
  * connections mode, as Yoga serves them), built to hold many thousands per replica:
+ * - once a subscription is set up, a stream keeps its event source, its selection, a context
+ *   factory and its credential; the request, its GraphQL context and Yoga's result chain are let go
+ *   (each stream would otherwise hold about 30 KB: bench/results/2026-11-26-streams.md);
  * - an event's result is executed once per sharing key (selection and permission set; see
  *   sharingKey), and its SSE bytes are encoded once, then written to every stream that shares them;
  * - each subscriber's credential is checked again before every event it receives, and on one timer
@@ -173,34 +260,61 @@ type Writer = {
  */
 export function createLiveStreams({
   authenticate,
-  freshContext,
+  eventContext,
+  maskResult,
   limits,
 }: {
   authenticate: (request: Request) => Promise<AuthState>;
-  /** The subscriber's GraphQL context for one more execution (new loaders). */
-  freshContext: (context: unknown) => unknown;
+  /**
+   * From the subscriber's GraphQL context, what builds the context of one more execution (new
+   * loaders): it keeps only what it needs, so that the stream does not hold the request's context.
+   */
+  eventContext: (context: unknown) => () => unknown;
+  /** Masks the unexpected errors of a result (and logs their causes), as Yoga does for a response. */
+  maskResult: (result: ExecutionResult) => ExecutionResult;
   limits: LiveStreamLimits;
 }) {
-  const subscriptions = new Set<Subscription>();
+  const streams = new Set<Stream>();
+  const byRequest = new WeakMap<Request, Stream>();
   const turn = createTurns();
-  const writers = new Set<Writer>();
+  const credentials = new Map<string, Credential>();
   const perCredential = new Map<string, number>();
   const perOrganization = new Map<string, number>();
   const counts = { droppedSlowReader: 0, refusedPerCredential: 0, refusedPerOrganization: 0, endedLapsed: 0 };
+  /** One copy of each sharing key for all its streams (built per subscription, it is a tree of strings). */
+  const sharingKeys = new Map<string, { key: string; streams: number }>();
   /** Results of one event by sharing key, for as long as the event object lives. */
   const shared = new WeakMap<object, Map<string, Promise<ExecutionResult>>>();
   let heartbeat: NodeJS.Timeout | undefined;
   let sweep: NodeJS.Timeout | undefined;
-  /** Recent checks by credential: an event for 5,000 streams of a few users checks each user once. */
-  const checks = new Map<string, { at: number; state: Promise<AuthState | null> }>();
-  const check = (request: Request): Promise<AuthState | null> => {
-    const key = credentialFingerprint(request);
+
+  /** Recent checks answer again: an event for 5,000 streams of a few users checks each user once. */
+  const check = (credential: Credential): Promise<AuthState | null> => {
     const now = Date.now();
-    const recent = checks.get(key);
-    if (recent && now - recent.at < CHECK_REUSE_MS) return recent.state;
-    const state = authenticate(request).catch(() => null);
-    checks.set(key, { at: now, state });
-    return state;
+    if (credential.state && now - credential.checkedAt < CHECK_REUSE_MS) return credential.state;
+    credential.checkedAt = now;
+    credential.state = authenticate(credential.request).catch(() => null);
+    return credential.state;
+  };
+
+  const credentialFor = (request: Request, caller: Caller): Credential => {
+    const headers = authHeaders.flatMap((name): [string, string][] => {
+      const value = request.headers.get(name);
+      return value === null ? [] : [[name, value]];
+    });
+    const fingerprint = `${request.url}\u0000${caller.organizationId}\u0000${headers.join("\u0000")}`;
+    let credential = credentials.get(fingerprint);
+    if (!credential) {
+      credential = {
+        fingerprint,
+        request: new Request(request.url, { headers }),
+        streams: new Set(),
+        checkedAt: 0,
+        state: undefined,
+      };
+      credentials.set(fingerprint, credential);
+    }
+    return credential;
   };
 
   const bump = (map: Map<string, number>, key: string, by: number) => {
@@ -209,191 +323,102 @@ export function createLiveStreams({
     else map.delete(key);
   };
 
-  function write(writer: Writer, chunk: Uint8Array) {
-    if (writer.closed) return;
-    const waiting = writer.waiting;
-    if (waiting) {
-      writer.waiting = undefined;
-      waiting.controller.enqueue(chunk);
-      waiting.resolve();
-      return;
-    }
-    writer.chunks.push(chunk);
-    writer.bytes += chunk.byteLength;
-    if (writer.bytes > limits.maxBufferedBytes) {
-      counts.droppedSlowReader++;
-      finish(writer);
-      writer.chunks = [];
-      writer.bytes = 0;
-      writer.controller.error(new Error("the reader of this event stream fell behind"));
-    }
-  }
-
-  /** No more bytes for this writer but those it holds. */
-  function finish(writer: Writer) {
-    if (writer.closed) return;
-    writer.closed = true;
-    writers.delete(writer);
-    if (writers.size === 0) {
-      clearInterval(heartbeat);
-      heartbeat = undefined;
-    }
-    writer.stop();
-  }
-
-  function complete(writer: Writer) {
-    if (writer.closed) return;
-    write(writer, COMPLETE);
-    finish(writer);
-    const waiting = writer.waiting;
-    if (waiting) {
-      writer.waiting = undefined;
-      waiting.controller.close();
-      waiting.resolve();
-    }
-  }
-
-  /** The reader left: nothing more to send, and a read it left pending ends. */
-  function abandon(writer: Writer) {
-    finish(writer);
-    writer.chunks = [];
-    writer.bytes = 0;
-    const waiting = writer.waiting;
-    writer.waiting = undefined;
-    try {
-      (waiting?.controller ?? writer.controller).close();
-    } catch {
-      // Already closed or errored.
-    }
-    waiting?.resolve();
-  }
-
-  function sseResponse(
-    result: AsyncIterable<ExecutionResult>,
-    fetchAPI: { ReadableStream: typeof ReadableStream; Response: typeof Response },
-    signal: AbortSignal | undefined,
-  ) {
-    const iterator = result[Symbol.asyncIterator]();
-    let writer: Writer;
-    const body = new fetchAPI.ReadableStream<Uint8Array>({
-      start(controller) {
-        // A first comment line at once: some browsers hold a fetch until the body starts.
-        controller.enqueue(PING);
-        writer = {
-          chunks: [],
-          bytes: 0,
-          closed: false,
-          controller,
-          waiting: undefined,
-          stop: () => void iterator.return?.(),
-        };
-        writers.add(writer);
-        signal?.addEventListener("abort", () => abandon(writer), { once: true });
-        heartbeat ??= setInterval(() => {
-          for (const w of writers) if (w.chunks.length === 0) write(w, PING);
-        }, limits.heartbeatMs).unref();
-        void (async () => {
-          try {
-            for (;;) {
-              const next = await iterator.next();
-              if (next.done) break;
-              write(writer, frame(next.value));
-            }
-          } catch {
-            write(writer, UNEXPECTED);
-          }
-          complete(writer);
-        })();
-      },
-      pull(controller) {
-        const chunk = writer.chunks.shift();
-        if (chunk) {
-          writer.bytes -= chunk.byteLength;
-          controller.enqueue(chunk);
-          return;
-        }
-        if (writer.closed) {
-          controller.close();
-          return;
-        }
-        return new Promise<void>((resolve) => {
-          writer.waiting = { controller, resolve };
-        });
-      },
-      cancel() {
-        abandon(writer);
-      },
-    });
-    return new fetchAPI.Response(body, {
-      status: 200,
-      headers: {
-        "content-type": "text/event-stream",
-        connection: "keep-alive",
-        "cache-control": "no-cache",
-        "content-encoding": "none",
-        // nginx buffers responses unless told not to; a buffered stream never reaches its reader.
-        "x-accel-buffering": "no",
-      },
-    });
-  }
-
-  function startSweep() {
+  function startTimers() {
+    heartbeat ??= setInterval(() => {
+      for (const s of streams) if (s.body && s.body.unread === 0) s.body.send(PING);
+    }, limits.heartbeatMs).unref();
     sweep ??= setInterval(async () => {
-      if (subscriptions.size === 0) {
-        clearInterval(sweep);
-        sweep = undefined;
-        return;
-      }
-      const stale = Date.now() - CHECK_REUSE_MS;
-      for (const [key, recent] of checks) if (recent.at < stale) checks.delete(key);
-      const groups = new Map<string, Subscription[]>();
-      for (const s of subscriptions) {
-        const key = credentialFingerprint(s.request);
-        const group = groups.get(key);
-        if (group) group.push(s);
-        else groups.set(key, [s]);
-      }
-      for (const group of groups.values()) {
-        const first = group[0] as Subscription;
-        const now = await check(first.request);
+      for (const credential of credentials.values()) {
+        const now = await check(credential);
         if (!now) continue;
-        for (const s of group) {
+        for (const s of credential.streams) {
           const error = lapsed(s.auth, now);
           if (error) {
             counts.endedLapsed++;
-            s.end(error);
+            s.end(maskResult({ errors: [error] }).errors?.[0] as GraphQLError);
           }
         }
       }
     }, CHECK_EVERY_MS).unref();
   }
 
+  /** Shared by every stream: a closure made per subscription would hold its request. */
+  function stopped(stream: Stream) {
+    streams.delete(stream);
+    stream.credential.streams.delete(stream);
+    if (stream.credential.streams.size === 0) credentials.delete(stream.credential.fingerprint);
+    const sharing = sharingKeys.get(stream.key);
+    if (sharing && --sharing.streams === 0) sharingKeys.delete(stream.key);
+    stream.release();
+    if (streams.size === 0) {
+      clearInterval(heartbeat);
+      clearInterval(sweep);
+      heartbeat = undefined;
+      sweep = undefined;
+    }
+  }
+
   /** One event's result for this subscriber: shared with every subscriber of the same key. */
-  function resultFor(args: ExecutionArgs, key: string, payload: unknown): Promise<ExecutionResult> {
-    // Fresh loaders for each event: a stream lives for hours, and its request's loaders would
-    // answer from what they cached at the first event.
-    const contextValue = freshContext(args.contextValue);
-    const run = () => Promise.resolve(execute({ ...args, contextValue, rootValue: payload }));
+  function resultFor(stream: Stream, payload: unknown, context: () => unknown): Promise<ExecutionResult> {
+    // Fresh loaders for each event: a stream lives for hours, and loaders would answer from what
+    // they cached at the first event.
+    const run = () => Promise.resolve(execute({ ...stream.args, contextValue: context(), rootValue: payload })).then(maskResult);
     if (typeof payload !== "object" || payload === null) return run();
     let byKey = shared.get(payload);
     if (!byKey) {
       byKey = new Map();
       shared.set(payload, byKey);
     }
-    let result = byKey.get(key);
+    let result = byKey.get(stream.key);
     if (!result) {
       result = run();
-      byKey.set(key, result);
+      byKey.set(stream.key, result);
     }
     return result;
   }
 
+  /** Writes the stream's events as they come, until its source ends or the stream stops. */
+  async function deliver(stream: Stream, context: () => unknown) {
+    try {
+      for (;;) {
+        const next = await stream.events.next();
+        if (next.done || stream.done) break;
+        // Checked before every event, so a subscriber who lost access hears nothing more.
+        const now = await check(stream.credential);
+        const error = now ? lapsed(stream.auth, now) : null;
+        if (error) {
+          counts.endedLapsed++;
+          stream.end(maskResult({ errors: [error] }).errors?.[0] as GraphQLError);
+          return;
+        }
+        const result = await resultFor(stream, next.value, context);
+        // Thousands of streams get one event at once: they take turns, a batch per turn of the
+        // event loop, so that requests in flight (the writer's own) are not held.
+        await turn();
+        const bytes = frame(result);
+        stream.send(result, bytes);
+        const body = stream.body;
+        if (body && body.unread > limits.maxBufferedBytes) {
+          counts.droppedSlowReader++;
+          stream.stop();
+          // Without an error: nothing listens for one on a body the server pipes, and an error
+          // event nobody listens for would end the process.
+          body.cutOff();
+        }
+      }
+      stream.end();
+    } catch (error) {
+      const graphqlError = error instanceof GraphQLError ? error : new GraphQLError((error as Error).message);
+      stream.end(maskResult({ errors: [graphqlError] }).errors?.[0] as GraphQLError);
+    }
+  }
+
   function subscribeFor(request: Request, auth: { caller: Caller }, release: () => void) {
     return async (args: ExecutionArgs) => {
-      const { signal: _signal, ...plain } = args as ExecutionArgs & { signal?: AbortSignal };
+      const { signal: _signal, contextValue, ...plain } = args as ExecutionArgs & { signal?: AbortSignal };
       let source: AsyncIterable<unknown> | ExecutionResult;
       try {
-        source = await createSourceEventStream(plain);
+        source = await createSourceEventStream(args);
       } catch (error) {
         release();
         throw error;
@@ -402,40 +427,29 @@ export function createLiveStreams({
         release();
         return source;
       }
-      const events = (source as AsyncIterable<unknown>)[Symbol.asyncIterator]();
-      const key = sharingKey(plain, auth.caller);
-      const subscription = new Subscription(request, auth, () => void events.return?.());
-      subscription.onEnd = () => {
-        subscriptions.delete(subscription);
-        release();
-      };
-      subscriptions.add(subscription);
-      startSweep();
-      void (async () => {
-        try {
-          for (;;) {
-            const next = await events.next();
-            if (next.done) break;
-            // Checked before every event, so a subscriber who lost access hears nothing more.
-            const now = await check(request);
-            const error = now ? lapsed(auth, now) : null;
-            if (error) {
-              counts.endedLapsed++;
-              subscription.end(error);
-              return;
-            }
-            const result = await resultFor(plain, key, next.value);
-            // Thousands of streams get one event at once: they take turns, a batch per turn of
-            // the event loop, so that requests in flight (the writer's own) are not held.
-            await turn();
-            subscription.push(result);
-          }
-          subscription.end();
-        } catch (error) {
-          subscription.end(error instanceof GraphQLError ? error : new GraphQLError((error as Error).message));
-        }
-      })();
-      return subscription;
+      const credential = credentialFor(request, auth.caller);
+      const key = sharingKey(args, auth.caller);
+      let sharing = sharingKeys.get(key);
+      if (!sharing) {
+        sharing = { key, streams: 0 };
+        sharingKeys.set(key, sharing);
+      }
+      sharing.streams++;
+      const stream = new Stream(
+        (source as AsyncIterable<unknown>)[Symbol.asyncIterator](),
+        plain,
+        sharing.key,
+        auth,
+        credential,
+        release,
+        stopped,
+      );
+      streams.add(stream);
+      credential.streams.add(stream);
+      byRequest.set(request, stream);
+      startTimers();
+      void deliver(stream, eventContext(contextValue));
+      return stream;
     };
   }
 
@@ -474,10 +488,24 @@ export function createLiveStreams({
     onResultProcess({ request, result, setResultProcessor }) {
       if (!(Symbol.asyncIterator in (result as object))) return;
       if (!(request.headers.get("accept") ?? "").includes("text/event-stream")) return;
-      setResultProcessor(
-        (r, fetchAPI) => sseResponse(r as AsyncIterable<ExecutionResult>, fetchAPI as never, request.signal),
-        "text/event-stream",
-      );
+      const stream = byRequest.get(request);
+      if (!stream) return;
+      // Yoga's result (our stream behind its wrappers) is not read: the stream writes to its body.
+      setResultProcessor((_result, fetchAPI) => {
+        const body = new SseBody(stream);
+        stream.attach(body);
+        return new fetchAPI.Response(body as never, {
+          status: 200,
+          headers: {
+            "content-type": "text/event-stream",
+            connection: "keep-alive",
+            "cache-control": "no-cache",
+            "content-encoding": "none",
+            // nginx buffers responses unless told not to; a buffered stream never reaches its reader.
+            "x-accel-buffering": "no",
+          },
+        });
+      }, "text/event-stream");
     },
   };
 
@@ -485,7 +513,7 @@ export function createLiveStreams({
     plugin,
     counts: {
       get open() {
-        return subscriptions.size;
+        return streams.size;
       },
       get droppedSlowReader() {
         return counts.droppedSlowReader;
@@ -502,8 +530,7 @@ export function createLiveStreams({
     } satisfies LiveStreamCounts,
     /** Completes every open stream (`event: complete`), so that clients reconnect elsewhere. */
     closeAll() {
-      for (const s of subscriptions) s.end();
-      for (const w of writers) complete(w);
+      for (const s of streams) s.end();
     },
   };
 }

@@ -1,3 +1,6 @@
+import { createServer, request as httpRequest } from "node:http";
+import type { AddressInfo } from "node:net";
+import { queryObjects } from "node:v8";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { CREDENTIAL_CACHE_MS } from "../../src/auth/authenticate.js";
 import { createSession } from "../../src/auth/sessions.js";
@@ -233,5 +236,77 @@ describe("keep-alives and caps", () => {
       expect(s.state.text).toContain("event: complete");
     }
     expect(await metric(app, "live_streams_open")).toBe(0);
+  });
+});
+
+describe("what an open stream holds", () => {
+  it("keeps no request of its own once set up: twenty streams of one key hold one copy of its credential headers", async () => {
+    const app = await appWith({});
+    const key = await keyWith(["comment:read"]);
+    // The class of the requests Yoga hands to the GraphQL context; queryObjects collects garbage
+    // first, then counts those still reachable.
+    const requests = () =>
+      queryObjects(app.app.yoga.fetchAPI.Request, { format: "count" }) + queryObjects(Request, { format: "count" });
+    const before = requests();
+    const open: Awaited<ReturnType<typeof subscribe>>[] = [];
+    for (let i = 0; i < 20; i++) open.push(await subscribe(app, { "x-api-key": key }));
+    await sleep(50);
+    expect(requests() - before).toBeLessThanOrEqual(2);
+    // And they still deliver, each event executed with fresh loaders from the kept credential.
+    const id = await comment(app, "held lightly");
+    await eventually(() => open.every((s) => s.events.length > 0));
+    for (const s of open) expect(s.events).toEqual([{ data: { commentAdded: { id, content: "held lightly" } } }]);
+  });
+
+  it("writes to a real socket, completes it at shutdown, and frees its place when the client leaves", async () => {
+    const app = await appWith({ liveStreams: { heartbeatMs: 60_000 } });
+    const key = await keyWith(["comment:read"]);
+    const server = createServer((req, res) => app.app.yoga(req, res));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      const open = () =>
+        new Promise<{ text: () => string; ended: Promise<void>; headers: Record<string, unknown>; destroy(): void }>(
+          (resolve, reject) => {
+            const req = httpRequest(
+              {
+                host: "127.0.0.1",
+                port,
+                path: "/graphql",
+                method: "POST",
+                agent: false,
+                headers: { "content-type": "application/json", accept: "text/event-stream", "x-api-key": key },
+              },
+              (res) => {
+                let text = "";
+                const ended = new Promise<void>((done) => res.on("end", done));
+                res.on("data", (chunk) => {
+                  text += chunk;
+                });
+                resolve({ text: () => text, ended, headers: res.headers, destroy: () => req.destroy() });
+              },
+            );
+            req.on("error", reject);
+            req.end(JSON.stringify({ query: commentAdded, variables: { id: org.taskIds[0] } }));
+          },
+        );
+      const [completed, left] = [await open(), await open()];
+      expect(completed.headers["content-type"]).toBe("text/event-stream");
+      await eventually(() => completed.text().startsWith(":\n\n") && left.text().startsWith(":\n\n"));
+      const id = await comment(app, "over a socket");
+      await eventually(() => completed.text().includes(id) && left.text().includes(id));
+      expect(completed.text()).toContain(`event: next\ndata: {"data":{"commentAdded":{"id":"${id}","content":"over a socket"}}}`);
+
+      left.destroy();
+      await eventually(() => false, 200);
+      expect(await metric(app, "live_streams_open")).toBe(1);
+      app.app.closeStreams();
+      await completed.ended;
+      expect(completed.text()).toMatch(/event: complete\ndata:\n\n$/);
+      expect(await metric(app, "live_streams_open")).toBe(0);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
