@@ -5,7 +5,7 @@ import type { Logger } from "pino";
 import type { AuthState, Caller } from "../auth/caller.js";
 import type { Prisma } from "../generated/prisma/client.js";
 import type { Db } from "../platform/db/database.js";
-import { inRequestTransaction } from "../platform/db/request-transaction.js";
+import { inRequestTransaction, type RequestTransaction } from "../platform/db/request-transaction.js";
 import type { ErrorCode } from "../platform/errors.js";
 import { newId } from "../platform/ids.js";
 import { transportErrorResponse } from "./error-response.js";
@@ -72,7 +72,8 @@ class RollBack extends Error {}
 /** An interactive transaction kept open until `commit` or `rollBack`: the request's own (request-transaction.ts). */
 type Held = { tx: Tx; commit(): Promise<void>; rollBack(): Promise<void> };
 /** The request's transaction, with the key's row it inserted. */
-type Claimed = Held & { keyId: string; organizationId: string; key: string; requestHash: string; expiresAt: Date };
+type Claimed = Held &
+  RequestTransaction & { keyId: string; organizationId: string; key: string; requestHash: string; expiresAt: Date };
 
 function holdTransaction(db: Db): Promise<Held> {
   return new Promise((resolveHeld, rejectHeld) => {
@@ -133,7 +134,7 @@ export function useIdempotency({ db, authenticate, logger }: Options): Plugin {
           INSERT INTO "IdempotencyKey" ("id", "organizationId", "key", "requestHash", "expiresAt")
           VALUES (${keyId}, ${organizationId}, ${key}, ${requestHash}, ${expiresAt})
           ON CONFLICT ("organizationId", "key") DO NOTHING`;
-        if (inserted > 0) return { ...request, keyId, organizationId, key, requestHash, expiresAt };
+        if (inserted > 0) return { ...request, afterCommit: [], keyId, organizationId, key, requestHash, expiresAt };
         const [first] = await request.tx.$queryRaw<KeyRow[]>`
           SELECT "id", "requestHash", "responseStatus", "responseType", "responseBody", "createdAt", "expiresAt"
           FROM "IdempotencyKey" WHERE "organizationId" = ${organizationId} AND "key" = ${key}`;
@@ -215,7 +216,7 @@ export function useIdempotency({ db, authenticate, logger }: Options): Plugin {
     onExecute({ args, executeFn, setExecuteFn }) {
       const request = (args.contextValue as { request?: Request }).request;
       const mine = request && held.get(request);
-      if (mine) setExecuteFn((execution) => inRequestTransaction(mine.tx, () => executeFn(execution)));
+      if (mine) setExecuteFn((execution) => inRequestTransaction(mine, () => executeFn(execution)));
     },
 
     async onResponse({ request, response, setResponse }) {
@@ -235,6 +236,14 @@ export function useIdempotency({ db, authenticate, logger }: Options): Plugin {
           SET "responseStatus" = ${answer.responseStatus}, "responseType" = ${answer.responseType}, "responseBody" = ${answer.responseBody}
           WHERE "id" = ${mine.keyId}`;
         await mine.commit();
+        // What the execution deferred to the commit (live events): now, never on a roll back.
+        for (const effect of mine.afterCommit) {
+          try {
+            effect();
+          } catch (error) {
+            logger.error({ err: error }, "an effect after an idempotent request's commit failed");
+          }
+        }
         return;
       } catch (error) {
         await mine.rollBack().catch(() => {});

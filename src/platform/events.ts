@@ -2,6 +2,7 @@ import { setMaxListeners } from "node:events";
 import type { PubSubEventTarget } from "graphql-yoga";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
+import { afterCommit } from "./db/request-transaction.js";
 
 /** A comment created or edited, on the entity whose stream carries it. */
 export type CommentEvent = { id: string; organizationId: string; entityType: string; entityId: string };
@@ -89,12 +90,14 @@ export function createEvents(eventTarget: PubSubEventTarget<Channels> = manyList
   const target = eventTarget as unknown as EventTarget;
   return {
     /**
-     * After the writer's answer: callers publish once their transaction has committed, and the
-     * fan-out to subscribers (in memory, or the Redis PUBLISH) waits for the next turn of the event
-     * loop, by when the writer's response has been handed to its socket.
+     * After the writer's answer: callers publish once their transaction has committed (a keyed
+     * request's, which commits after the execution, defers it: `afterCommit`), and the fan-out to
+     * subscribers (in memory, or the Redis PUBLISH) waits for the next turn of the event loop, by
+     * when the writer's response has been handed to its socket.
      */
     publish<K extends keyof Channels>(channel: K, id: Channels[K][0], event: Channels[K][1]) {
-      setImmediate(() => target.dispatchEvent(new CustomEvent(`${channel}:${id}`, { detail: event })));
+      // A keyed request's change commits with the request, after the execution: not before then.
+      afterCommit(() => setImmediate(() => target.dispatchEvent(new CustomEvent(`${channel}:${id}`, { detail: event }))));
     },
     /** The events of `channel` for `id` that `where` accepts, as they are published. */
     subscribe<K extends keyof Channels>(

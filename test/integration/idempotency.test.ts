@@ -183,3 +183,54 @@ describe("one transaction per keyed request", () => {
     expect(await t.db.task.count({ where: { organizationId: org.organizationId } })).toBe(before);
   });
 });
+
+describe("live events of a keyed request", () => {
+  /** A new task of the organization, and its next comment.created event (undefined after `timeoutMs`). */
+  const watchedTask = async (log: string[], timeoutMs: number) => {
+    const task = await t.rest("POST", "/v1/tasks", { key: org.apiKey, body: { title: "Watched" } });
+    const subscription = t.app.services.events.subscribe(
+      "comment.created",
+      org.organizationId,
+      (event) => event.entityId === task.body.id,
+    );
+    const next = subscription.next().then((result) => {
+      log.push("event");
+      return result.value as { id: string };
+    });
+    const timeout = new Promise<undefined>((resolve) => setTimeout(resolve, timeoutMs));
+    return { taskId: task.body.id as string, event: Promise.race([next, timeout]).finally(() => subscription.return?.()) };
+  };
+
+  it("are published once the request's transaction has committed, not while it runs", async () => {
+    const log: string[] = [];
+    const { taskId, event } = await watchedTask(log, 10_000);
+    t.database.onQuery((sql) => {
+      if (/\bCOMMIT\b/.test(sql)) log.push("commit");
+    });
+    try {
+      const created = await post(newKey(), { ...comment("seen after the commit"), entityId: taskId });
+      expect(created.status).toBe(201);
+      expect((await event)?.id).toBe(created.body.id);
+    } finally {
+      t.database.onQuery(undefined);
+    }
+    // On PostgreSQL the event went out while the answer was being written, before the COMMIT.
+    expect(log).toEqual(["commit", "event"]);
+  });
+
+  it("are never published when the request's transaction rolls back", async () => {
+    const { taskId, event } = await watchedTask([], 1_000);
+    // The comment is written, then the second mutation is refused: nothing of the request commits.
+    const answer = await t.gql(
+      `mutation($entityId: ID!, $userId: ID) {
+        a: createComment(content: "rolled back", entityType: task, entityId: $entityId, userId: $userId) { id }
+        b: createTask(title: "nul \u0000 inside") { id }
+      }`,
+      { entityId: taskId, userId: org.userIds[0] },
+      { key: org.apiKey, headers: { "idempotency-key": newKey() } },
+    );
+    expect(answer.body.errors?.[0]?.extensions?.code).toBe("BAD_USER_INPUT");
+    expect(await t.db.comment.count({ where: { entityId: taskId } })).toBe(0);
+    expect(await event).toBeUndefined();
+  });
+});
