@@ -228,12 +228,19 @@ describe.skipIf(missing)("when PostgreSQL or Redis fails", () => {
     const from = answers.length;
     const window = await during(async () => {
       await redis.stop();
+      const stopped = answers.length;
       // How soon the service notices depends on the machine's load: wait for it, with a bound.
       await until(async () => (await readyBody()).redis === "unavailable", "the service to see Redis down");
       expect(await readyBody()).toMatchObject({ status: "ready", redis: "unavailable", rateLimits: "per replica" });
       // A new subscription during the outage used to end the process.
       duringOutage = await subscribe();
       await sleep(1_200);
+      // Writes go on meanwhile: at least six of them, however slowly a loaded machine answers.
+      await until(
+        () => answers.slice(stopped).filter((a) => a.label === "rest write").length > 5,
+        "writes during the outage",
+        20_000,
+      );
       during503 = answers.slice(from).filter((a) => a.status === 503).length;
     });
     const writes = window.filter((a) => a.label === "rest write");
