@@ -10,7 +10,8 @@
 // the streams are spread over both and the comments are written on the first. `--jemalloc` runs
 // the replicas on jemalloc (LD_PRELOAD of Debian's libjemalloc2), as docs/production.md (Memory)
 // suggests for replicas that hold many streams; glibc's allocator otherwise.
-// BENCH_POSTGRES_URL (default postgresql://postgres@127.0.0.1:5432/postgres), BENCH_REDIS_URL
+// BENCH_STREAMS_SETTLE_S=60 reads RSS again every 10 s until that long after the close (memory given
+// back late). BENCH_POSTGRES_URL (default postgresql://postgres@127.0.0.1:5432/postgres), BENCH_REDIS_URL
 // (default redis://127.0.0.1:6379). Each process raises its open-file limit as far as its hard
 // limit allows (`ulimit -n`): 10,000 sockets need more than the usual 1,024.
 import { fork, spawn, spawnSync } from "node:child_process";
@@ -355,6 +356,13 @@ export async function benchStreams({
     await sleep(10_000);
     const closed = replicas.map((r) => rssMb(r.pid));
     const closedHeap = await Promise.all(replicas.map((r) => heapMb(r.base)));
+    // BENCH_STREAMS_SETTLE_S: RSS again that long after the close, for memory given back late.
+    const settleS = Number(process.env.BENCH_STREAMS_SETTLE_S ?? 0);
+    const settled = [];
+    for (let s = 10; s < settleS; s += 10) {
+      await sleep(10_000);
+      settled.push({ s: s + 10, rss: replicas.map((r) => rssMb(r.pid)) });
+    }
     child.send({ type: "exit" });
 
     const results = {
@@ -381,6 +389,10 @@ export async function benchStreams({
       `Streams (PostgreSQL, production mode, ${replicaCount} replica(s)${replicaCount > 1 ? " sharing events through Redis" : ""}, ${jemalloc ? "jemalloc" : "glibc malloc"}; ${total} SSE streams from a separate process, each on its own connection and authenticated with a JWT of one of ${tokens.length} users; half notificationAdded, half commentAdded on one task):`,
       `  opened ${opened.opened} streams (${opened.failed} refused or failed) in ${openSeconds.toFixed(1)} s`,
       ...perReplica,
+      ...settled.map(
+        ({ s: after, rss }) =>
+          `  ${after} s after they closed: ${rss.map((mb, i) => `replica ${i + 1} ${mb.toFixed(0)} MB (${mb >= idle[i] ? "+" : ""}${(((mb - idle[i]) / idle[i]) * 100).toFixed(1)} % of idle)`).join(", ")}`,
+      ),
       `  one comment on the task: reached all ${subscribersOfTask} of its subscribers in ${fanOut.map((f) => f.count).join(", ")} (per comment); the last of them, median of ${fanOut.length}: ${median(lastFromStart).toFixed(0)} ms after its POST began, ${median(lastFromAnswer).toFixed(0)} ms after its answer (max ${Math.max(...lastFromAnswer).toFixed(0)} ms)`,
       `  POST /v1/comments, median: ${results.withoutSubscribers.toFixed(1)} ms with no subscriber, ${results.withSubscribers.toFixed(1)} ms with ${total} streams open (${subscribersOfTask} on the task)`,
       "  On a 2-core machine the service, PostgreSQL and the client process share the cores.",
