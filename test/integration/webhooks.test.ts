@@ -270,6 +270,21 @@ describe("delivery", () => {
     expect(receiver.at("/lapsed").every((r) => r.verified)).toBe(true);
   });
 
+  it("gives a due delivery whose job never claimed it in 10 minutes (a job lost with the database) a new one", async () => {
+    const { event, delivery } = await deliveredComment("/lost-job");
+    // Relayed 11 minutes ago to a job that never ran: no claim was taken, so none lapses.
+    const longAgo = new Date(Date.now() - 11 * 60_000);
+    await t.db.$executeRaw`
+      UPDATE "WebhookDelivery" SET "status" = 'pending', "nextAttemptAt" = ${longAgo}, "updatedAt" = ${longAgo},
+        "jobId" = 'a-job-that-was-lost', "lockedUntil" = NULL
+      WHERE "id" = ${delivery.id}`;
+    await until(() => receiver.at("/lost-job").filter((r) => r.id === event.id).length === 2);
+    const after = await until(() =>
+      t.db.webhookDelivery.findFirst({ where: { id: delivery.id, status: "succeeded" }, select: { attempts: true } }),
+    );
+    expect(after.attempts).toBe(2);
+  });
+
   it("sends the other records in their REST shape too: a member as GET /v1/people/{id}, a task as GET /v1/tasks/{id}", async () => {
     await endpoint("/records", { eventTypes: ["member.updated", "task.updated", "task_item.updated"] });
     const memberId = org.memberIds[3] as string;
