@@ -5,17 +5,14 @@
 // the same run (off, on, on, off, ...); medians of the rounds and their ratio (target >= 0.9x).
 // Run alone: `node bench/audit-chain.mjs` (PostgreSQL at BENCH_POSTGRES_URL or the local server).
 // BENCH_AUDIT_SECONDS (3) and BENCH_AUDIT_ROUNDS (2) set its length.
-import { spawn, spawnSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
-import pg from "pg";
-import { freePort } from "./free-port.mjs";
+import { replicaEnv, seedOrganization, startReplica, throwawayDatabase } from "./standalone.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const CONNECTIONS = 32;
 const median = (values) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -35,74 +32,19 @@ export async function benchAuditChain({
       const built = spawnSync(process.execPath, ["scripts/build.mjs"], { cwd: root, stdio: "inherit" });
       if (built.status !== 0) throw new Error("the build failed");
     }
-    const name = `bench_audit_${process.pid}_${randomBytes(3).toString("hex")}`;
-    const admin = new pg.Client({ connectionString: postgresUrl });
-    admin.on("error", () => {});
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-    await admin.end();
-    const url = new URL(postgresUrl);
-    url.pathname = `/${name}`;
-    cleanups.push(async () => {
-      const client = new pg.Client({ connectionString: postgresUrl });
-      client.on("error", () => {});
-      await client.connect();
-      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await client.end();
-    });
-    const baseEnv = { ...process.env, DATABASE_URL: url.toString() };
-    for (const key of ["DATA_DIR", "REDIS_URL", "PORT", "HOST", "NODE_OPTIONS", "BENCH_AUDIT_CHAIN"]) delete baseEnv[key];
+    const baseEnv = replicaEnv(await throwawayDatabase(postgresUrl, "bench_audit", cleanups), ["BENCH_AUDIT_CHAIN"]);
     // One key for both replicas (the checkpoints of either verify on the other).
     const signingKey = (await import("node:crypto"))
       .generateKeyPairSync("ed25519")
       .privateKey.export({ type: "pkcs8", format: "pem" });
     baseEnv.AUDIT_SIGNING_KEY = signingKey;
-    const seed = () => {
-      const seeded = spawnSync("npm", ["run", "--silent", "cli", "--", "seed", "--json"], {
-        cwd: root,
-        env: baseEnv,
-        encoding: "utf8",
-      });
-      if (seeded.status !== 0) throw new Error(`seed failed: ${seeded.stderr}`);
-      return JSON.parse(seeded.stdout);
-    };
     const start = async (chain) => {
-      const port = await freePort();
-      const child = spawn(process.execPath, ["--max-semi-space-size=16", "--liftoff-only", "dist/server.js"], {
-        cwd: root,
-        env: {
-          ...baseEnv,
-          PORT: String(port),
-          HOST: "127.0.0.1",
-          NODE_ENV: "production",
-          LOG_LEVEL: "error",
-          RATE_LIMIT_PER_MINUTE: "1000000000",
-          SEED_DEMO_DATA: "false",
-          BENCH_AUDIT_CHAIN: chain ? "on" : "off",
-        },
-        stdio: ["ignore", "ignore", "inherit"],
+      const { base } = await startReplica({
+        env: baseEnv,
+        settings: { LOG_LEVEL: "error", BENCH_AUDIT_CHAIN: chain ? "on" : "off" },
+        cleanups,
       });
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      cleanups.push(async () => {
-        if (child.exitCode === null && child.signalCode === null) {
-          child.kill("SIGTERM");
-          await exited;
-        }
-      });
-      const base = `http://127.0.0.1:${port}`;
-      for (const started = Date.now(); ; ) {
-        if (Date.now() - started > 60_000) throw new Error("the service did not become ready in 60 s");
-        if (
-          await fetch(`${base}/ready`).then(
-            (r) => r.ok,
-            () => false,
-          )
-        )
-          break;
-        await sleep(50);
-      }
-      const org = seed();
-      return { base, org };
+      return { base, org: seedOrganization(baseEnv) };
     };
     const variants = { off: await start(false), on: await start(true) };
     const load = ({ base, org }, seconds) =>

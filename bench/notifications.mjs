@@ -9,7 +9,7 @@
 //      on, no requests) started on the backlog the rounds left, timed while it drains.
 // Runs inside `npm run bench` (BENCH_NOTIFICATIONS=0 skips it) or alone: `node bench/notifications.mjs`.
 // BENCH_NOTIFICATIONS_MAIL=0 runs part 1 without e-mail (no jobs at all) and skips part 2.
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -17,8 +17,8 @@ import autocannon from "autocannon";
 import pg from "pg";
 import { SMTPServer } from "smtp-server";
 import { processCpuMs } from "./cpu.mjs";
-import { freePort } from "./free-port.mjs";
 import { abbaMedians } from "./rounds.mjs";
+import { replicaEnv, seedOrganization, startReplica, throwawayDatabase } from "./standalone.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -54,34 +54,9 @@ export async function benchNotifications({ durationS = 5, rounds = 2, postgresUr
     cleanups.push(() => new Promise((resolve) => smtp.close(resolve)));
     const smtpPort = smtp.server.address().port;
 
-    const name = `bench_mail_${process.pid}_${randomBytes(3).toString("hex")}`;
-    const admin = new pg.Client({ connectionString: postgresUrl });
-    // A server stopped or a database dropped while the client is connected must not end the bench.
-    admin.on("error", () => {});
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-    await admin.end();
-    const url = new URL(postgresUrl);
-    url.pathname = `/${name}`;
-    const databaseUrl = url.toString();
-    cleanups.push(async () => {
-      const client = new pg.Client({ connectionString: postgresUrl });
-      // A server stopped or a database dropped while the client is connected must not end the bench.
-      client.on("error", () => {});
-      await client.connect();
-      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await client.end();
-    });
-
-    const baseEnv = { ...process.env, DATABASE_URL: databaseUrl };
-    for (const key of ["DATA_DIR", "REDIS_URL", "PORT", "HOST", "NODE_OPTIONS"]) delete baseEnv[key];
-    const seeded = spawnSync("npm", ["run", "--silent", "cli", "--", "seed", "--json"], {
-      cwd: root,
-      env: baseEnv,
-      encoding: "utf8",
-    });
-    if (seeded.status !== 0) throw new Error(`seed failed: ${seeded.stderr}`);
-    const seed = JSON.parse(seeded.stdout);
+    const databaseUrl = await throwawayDatabase(postgresUrl, "bench_mail", cleanups);
+    const baseEnv = replicaEnv(databaseUrl);
+    const seed = seedOrganization(baseEnv);
 
     const mailOn = process.env.BENCH_NOTIFICATIONS_MAIL !== "0";
     const mailEnv = mailOn
@@ -94,45 +69,14 @@ export async function benchNotifications({ durationS = 5, rounds = 2, postgresUr
         }
       : {};
     /** A service replica on the bench's database; `worker`: whether it sends e-mail. */
-    const startReplica = async (worker) => {
-      const port = await freePort();
-      const child = spawn(process.execPath, ["--max-semi-space-size=16", "--liftoff-only", "dist/server.js"], {
-        cwd: root,
-        env: {
-          ...baseEnv,
-          PORT: String(port),
-          HOST: "127.0.0.1",
-          NODE_ENV: "production",
-          LOG_LEVEL: "warn",
-          RATE_LIMIT_PER_MINUTE: "1000000000",
-          SEED_DEMO_DATA: "false",
-          APP_URL: "https://app.example.com",
-          ...mailEnv,
-          MAIL_WORKER: String(worker),
-        },
-        stdio: ["ignore", "ignore", "inherit"],
+    const startMailReplica = (worker) =>
+      startReplica({
+        env: baseEnv,
+        settings: { APP_URL: "https://app.example.com", ...mailEnv, MAIL_WORKER: String(worker) },
+        cleanups,
       });
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      cleanups.push(async () => {
-        if (child.exitCode === null && child.signalCode === null) {
-          child.kill("SIGTERM");
-          await exited;
-        }
-      });
-      const base = `http://127.0.0.1:${port}`;
-      for (const started = Date.now(); ; ) {
-        if (Date.now() - started > 60_000) throw new Error("the service did not become ready in 60 s");
-        const ok = await fetch(`${base}/ready`).then(
-          (r) => r.ok,
-          () => false,
-        );
-        if (ok) break;
-        await sleep(50);
-      }
-      return { base, pid: child.pid };
-    };
     // The web replica: takes the requests, enqueues the e-mail, sends none.
-    const web = await startReplica(false);
+    const web = await startMailReplica(false);
     const { base } = web;
     const headers = { "x-api-key": seed.apiKey, "content-type": "application/json" };
     // Members to mention besides the author: the demo has four in all.
@@ -206,7 +150,7 @@ export async function benchNotifications({ durationS = 5, rounds = 2, postgresUr
     let send = null;
     if (mailOn) {
       const backlogAtStart = await pending();
-      const mailer = await startReplica(true);
+      const mailer = await startMailReplica(true);
       const startSent = await metricsSent(mailer.base);
       const startCpu = processCpuMs(mailer.pid);
       const startAt = performance.now();

@@ -8,13 +8,11 @@
 //   SOAK_SECONDS=60 SOAK_WINDOW_SECONDS=15 SOAK_WARMUP_SECONDS=15 node bench/soak.mjs
 // BENCH_POSTGRES_URL: the server on which the throwaway database is made (default: local 5432).
 // Writes its figures to bench/results/<date>-soak.md (SOAK_RESULTS: another file).
-import { spawn, spawnSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import pg from "pg";
-import { freePort } from "./free-port.mjs";
+import { replicaEnv, seedOrganization, startReplica, throwawayDatabase } from "./standalone.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -48,45 +46,11 @@ async function main() {
   if (!existsSync(path.join(root, "dist", "server.js"))) {
     spawnSync(process.execPath, ["scripts/build.mjs"], { cwd: root, stdio: "inherit" });
   }
-  const name = `bench_soak_${process.pid}_${randomBytes(3).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: postgresUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(postgresUrl);
-  url.pathname = `/${name}`;
-  const env = { ...process.env, DATABASE_URL: url.toString() };
-  for (const key of ["DATA_DIR", "REDIS_URL", "PORT", "HOST", "NODE_OPTIONS"]) delete env[key];
-  let child;
+  const cleanups = [];
   try {
-    const seeded = spawnSync("npm", ["run", "--silent", "cli", "--", "seed", "--json"], { cwd: root, env, encoding: "utf8" });
-    if (seeded.status !== 0) throw new Error(`seed failed: ${seeded.stderr}`);
-    const seed = JSON.parse(seeded.stdout);
-    const port = await freePort();
-    child = spawn(process.execPath, ["dist/server.js"], {
-      cwd: root,
-      env: {
-        ...env,
-        PORT: String(port),
-        HOST: "127.0.0.1",
-        NODE_ENV: "production",
-        LOG_LEVEL: "warn",
-        RATE_LIMIT_PER_MINUTE: "1000000000",
-        SEED_DEMO_DATA: "false",
-      },
-      stdio: ["ignore", "ignore", "inherit"],
-    });
-    const base = `http://127.0.0.1:${port}`;
-    const started = Date.now();
-    while (
-      !(await fetch(`${base}/ready`).then(
-        (r) => r.ok,
-        () => false,
-      ))
-    ) {
-      if (Date.now() - started > 60_000) throw new Error("the service did not become ready in 60 s");
-      await sleep(200);
-    }
+    const env = replicaEnv(await throwawayDatabase(postgresUrl, "bench_soak", cleanups));
+    const seed = seedOrganization(env);
+    const { base } = await startReplica({ env, cleanups, args: ["dist/server.js"] });
 
     const headers = { "x-api-key": seed.apiKey, "content-type": "application/json" };
     const taskId = seed.taskIds[0];
@@ -209,16 +173,7 @@ async function main() {
     writeFileSync(out, lines.join("\n"));
     console.log(`written to ${path.relative(root, out)}`);
   } finally {
-    if (child && child.exitCode === null) {
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGTERM");
-      await Promise.race([exited, sleep(10_000)]);
-    }
-    const client = new pg.Client({ connectionString: postgresUrl });
-    client.on("error", () => {});
-    await client.connect();
-    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await client.end();
+    while (cleanups.length) await cleanups.pop()();
   }
 }
 

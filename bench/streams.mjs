@@ -14,14 +14,13 @@
 // back late). BENCH_POSTGRES_URL (default postgresql://postgres@127.0.0.1:5432/postgres), BENCH_REDIS_URL
 // (default redis://127.0.0.1:6379). Each process raises its open-file limit as far as its hard
 // limit allows (`ulimit -n`): 10,000 sockets need more than the usual 1,024.
-import { fork, spawn, spawnSync } from "node:child_process";
+import { fork, spawnSync } from "node:child_process";
 import { createHmac, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import pg from "pg";
-import { freePort } from "./free-port.mjs";
+import { replicaEnv, seedOrganization, startReplica, throwawayDatabase } from "./standalone.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -160,87 +159,38 @@ export async function benchStreams({
     // The server as it is in this tree.
     const built = spawnSync("npm", ["run", "--silent", "build"], { cwd: root, stdio: "inherit" });
     if (built.status !== 0) throw new Error("npm run build failed");
-    const name = `bench_streams_${process.pid}_${randomBytes(3).toString("hex")}`;
-    const admin = new pg.Client({ connectionString: postgresUrl });
-    admin.on("error", () => {});
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-    await admin.end();
-    const url = new URL(postgresUrl);
-    url.pathname = `/${name}`;
-    const databaseUrl = url.toString();
-    cleanups.push(async () => {
-      const c = new pg.Client({ connectionString: postgresUrl });
-      c.on("error", () => {});
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    });
+    const databaseUrl = await throwawayDatabase(postgresUrl, "bench_streams", cleanups);
 
     const secret = randomBytes(32).toString("hex");
-    const baseEnv = { ...process.env, DATABASE_URL: databaseUrl };
-    for (const key of ["DATA_DIR", "REDIS_URL", "PORT", "HOST", "NODE_OPTIONS"]) delete baseEnv[key];
-    const seeded = spawnSync("npm", ["run", "--silent", "cli", "--", "seed", "--json"], {
-      cwd: root,
-      env: baseEnv,
-      encoding: "utf8",
-    });
-    if (seeded.status !== 0) throw new Error(`seed failed: ${seeded.stderr}`);
-    const seed = JSON.parse(seeded.stdout);
+    const baseEnv = replicaEnv(databaseUrl);
+    const seed = seedOrganization(baseEnv);
 
     const nodeBin = existsSync(path.join(root, "node_modules/.bin/node"))
       ? path.join(root, "node_modules/.bin/node")
       : process.execPath;
     const redisPrefix = `bench:streams:${process.pid}:`;
-    const startReplica = async () => {
-      const port = await freePort();
-      // The shell raises the soft limit on open files to the hard one before the server starts.
-      const child = spawn(
-        "sh",
-        ["-c", 'ulimit -n "$(ulimit -Hn)"; exec "$0" --max-semi-space-size=16 --liftoff-only $HEAP_FLAG dist/server.js', nodeBin],
-        {
-          cwd: root,
-          env: {
-            ...baseEnv,
-            PORT: String(port),
-            HOST: "127.0.0.1",
-            NODE_ENV: "production",
-            LOG_LEVEL: "warn",
-            RATE_LIMIT_PER_MINUTE: "1000000000",
-            SEED_DEMO_DATA: "false",
-            // As docs/production.md (Memory) recommends: glibc gives large freed buffers back.
-            MALLOC_MMAP_THRESHOLD_: "131072",
-            ...(jemalloc ? { LD_PRELOAD: jemallocPath() } : {}),
-            AUTH_JWT_SECRET: secret,
-            HEAP_FLAG: process.env.BENCH_STREAMS_SNAPSHOT ? "--heapsnapshot-signal=SIGUSR2" : "",
-            ...(replicaCount > 1 ? { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisPrefix } : {}),
-          },
-          stdio: ["ignore", "ignore", "inherit"],
+    const startStreamsReplica = () =>
+      startReplica({
+        env: baseEnv,
+        settings: {
+          // As docs/production.md (Memory) recommends: glibc gives large freed buffers back.
+          MALLOC_MMAP_THRESHOLD_: "131072",
+          ...(jemalloc ? { LD_PRELOAD: jemallocPath() } : {}),
+          AUTH_JWT_SECRET: secret,
+          HEAP_FLAG: process.env.BENCH_STREAMS_SNAPSHOT ? "--heapsnapshot-signal=SIGUSR2" : "",
+          ...(replicaCount > 1 ? { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisPrefix } : {}),
         },
-      );
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      cleanups.push(async () => {
-        if (child.exitCode === null && child.signalCode === null) {
-          child.kill("SIGTERM");
-          await exited;
-        }
+        cleanups,
+        // The shell raises the soft limit on open files to the hard one before the server starts.
+        command: "sh",
+        args: [
+          "-c",
+          'ulimit -n "$(ulimit -Hn)"; exec "$0" --max-semi-space-size=16 --liftoff-only $HEAP_FLAG dist/server.js',
+          nodeBin,
+        ],
       });
-      const base = `http://127.0.0.1:${port}`;
-      for (const started = Date.now(); ; ) {
-        if (Date.now() - started > 60_000) throw new Error("the service did not become ready in 60 s");
-        if (
-          await fetch(`${base}/ready`).then(
-            (r) => r.ok,
-            () => false,
-          )
-        )
-          break;
-        await sleep(50);
-      }
-      return { base, port, pid: child.pid };
-    };
     const replicas = [];
-    for (let i = 0; i < replicaCount; i++) replicas.push(await startReplica());
+    for (let i = 0; i < replicaCount; i++) replicas.push(await startStreamsReplica());
     const writer = replicas[0];
     const keyHeaders = { "x-api-key": seed.apiKey, "content-type": "application/json" };
 

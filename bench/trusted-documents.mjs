@@ -5,19 +5,17 @@
 // request. PostgreSQL (a throwaway database on BENCH_POSTGRES_URL, default the local server), the
 // built server (dist/server.js) in production mode with the default policy (TRUSTED_DOCUMENTS=allow).
 // Alone: `node bench/trusted-documents.mjs` (BENCH_DURATION seconds per round, default 3; BENCH_ROUNDS, default 2).
-import { spawn, spawnSync } from "node:child_process";
-import { createHash, randomBytes } from "node:crypto";
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
-import pg from "pg";
 import { postgresCpuMs, postgresCpuSince, processCpuMs } from "./cpu.mjs";
-import { freePort } from "./free-port.mjs";
+import { replicaEnv, startReplica, throwawayDatabase } from "./standalone.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const CONNECTIONS = 16;
 const GRAPHQL_TASK =
   "query GetTask($id: ID!) { task(taskId: $id) { id title status description taskTemplateId createdAt updatedAt } }";
@@ -38,39 +36,14 @@ function cli(args, env) {
   );
 }
 
-async function startService(env, cleanups) {
-  const port = await freePort();
-  const base = { ...process.env };
-  for (const name of ["DATABASE_URL", "DATABASE_DIRECT_URL", "DATABASE_READ_URLS", "DATA_DIR", "REDIS_URL", "NODE_OPTIONS"])
-    delete base[name];
-  const child = spawn(process.execPath, ["dist/server.js"], {
-    cwd: root,
-    env: {
-      ...base,
-      RATE_LIMIT_PER_MINUTE: "1000000000",
-      ...env,
-      PORT: String(port),
-      HOST: "127.0.0.1",
-      NODE_ENV: "production",
-      LOG_LEVEL: "warn",
-    },
-    stdio: ["ignore", "ignore", "inherit"],
+/** The bundle without `npm start`'s Node flags, as this scenario has always started it. */
+async function startService(databaseUrl, cleanups) {
+  const { child, base } = await startReplica({
+    env: replicaEnv(databaseUrl, ["DATABASE_DIRECT_URL", "DATABASE_READ_URLS"]),
+    cleanups,
+    args: ["dist/server.js"],
   });
-  cleanups.push(() => child.kill("SIGKILL"));
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    if (child.exitCode !== null) throw new Error("service exited during start");
-    if (i > 1200) throw new Error("service not ready in 60 s");
-    if (
-      await fetch(`${url}/ready`).then(
-        (r) => r.ok,
-        () => false,
-      )
-    )
-      break;
-    await sleep(50);
-  }
-  return { child, url };
+  return { child, url: base };
 }
 
 async function round(service, request, durationS) {
@@ -93,22 +66,8 @@ export async function benchTrustedDocuments({ durationS = 3, rounds = 2, postgre
   const workDir = mkdtempSync(path.join(tmpdir(), "bench-documents-"));
   cleanups.push(() => rmSync(workDir, { recursive: true, force: true }));
   try {
-    const name = `bench_documents_${process.pid}_${randomBytes(3).toString("hex")}`;
-    const admin = new pg.Client({ connectionString: postgresUrl });
-    admin.on("error", () => {});
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-    await admin.end();
-    cleanups.push(async () => {
-      const client = new pg.Client({ connectionString: postgresUrl });
-      client.on("error", () => {});
-      await client.connect();
-      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await client.end();
-    });
-    const url = new URL(postgresUrl);
-    url.pathname = `/${name}`;
-    const env = { ...process.env, DATABASE_URL: url.toString(), LOG_LEVEL: "silent" };
+    const databaseUrl = await throwawayDatabase(postgresUrl, "bench_documents", cleanups);
+    const env = { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: "silent" };
 
     const seed = cli(["seed"], env);
     const id = createHash("sha256").update(GRAPHQL_TASK).digest("hex");
@@ -117,7 +76,7 @@ export async function benchTrustedDocuments({ durationS = 3, rounds = 2, postgre
     const published = cli(["documents", "publish", "--app", "bench", "--version", "1", file], env);
     log(`trusted documents scenario: published ${JSON.stringify(published)}`);
 
-    const service = await startService({ DATABASE_URL: url.toString() }, cleanups);
+    const service = await startService(databaseUrl, cleanups);
     const variables = JSON.stringify({ id: seed.taskIds[0] });
     const headers = { "x-api-key": seed.apiKey, accept: "application/json" };
     const requests = {

@@ -8,8 +8,7 @@
 //      (WEBHOOK_WORKER on, no requests) started on the backlog the rounds left, timed while it drains.
 // Standalone: `node bench/webhooks.mjs` (BENCH_DURATION, BENCH_ROUNDS, BENCH_POSTGRES_URL); prints
 // its figures and writes them to bench/results/2026-11-26-webhooks.md.
-import { spawn, spawnSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import path from "node:path";
@@ -17,8 +16,8 @@ import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import pg from "pg";
 import { postgresCpuMs, postgresCpuSince, processCpuMs } from "./cpu.mjs";
-import { freePort } from "./free-port.mjs";
 import { abbaMedians } from "./rounds.mjs";
+import { replicaEnv, seedOrganization, startReplica, throwawayDatabase } from "./standalone.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -43,76 +42,23 @@ export async function benchWebhooks({ durationS = 5, rounds = 2, postgresUrl, lo
     cleanups.push(() => new Promise((resolve) => receiver.close(resolve)));
     const receiverPort = receiver.address().port;
 
-    const name = `bench_hooks_${process.pid}_${randomBytes(3).toString("hex")}`;
-    const admin = new pg.Client({ connectionString: postgresUrl });
-    admin.on("error", () => {});
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-    await admin.end();
-    const url = new URL(postgresUrl);
-    url.pathname = `/${name}`;
-    const databaseUrl = url.toString();
-    cleanups.push(async () => {
-      const client = new pg.Client({ connectionString: postgresUrl });
-      client.on("error", () => {});
-      await client.connect();
-      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await client.end();
-    });
-
-    const baseEnv = { ...process.env, DATABASE_URL: databaseUrl };
-    for (const key of ["DATA_DIR", "REDIS_URL", "PORT", "HOST", "NODE_OPTIONS"]) delete baseEnv[key];
-    const seed = () => {
-      const seeded = spawnSync("npm", ["run", "--silent", "cli", "--", "seed", "--json"], {
-        cwd: root,
-        env: baseEnv,
-        encoding: "utf8",
-      });
-      if (seeded.status !== 0) throw new Error(`seed failed: ${seeded.stderr}`);
-      return JSON.parse(seeded.stdout);
-    };
-    const quiet = seed();
-    const subscribed = seed();
+    const databaseUrl = await throwawayDatabase(postgresUrl, "bench_hooks", cleanups);
+    const baseEnv = replicaEnv(databaseUrl);
+    const quiet = seedOrganization(baseEnv);
+    const subscribed = seedOrganization(baseEnv);
 
     /** A service replica on the bench's database; `worker`: whether it sends webhooks. */
-    const startReplica = async (worker) => {
-      const port = await freePort();
-      const child = spawn(process.execPath, ["--max-semi-space-size=16", "--liftoff-only", "dist/server.js"], {
-        cwd: root,
-        env: {
-          ...baseEnv,
-          PORT: String(port),
-          HOST: "127.0.0.1",
-          NODE_ENV: "production",
-          LOG_LEVEL: "warn",
-          RATE_LIMIT_PER_MINUTE: "1000000000",
-          SEED_DEMO_DATA: "false",
+    const startWebhookReplica = (worker) =>
+      startReplica({
+        env: baseEnv,
+        settings: {
           WEBHOOK_ALLOWED_CIDRS: "127.0.0.1/32",
           WEBHOOK_POLL_INTERVAL_MS: "200",
           WEBHOOK_WORKER: String(worker),
         },
-        stdio: ["ignore", "ignore", "inherit"],
+        cleanups,
       });
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      cleanups.push(async () => {
-        if (child.exitCode === null && child.signalCode === null) {
-          child.kill("SIGTERM");
-          await exited;
-        }
-      });
-      const base = `http://127.0.0.1:${port}`;
-      for (const started = Date.now(); ; ) {
-        if (Date.now() - started > 60_000) throw new Error("the service did not become ready in 60 s");
-        const ok = await fetch(`${base}/ready`).then(
-          (r) => r.ok,
-          () => false,
-        );
-        if (ok) break;
-        await sleep(50);
-      }
-      return { base, pid: child.pid };
-    };
-    const web = await startReplica(false);
+    const web = await startWebhookReplica(false);
     const { base } = web;
     for (let i = 0; i < ENDPOINTS; i++) {
       const res = await fetch(`${base}/v1/webhook-endpoints`, {
@@ -155,7 +101,7 @@ export async function benchWebhooks({ durationS = 5, rounds = 2, postgresUrl, lo
 
     // 2. Deliveries per second: a worker replica on the backlog, timed while it drains.
     const backlogAtStart = await pending();
-    const worker = await startReplica(true);
+    const worker = await startWebhookReplica(true);
     const sentOf = async () => {
       const text = await (await fetch(`${worker.base}/metrics`)).text();
       return Number(/^webhook_deliveries_succeeded_total (\d+)/m.exec(text)?.[1] ?? 0);
