@@ -1,4 +1,4 @@
-import type { Job, PgBoss } from "pg-boss";
+import type { fromPrisma as FromPrisma, Job, PgBoss } from "pg-boss";
 import type { Logger } from "pino";
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { Prisma } from "../../generated/prisma/client.js";
@@ -80,8 +80,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
   const resolve = options.resolve ?? systemResolver;
   const leaseMs = config.timeoutMs + 5_000;
   const counts: WebhookCounts = { succeeded: 0, retried: 0, failed: 0 };
-  let boss: PgBoss | undefined;
-  let workerId: string | undefined;
+  /** The job queue once started: pg-boss, its adapter for a Prisma transaction, and this replica's worker. */
+  let started: { boss: PgBoss; fromPrisma: typeof FromPrisma; workerId: string } | undefined;
   let running = false;
   let loop: Promise<void> | undefined;
   let wake: (() => void) | undefined;
@@ -110,12 +110,11 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
   /**
    * Gives a job to every delivery waiting for one, oldest due first: those just written or
    * redelivered, those to retry, and those whose claim lapsed (a replica died mid-attempt). The rows
-   * and the jobs commit together. Answers how many it relayed.
+   * and the jobs commit together.
    */
-  async function relay(): Promise<number> {
-    if (!boss) return 0;
-    const queue = boss;
-    const { fromPrisma } = await import("pg-boss");
+  async function relay(): Promise<void> {
+    if (!started) return;
+    const { boss, fromPrisma, workerId } = started;
     const relayed = await db.$transaction(async (tx) => {
       const rows = await tx.$queryRaw<{ id: string; jobId: string; nextAttemptAt: Date }[]>`
         UPDATE "WebhookDelivery" d
@@ -133,7 +132,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
           FOR UPDATE SKIP LOCKED)
         RETURNING d."id", d."jobId", d."nextAttemptAt"`;
       if (rows.length > 0) {
-        await queue.insert(
+        await boss.insert(
           QUEUES.webhookDelivery,
           rows.map((row) => ({ id: row.jobId, data: { deliveryId: row.id }, startAfter: row.nextAttemptAt })),
           { db: fromPrisma(tx) },
@@ -142,8 +141,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
       return rows;
     });
     // Due now: this replica fetches at once instead of at its next poll.
-    if (workerId && relayed.some((row) => row.nextAttemptAt.getTime() <= Date.now())) queue.notifyWorker(workerId);
-    return relayed.length;
+    if (relayed.some((row) => row.nextAttemptAt.getTime() <= Date.now())) boss.notifyWorker(workerId);
   }
 
   /** Writes the attempt's outcome if this replica's claim still holds; false when another took the delivery. */
@@ -290,10 +288,9 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
 
   return {
     counts,
-    /** Starts relaying and working deliveries on this replica, on the job queue `jobs` (pg-boss, started). */
-    async start(jobs: PgBoss) {
-      if (running) return;
-      boss = jobs;
+    /** Starts relaying and working deliveries on this replica, on the job queue `boss` (pg-boss, started). */
+    async start(boss: PgBoss) {
+      if (started) return;
       const queue = {
         // A job whose replica died is left to the relay (after the claim lapses), not retried by pg-boss.
         retryLimit: 0,
@@ -301,9 +298,10 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
         // The delivery log is the record: a finished job is kept a day.
         deleteAfterSeconds: 86_400,
       };
-      if (await jobs.getQueue(QUEUES.webhookDelivery)) await jobs.updateQueue(QUEUES.webhookDelivery, queue);
-      else await jobs.createQueue(QUEUES.webhookDelivery, queue);
-      workerId = await jobs.work(
+      if (await boss.getQueue(QUEUES.webhookDelivery)) await boss.updateQueue(QUEUES.webhookDelivery, queue);
+      else await boss.createQueue(QUEUES.webhookDelivery, queue);
+      const { fromPrisma } = await import("pg-boss");
+      const workerId = await boss.work(
         QUEUES.webhookDelivery,
         {
           batchSize: BATCH_SIZE,
@@ -314,6 +312,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
         },
         work,
       );
+      started = { boss, fromPrisma, workerId };
       running = true;
       loop = run();
     },
@@ -323,8 +322,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
       wake?.();
       await loop;
       loop = undefined;
-      if (boss && workerId) await boss.offWork(QUEUES.webhookDelivery, { id: workerId, wait: true });
-      workerId = undefined;
+      if (started) await started.boss.offWork(QUEUES.webhookDelivery, { id: started.workerId, wait: true });
+      started = undefined;
     },
     sweep,
     /** Deliveries by result, attempt duration, queue depth and oldest pending age, on this app's registry. */
