@@ -36,20 +36,7 @@ export function chainHash(previousHash: string, line: Omit<ExportLine, "hash">):
 }
 
 /** A row as the chain's SQL reads it (AUDIT_LINE_COLUMNS): createdAt and data as text, so every driver reads them alike. */
-export type AuditLineRow = {
-  sequence: number;
-  id: string;
-  organizationId: string;
-  action: string;
-  entityType: string;
-  entityId: string;
-  actorUserId: string | null;
-  actorApiKeyId: string | null;
-  data: string | null;
-  requestId: string | null;
-  createdAt: string;
-  hash: string | null;
-};
+export type AuditLineRow = Omit<ExportLine, "data" | "hash"> & { data: string | null; hash: string | null };
 
 /** The columns of an export line, for SELECT ... FROM "AuditEvent". */
 export const AUDIT_LINE_COLUMNS = `"sequence", "id", "organizationId", "action", "entityType", "entityId", "actorUserId", "actorApiKeyId",
