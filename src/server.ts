@@ -19,6 +19,7 @@ import { type Database, openDatabase } from "./platform/db/database.js";
 import { isDatabaseUnavailable } from "./platform/db/unavailable.js";
 import { createEvents, createRedisEventTarget } from "./platform/events.js";
 import { startJobQueue } from "./platform/jobs.js";
+import { createNativeMemoryTrim } from "./platform/native-memory.js";
 import { connectRedis } from "./platform/redis.js";
 
 function fail(message: string): never {
@@ -189,6 +190,9 @@ if (!config.audit.chain) {
   logger.warn("BENCH_AUDIT_CHAIN=off: audit events are written unchained (bench only); the audit trail will not verify");
 }
 
+/** Freed native memory of closed connections goes back to the system (glibc keeps it otherwise). */
+const nativeMemory = createNativeMemoryTrim({ afterClosed: config.nativeMemoryTrimAfterClosed, logger });
+
 const app = createApp({
   auditSigner,
   database,
@@ -203,6 +207,7 @@ const app = createApp({
   tracer: tracing?.tracer,
   mail,
   webhooks: { options: config.webhooks, worker: webhookWorker },
+  nativeMemory,
   deviceManagement: config.deviceManagement
     ? createDeviceManagement(config.deviceManagement.url, config.deviceManagement.token)
     : undefined,
@@ -232,6 +237,7 @@ const server = createServer((req, res) => {
   });
   app.yoga(req, res);
 });
+nativeMemory.watch(server);
 
 const demo =
   database.kind === "embedded" && config.seedDemoData && (await database.db.organization.count()) === 0

@@ -115,6 +115,7 @@ const schema = z.object({
     .int()
     .min(1024)
     .default(256 * 1024),
+  NATIVE_MEMORY_TRIM_AFTER_CLOSED: z.coerce.number().int().min(0).default(1_000),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
   DEVICE_MANAGEMENT_URL: z.url().optional(),
@@ -267,6 +268,11 @@ export type Config = {
   bodyBudgetBytes: number;
   /** Live streams (subscriptions over SSE): caps, keep-alive interval, and the unread bytes a reader may leave. */
   liveStreams: LiveStreamLimits;
+  /**
+   * Closed connections after which the replica gives their freed native memory back to the system
+   * (malloc_trim, on glibc), at the next full garbage collection; 0 turns it off.
+   */
+  nativeMemoryTrimAfterClosed: number;
   logLevel: string;
   production: boolean;
   /** Introspection and GraphiQL: on in development, off in production unless enabled. */
@@ -382,6 +388,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       heartbeatMs: e.LIVE_STREAM_HEARTBEAT_MS,
       maxBufferedBytes: e.LIVE_STREAM_BUFFER_BYTES,
     },
+    nativeMemoryTrimAfterClosed: e.NATIVE_MEMORY_TRIM_AFTER_CLOSED,
     logLevel: e.LOG_LEVEL,
     production: e.NODE_ENV === "production",
     introspection: e.INTROSPECTION ? e.INTROSPECTION === "true" : e.NODE_ENV !== "production",

@@ -1,0 +1,165 @@
+import { constants, type PerformanceEntry, PerformanceObserver } from "node:perf_hooks";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+import type { Logger } from "pino";
+import { Counter, type Registry } from "prom-client";
+
+/** What the process needs of a server: each connection it accepts. */
+type Connections = {
+  on(event: "connection", listener: (socket: { once(event: "close", listener: () => void): unknown }) => void): unknown;
+};
+
+/**
+ * Gives the memory of closed connections back to the system, on glibc.
+ *
+ * Each HTTP connection costs Node about 7 KB of native memory (the socket's handle, its HTTP
+ * parser), allocated with malloc beside everything else. Once thousands of connections close (a
+ * replica's 10,000 live streams, when their clients move to another replica), glibc keeps the freed
+ * memory for reuse instead of returning it: the replica stayed 20 to 80 MB above its idle RSS for
+ * as long as it ran (bench/results/2026-11-26-streams.md). `malloc_trim(0)` returns those pages.
+ *
+ * Node frees a closed connection's native half when V8 collects its JavaScript half, in a full
+ * (major) garbage collection; so the trim runs after the first full collection that follows
+ * `afterClosed` closed connections, once, and waits for as many again. Under load V8 collects
+ * often enough; a replica that goes quiet after a wave of closes may not collect for minutes, so
+ * once no connection has closed for `QUIET_MS`, it asks V8 for that collection itself. The trim
+ * takes a few milliseconds (15 ms for 60 MB), counted in `native_memory_trim_seconds_total`.
+ *
+ * Elsewhere (musl, macOS, Windows) there is no `malloc_trim` and this does nothing; under jemalloc
+ * (LD_PRELOAD) it is a no-op, jemalloc returning memory itself. `malloc_trim` is called through
+ * koffi (a foreign function interface with prebuilt binaries), loaded at the first trim.
+ */
+/** A wave of closes has settled when no connection closed for this long. */
+const QUIET_MS = 3_000;
+
+/** V8's full collection on demand (what `--expose-gc` gives), made once. */
+let fullCollection: ((options: { type: "major"; execution: "async" }) => Promise<void>) | undefined;
+function collectGarbage(): Promise<void> {
+  if (!fullCollection) {
+    setFlagsFromString("--expose-gc");
+    fullCollection = runInNewContext("gc") as typeof fullCollection;
+  }
+  return (fullCollection as NonNullable<typeof fullCollection>)({ type: "major", execution: "async" });
+}
+
+export function createNativeMemoryTrim({ afterClosed, logger }: { afterClosed: number; logger: Logger }) {
+  let closed = 0;
+  let trimming = false;
+  let unavailable = afterClosed <= 0;
+  let trimFn: Promise<((pad: number) => number) | null> | undefined;
+  let observer: PerformanceObserver | undefined;
+  let quiet: NodeJS.Timeout | undefined;
+  const counts = { trims: 0, releasedBytes: 0, seconds: 0 };
+
+  const loadTrim = (): Promise<((pad: number) => number) | null> =>
+    (trimFn ??= (async () => {
+      if (process.platform !== "linux") return null;
+      const report = process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined;
+      if (!report?.header?.glibcVersionRuntime) return null;
+      const { default: koffi } = await import("koffi");
+      return koffi.load("libc.so.6").func("int malloc_trim(size_t pad)") as (pad: number) => number;
+    })().catch((error: Error) => {
+      logger.warn(
+        { err: error },
+        "malloc_trim could not be loaded: native memory of closed connections stays with the allocator",
+      );
+      return null;
+    }));
+
+  async function trim(closedConnections: number) {
+    const malloc_trim = await loadTrim();
+    if (!malloc_trim) {
+      unavailable = true;
+      observer?.disconnect();
+      return;
+    }
+    const before = process.memoryUsage.rss();
+    const started = performance.now();
+    malloc_trim(0);
+    const seconds = (performance.now() - started) / 1000;
+    const released = Math.max(0, before - process.memoryUsage.rss());
+    counts.trims++;
+    counts.releasedBytes += released;
+    counts.seconds += seconds;
+    logger.debug(
+      { closedConnections, releasedMb: Math.round(released / 1e5) / 10, ms: Math.round(seconds * 1e4) / 10 },
+      "gave the native memory of closed connections back to the system",
+    );
+  }
+
+  function onFullCollection(entries: PerformanceEntry[]) {
+    if (trimming || closed < afterClosed) return;
+    const major = entries.some(
+      (entry) =>
+        (entry as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR,
+    );
+    if (!major) return;
+    const closedConnections = closed;
+    closed = 0;
+    trimming = true;
+    // After the collection's weak callbacks, which free the connections' native halves.
+    setImmediate(() => {
+      trim(closedConnections)
+        .catch((error: Error) => logger.warn({ err: error }, "malloc_trim failed"))
+        .finally(() => {
+          trimming = false;
+        });
+    });
+  }
+
+  return {
+    counts: counts as Readonly<typeof counts>,
+    /** Counts the connections the server accepts as they close, and trims after full collections. */
+    watch(server: Connections) {
+      if (unavailable) return;
+      // Past the threshold and quiet: the collection that frees what the trim returns.
+      quiet = setTimeout(() => {
+        if (!trimming && closed >= afterClosed) void collectGarbage();
+      }, QUIET_MS).unref();
+      server.on("connection", (socket) => {
+        socket.once("close", () => {
+          closed++;
+          quiet?.refresh();
+        });
+      });
+      observer = new PerformanceObserver((list) => onFullCollection(list.getEntries()));
+      observer.observe({ entryTypes: ["gc"] });
+    },
+    stop() {
+      clearTimeout(quiet);
+      quiet = undefined;
+      observer?.disconnect();
+    },
+    registerMetrics(registry: Registry) {
+      new Counter({
+        name: "native_memory_trims_total",
+        help: "Times the replica gave freed native memory (of closed connections) back to the system with malloc_trim",
+        registers: [registry],
+        collect() {
+          this.reset();
+          this.inc(counts.trims);
+        },
+      });
+      new Counter({
+        name: "native_memory_trim_released_bytes_total",
+        help: "Resident memory the trims gave back to the system",
+        registers: [registry],
+        collect() {
+          this.reset();
+          this.inc(counts.releasedBytes);
+        },
+      });
+      new Counter({
+        name: "native_memory_trim_seconds_total",
+        help: "Time the trims held the event loop (malloc_trim)",
+        registers: [registry],
+        collect() {
+          this.reset();
+          this.inc(counts.seconds);
+        },
+      });
+    },
+  };
+}
+
+export type NativeMemoryTrim = ReturnType<typeof createNativeMemoryTrim>;
