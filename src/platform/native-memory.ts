@@ -9,6 +9,20 @@ type Connections = {
   on(event: "connection", listener: (socket: { once(event: "close", listener: () => void): unknown }) => void): unknown;
 };
 
+/** A wave of closes has settled when no connection closed for this long. */
+const QUIET_MS = 3_000;
+
+/** V8's full collection on demand (what `--expose-gc` gives), made once. */
+type FullCollection = (options: { type: "major"; execution: "async"; flavor: "last-resort" }) => Promise<void>;
+let fullCollection: FullCollection | undefined;
+function collectGarbage(): Promise<void> {
+  if (!fullCollection) {
+    setFlagsFromString("--expose-gc");
+    fullCollection = runInNewContext("gc") as FullCollection;
+  }
+  return fullCollection({ type: "major", execution: "async", flavor: "last-resort" });
+}
+
 /**
  * Gives the memory of closed connections back to the system, on glibc.
  *
@@ -22,26 +36,18 @@ type Connections = {
  * (major) garbage collection; so the trim runs after the first full collection that follows
  * `afterClosed` closed connections, once, and waits for as many again. Under load V8 collects
  * often enough; a replica that goes quiet after a wave of closes may not collect for minutes, so
- * once no connection has closed for `QUIET_MS`, it asks V8 for that collection itself. The trim
- * takes a few milliseconds (15 ms for 60 MB), counted in `native_memory_trim_seconds_total`.
+ * once no connection has closed for `QUIET_MS`, it asks V8 for that collection itself, in the form
+ * V8 uses under memory pressure ("last resort": it also gives V8's own free pages back; with a
+ * single ordinary collection, V8 still held 70 to 140 MB of free pages 10 s after 10,000 streams
+ * closed). That costs the event loop about a quarter of a second once after such a wave (three
+ * full collections, 236 ms, in bench/streams.mjs). The trim takes a few milliseconds (15 ms for
+ * 60 MB), counted in `native_memory_trim_seconds_total`.
  *
- * Elsewhere (musl, macOS, Windows) there is no `malloc_trim` and this does nothing; under jemalloc
- * (LD_PRELOAD) it is a no-op, jemalloc returning memory itself. `malloc_trim` is called through
+ * Elsewhere (musl, macOS, Windows) there is no `malloc_trim`: the first wave's collection finds
+ * that out and nothing follows. Under jemalloc (LD_PRELOAD) the trim is a no-op, jemalloc returning
+ * memory itself, and the collection still gives V8's pages back. `malloc_trim` is called through
  * koffi (a foreign function interface with prebuilt binaries), loaded at the first trim.
  */
-/** A wave of closes has settled when no connection closed for this long. */
-const QUIET_MS = 3_000;
-
-/** V8's full collection on demand (what `--expose-gc` gives), made once. */
-let fullCollection: ((options: { type: "major"; execution: "async" }) => Promise<void>) | undefined;
-function collectGarbage(): Promise<void> {
-  if (!fullCollection) {
-    setFlagsFromString("--expose-gc");
-    fullCollection = runInNewContext("gc") as typeof fullCollection;
-  }
-  return (fullCollection as NonNullable<typeof fullCollection>)({ type: "major", execution: "async" });
-}
-
 export function createNativeMemoryTrim({ afterClosed, logger }: { afterClosed: number; logger: Logger }) {
   let closed = 0;
   let trimming = false;
@@ -70,6 +76,7 @@ export function createNativeMemoryTrim({ afterClosed, logger }: { afterClosed: n
     const malloc_trim = await loadTrim();
     if (!malloc_trim) {
       unavailable = true;
+      clearTimeout(quiet);
       observer?.disconnect();
       return;
     }
@@ -114,7 +121,7 @@ export function createNativeMemoryTrim({ afterClosed, logger }: { afterClosed: n
       if (unavailable) return;
       // Past the threshold and quiet: the collection that frees what the trim returns.
       quiet = setTimeout(() => {
-        if (!trimming && closed >= afterClosed) void collectGarbage();
+        if (!unavailable && !trimming && closed >= afterClosed) void collectGarbage();
       }, QUIET_MS).unref();
       server.on("connection", (socket) => {
         socket.once("close", () => {
