@@ -33,8 +33,12 @@ const median = (values) => {
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 };
-/** The V8 heap in use and the memory outside it (buffers), from the replica's /metrics. */
-async function heapMb(base) {
+/**
+ * The V8 heap in use and the memory outside it (buffers), from the replica's /metrics; the resident
+ * part of malloc's main heap (native memory: sockets, HTTP parsers), from /proc; and how many times
+ * the replica gave freed native memory back (src/platform/native-memory.ts).
+ */
+async function heapMb({ base, pid }) {
   const text = await (await fetch(`${base}/metrics`)).text();
   const value = (name) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? Number.NaN) / 1024 / 1024;
   return {
@@ -42,6 +46,10 @@ async function heapMb(base) {
     committed: value("nodejs_heap_size_total_bytes"),
     newSpace: value('nodejs_heap_space_size_total_bytes\\{space="new"\\}'),
     external: value("nodejs_external_memory_bytes"),
+    mallocHeap: Number(/\[heap\]\n(?:.*\n)*?Rss:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/smaps`, "utf8"))?.[1] ?? 0) / 1024,
+    trims: value("native_memory_trims_total") * 1024 * 1024,
+    fullCollections: value('nodejs_gc_duration_seconds_count\\{kind="major"\\}') * 1024 * 1024,
+    fullCollectionMs: value('nodejs_gc_duration_seconds_sum\\{kind="major"\\}') * 1024 * 1024 * 1000,
   };
 }
 const rssMb = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) / 1024;
@@ -232,7 +240,7 @@ export async function benchStreams({
     for (let i = 0; i < 20; i++) await post(`warm-up ${i}`);
     await sleep(3_000);
     const idle = replicas.map((r) => rssMb(r.pid));
-    const idleHeap = await Promise.all(replicas.map((r) => heapMb(r.base)));
+    const idleHeap = await Promise.all(replicas.map((r) => heapMb(r)));
     const withoutSubscribers = [];
     for (let i = 0; i < 15; i++) withoutSubscribers.push((await post(`no subscriber ${i}`)).ms);
 
@@ -278,7 +286,7 @@ export async function benchStreams({
     log(`streams: ${opened.opened} open, ${opened.failed} refused or failed, in ${openSeconds.toFixed(1)} s`);
     await sleep(5_000);
     const open = replicas.map((r) => rssMb(r.pid));
-    const openHeap = await Promise.all(replicas.map((r) => heapMb(r.base)));
+    const openHeap = await Promise.all(replicas.map((r) => heapMb(r)));
     if (process.env.BENCH_STREAMS_SNAPSHOT) {
       // A heap snapshot of the first replica with the streams open, in the working directory.
       process.kill(replicas[0].pid, "SIGUSR2");
@@ -301,11 +309,12 @@ export async function benchStreams({
     }
     const subscribersOfTask = Math.ceil(total / 2);
 
+    const beforeClose = await Promise.all(replicas.map((r) => heapMb(r)));
     child.send({ type: "close" });
     await next("closed");
     await sleep(10_000);
     const closed = replicas.map((r) => rssMb(r.pid));
-    const closedHeap = await Promise.all(replicas.map((r) => heapMb(r.base)));
+    const closedHeap = await Promise.all(replicas.map((r) => heapMb(r)));
     // BENCH_STREAMS_SETTLE_S: RSS again that long after the close, for memory given back late.
     const settleS = Number(process.env.BENCH_STREAMS_SETTLE_S ?? 0);
     const settled = [];
@@ -331,7 +340,7 @@ export async function benchStreams({
     const perReplica = replicas.map((_, i) => {
       const above = open[i] - idle[i];
       const back = closed[i] - idle[i];
-      return `  replica ${i + 1}: RSS idle ${idle[i].toFixed(0)} MB, ${(total / replicaCount).toFixed(0)} streams open ${open[i].toFixed(0)} MB (+${above.toFixed(0)} MB, ${((above * 1024) / (total / replicaCount)).toFixed(1)} KB a stream), 10 s after they closed ${closed[i].toFixed(0)} MB (${back >= 0 ? "+" : ""}${((back / idle[i]) * 100).toFixed(1)} % of idle); V8 heap used ${idleHeap[i].heap.toFixed(0)} / ${openHeap[i].heap.toFixed(0)} / ${closedHeap[i].heap.toFixed(0)} MB, committed ${idleHeap[i].committed.toFixed(0)} / ${openHeap[i].committed.toFixed(0)} / ${closedHeap[i].committed.toFixed(0)} MB (of which new space ${idleHeap[i].newSpace.toFixed(0)} / ${openHeap[i].newSpace.toFixed(0)} / ${closedHeap[i].newSpace.toFixed(0)} MB), external ${idleHeap[i].external.toFixed(0)} / ${openHeap[i].external.toFixed(0)} / ${closedHeap[i].external.toFixed(0)} MB`;
+      return `  replica ${i + 1}: RSS idle ${idle[i].toFixed(0)} MB, ${(total / replicaCount).toFixed(0)} streams open ${open[i].toFixed(0)} MB (+${above.toFixed(0)} MB, ${((above * 1024) / (total / replicaCount)).toFixed(1)} KB a stream), 10 s after they closed ${closed[i].toFixed(0)} MB (${back >= 0 ? "+" : ""}${((back / idle[i]) * 100).toFixed(1)} % of idle); V8 heap used ${idleHeap[i].heap.toFixed(0)} / ${openHeap[i].heap.toFixed(0)} / ${closedHeap[i].heap.toFixed(0)} MB, committed ${idleHeap[i].committed.toFixed(0)} / ${openHeap[i].committed.toFixed(0)} / ${closedHeap[i].committed.toFixed(0)} MB (of which new space ${idleHeap[i].newSpace.toFixed(0)} / ${openHeap[i].newSpace.toFixed(0)} / ${closedHeap[i].newSpace.toFixed(0)} MB), external ${idleHeap[i].external.toFixed(0)} / ${openHeap[i].external.toFixed(0)} / ${closedHeap[i].external.toFixed(0)} MB; malloc's main heap ${idleHeap[i].mallocHeap.toFixed(0)} / ${openHeap[i].mallocHeap.toFixed(0)} / ${closedHeap[i].mallocHeap.toFixed(0)} MB resident, ${closedHeap[i].trims} trim(s) after the close, ${closedHeap[i].fullCollections - beforeClose[i].fullCollections} full collection(s) (${(closedHeap[i].fullCollectionMs - beforeClose[i].fullCollectionMs).toFixed(0)} ms)`;
     });
     const lastFromStart = fanOut.map((f) => f.fromStart);
     const lastFromAnswer = fanOut.map((f) => f.fromAnswer);
