@@ -241,7 +241,10 @@ describe("operator CLI on the embedded database", () => {
     }
   });
 
-  it("verifies an organization's audit chain (exit 1 when broken) and purges it with a signed checkpoint", async () => {
+  // Ten CLI processes, each opening the embedded database: 53 to 60 s on a loaded 2-core machine.
+  it("verifies an organization's audit chain (exit 1 when broken) and purges it with a signed checkpoint", {
+    timeout: 180_000,
+  }, async () => {
     const org = jsonOf(await run("org", "create", "--name", "Audited", "--json")).id as string;
     for (let i = 0; i < 2; i++) expect((await run("apikey", "create", "--org", org, "--name", `k${i}`, "--json")).code).toBe(0);
     const verified = await run("audit", "verify", "--org", org, "--json");

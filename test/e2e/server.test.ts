@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from "node:fs";
+import { request } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -6,8 +7,32 @@ import { freePort, randomPort, type ServerProcess, startServer as start } from "
 
 let dataDir: string;
 
+// NATIVE_MEMORY_TRIM_AFTER_CLOSED: a few connections are enough to see the trim (below).
 const startServer = (port: number, until: "listening" | "spawned" = "spawned") =>
-  start({ DATA_DIR: dataDir, DATABASE_URL: "", LOG_LEVEL: "info" }, { port, until });
+  start({ DATA_DIR: dataDir, DATABASE_URL: "", LOG_LEVEL: "info", NATIVE_MEMORY_TRIM_AFTER_CLOSED: "50" }, { port, until });
+
+const glibc = Boolean(
+  (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header?.glibcVersionRuntime,
+);
+
+/** `count` connections, each with one request answered, then all closed. */
+async function openAndClose(port: number, count: number) {
+  const requests = await Promise.all(
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<{ destroy(): void }>((resolve, reject) => {
+          const req = request({ host: "127.0.0.1", port, path: "/ready", agent: false }, (res) => {
+            res.resume();
+            res.once("end", () => resolve(req));
+          });
+          req.on("error", reject);
+          req.end();
+        }),
+    ),
+  );
+  for (const req of requests) req.destroy();
+}
 
 describe("the server process (npm start)", () => {
   const port = randomPort();
@@ -35,6 +60,21 @@ describe("the server process (npm start)", () => {
     expect(graphiql.status).toBe(200);
     expect(await graphiql.text()).toContain("X-API-Key");
   });
+
+  // src/platform/native-memory.ts: once NATIVE_MEMORY_TRIM_AFTER_CLOSED connections closed and no
+  // more closed for 3 s, a full collection and one malloc_trim follow, counted in /metrics.
+  it.runIf(process.platform === "linux" && glibc)(
+    "gives the native memory of closed connections back: one trim after 50 closed and 3 s without a close",
+    async () => {
+      const trims = async () =>
+        Number(/^native_memory_trims_total (\S+)$/m.exec(await (await fetch(`${server.url}/metrics`)).text())?.[1]);
+      expect(await trims()).toBe(0);
+      await openAndClose(port, 80);
+      // The polls share one kept-alive connection (fetch's pool): they close nothing, so the quiet comes.
+      await server.waitFor(async () => (await trims()) > 0, "a trim", 20_000);
+      expect(await trims()).toBe(1);
+    },
+  );
 
   it("stops a second process on the same data directory with a clear message", async () => {
     const second = await startServer(await freePort());
