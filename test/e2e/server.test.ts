@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
-import { request } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openAndClose } from "../helpers/connections.js";
 import { freePort, randomPort, type ServerProcess, startServer as start } from "../helpers/server-process.js";
 
 let dataDir: string;
@@ -14,25 +14,6 @@ const startServer = (port: number, until: "listening" | "spawned" = "spawned") =
 const glibc = Boolean(
   (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header?.glibcVersionRuntime,
 );
-
-/** `count` connections, each with one request answered, then all closed. */
-async function openAndClose(port: number, count: number) {
-  const requests = await Promise.all(
-    Array.from(
-      { length: count },
-      () =>
-        new Promise<{ destroy(): void }>((resolve, reject) => {
-          const req = request({ host: "127.0.0.1", port, path: "/ready", agent: false }, (res) => {
-            res.resume();
-            res.once("end", () => resolve(req));
-          });
-          req.on("error", reject);
-          req.end();
-        }),
-    ),
-  );
-  for (const req of requests) req.destroy();
-}
 
 describe("the server process (npm start)", () => {
   const port = randomPort();
@@ -69,7 +50,7 @@ describe("the server process (npm start)", () => {
       const trims = async () =>
         Number(/^native_memory_trims_total (\S+)$/m.exec(await (await fetch(`${server.url}/metrics`)).text())?.[1]);
       expect(await trims()).toBe(0);
-      await openAndClose(port, 80);
+      await openAndClose(port, 80, "/ready");
       // The polls share one kept-alive connection (fetch's pool): they close nothing, so the quiet comes.
       await server.waitFor(async () => (await trims()) > 0, "a trim", 20_000);
       expect(await trims()).toBe(1);

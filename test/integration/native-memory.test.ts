@@ -2,7 +2,7 @@
  * Freed native memory of closed connections goes back to the system (src/platform/native-memory.ts):
  * a real HTTP server, real connections, real full collections and glibc's real malloc_trim.
  */
-import { createServer, request, type Server } from "node:http";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
@@ -10,6 +10,7 @@ import pino from "pino";
 import { Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
 import { createNativeMemoryTrim, type NativeMemoryTrim } from "../../src/platform/native-memory.js";
+import { openAndClose as openConnectionsAndClose } from "../helpers/connections.js";
 
 // A full collection on demand, as a replica gets one from V8 once its allocation slows down.
 setFlagsFromString("--expose-gc");
@@ -21,25 +22,9 @@ const glibc = Boolean(
 
 const logger = pino({ level: "silent" });
 
-/** Opens `count` connections to the server, one request each, and closes them all. */
+/** Connections to the server, one request each, all closed; then the server has seen each close. */
 async function openAndClose(server: Server, count: number) {
-  const { port } = server.address() as AddressInfo;
-  const sockets = await Promise.all(
-    Array.from(
-      { length: count },
-      () =>
-        new Promise<{ destroy(): void }>((resolve, reject) => {
-          const req = request({ host: "127.0.0.1", port, path: "/", agent: false }, (res) => {
-            res.resume();
-            resolve(req);
-          });
-          req.on("error", reject);
-          req.end();
-        }),
-    ),
-  );
-  for (const socket of sockets) socket.destroy();
-  // The server sees each close.
+  await openConnectionsAndClose((server.address() as AddressInfo).port, count);
   await new Promise((r) => setTimeout(r, 200));
 }
 
@@ -108,17 +93,12 @@ describe.runIf(process.platform === "linux" && glibc)("native memory of closed c
     expect(Date.now() - closedAt).toBeLessThan(6_000);
   });
 
-  it("waits for AFTER_CLOSED connections: fewer closed, no trim", async () => {
-    await start(100);
-    await openAndClose(server, 60);
-    fullCollection();
-    await new Promise((r) => setTimeout(r, 300));
-    expect(trim.counts.trims).toBe(0);
-  });
-
-  it("does nothing with NATIVE_MEMORY_TRIM_AFTER_CLOSED=0", async () => {
-    await start(0);
-    await openAndClose(server, 30);
+  it.each([
+    { what: "fewer than AFTER_CLOSED connections closed", afterClosed: 100, connections: 60 },
+    { what: "NATIVE_MEMORY_TRIM_AFTER_CLOSED=0", afterClosed: 0, connections: 30 },
+  ])("trims nothing with $what", async ({ afterClosed, connections }) => {
+    await start(afterClosed);
+    await openAndClose(server, connections);
     fullCollection();
     await new Promise((r) => setTimeout(r, 300));
     expect(trim.counts.trims).toBe(0);
