@@ -124,7 +124,7 @@ class SseBody extends Readable {
     for (let chunk = this.read(); chunk !== null; chunk = this.read()) res.write(chunk);
     this.res = res;
     // Node keeps a response's header block for as long as the response lives, as the forty-odd
-    // pieces it was concatenated from (about 1.3 KB a stream). Reading a character makes V8 flatten
+    // pieces it was concatenated from (about 1.2 KB a stream). Reading a character makes V8 flatten
     // it into one string; nothing is changed.
     const header = (res as { _header?: unknown })._header;
     if (typeof header === "string") header.charCodeAt(0);

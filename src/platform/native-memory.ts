@@ -38,10 +38,10 @@ function collectGarbage(): Promise<void> {
  * often enough; a replica that goes quiet after a wave of closes may not collect for minutes, so
  * once no connection has closed for `QUIET_MS`, it asks V8 for that collection itself, in the form
  * V8 uses under memory pressure ("last resort": it also gives V8's own free pages back; with a
- * single ordinary collection, V8 still held 70 to 140 MB of free pages 10 s after 10,000 streams
- * closed). That costs the event loop about a quarter of a second once after such a wave (three
- * full collections, 236 ms, in bench/streams.mjs). The trim takes a few milliseconds (15 ms for
- * 60 MB), counted in `native_memory_trim_seconds_total`.
+ * single ordinary collection, V8 still held 65 to 143 MB of free pages 10 s after 10,000 streams
+ * closed). That costs the event loop about a quarter of a second once after such a wave (one to
+ * three full collections, 176 to 313 ms, in bench/streams.mjs). The trim takes a few milliseconds
+ * (15 ms for 60 MB), counted in `native_memory_trim_seconds_total`.
  *
  * Elsewhere (musl, macOS, Windows) there is no `malloc_trim`: the first wave's collection finds
  * that out and nothing follows. Under jemalloc (LD_PRELOAD) the trim is a no-op, jemalloc returning
