@@ -4,7 +4,6 @@ import type { Tracer } from "@opentelemetry/api";
 import { createYoga, type Plugin, useReadinessCheck } from "graphql-yoga";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import type { Registry } from "prom-client";
 import { createAuthenticator } from "./auth/authenticate.js";
 import type { AuthState } from "./auth/caller.js";
 import type { Context } from "./graphql/context.js";
@@ -40,7 +39,7 @@ import type { WebhookWorker } from "./modules/webhooks/webhooks.worker.js";
 import { type Config, DEFAULT_BODY_BUDGET_BYTES, DEFAULT_LIVE_STREAM_LIMITS } from "./platform/config.js";
 import type { Database } from "./platform/db/database.js";
 import type { Events } from "./platform/events.js";
-import type { NativeMemoryTrim } from "./platform/native-memory.js";
+import type { NativeMemoryCounts } from "./platform/native-memory.js";
 import { recentWriters } from "./platform/recent-writers.js";
 import { type RedisHealth, watchRedis } from "./platform/redis.js";
 import { buildOpenApiDocument } from "./rest/openapi.js";
@@ -82,7 +81,7 @@ export type AppDeps = {
   /** Signs the audit checkpoints (AUDIT_SIGNING_KEY); a key of the app's own when absent (tests). */
   auditSigner?: AuditSigner;
   /** The replica's trims of freed native memory (server.ts), for /metrics. */
-  nativeMemory?: Pick<NativeMemoryTrim, "registerMetrics">;
+  nativeMemory?: NativeMemoryCounts;
 };
 
 /** The unsubscribe form is one short field: a larger body is not one. */
@@ -223,11 +222,9 @@ export function createApp(deps: AppDeps) {
         replicas: database.replicas?.statuses,
         mail: deps.mail?.mailer.counts,
         trustedDocuments: trustedDocuments.counts,
-        register: [
-          ...(deps.webhooks?.worker ? [(registry: Registry) => deps.webhooks?.worker?.registerMetrics(registry)] : []),
-          ...(deps.nativeMemory ? [(registry: Registry) => deps.nativeMemory?.registerMetrics(registry)] : []),
-        ],
+        register: deps.webhooks?.worker ? [(registry) => deps.webhooks?.worker?.registerMetrics(registry)] : [],
         liveStreams: liveStreams.counts,
+        nativeMemory: deps.nativeMemory,
       }),
       ...((config.graphiql ?? !config.production) ? [useGraphiQLAssets()] : []),
       useRequestLog(logger),

@@ -207,7 +207,7 @@ const app = createApp({
   tracer: tracing?.tracer,
   mail,
   webhooks: { options: config.webhooks, worker: webhookWorker },
-  nativeMemory,
+  nativeMemory: nativeMemory.counts,
   deviceManagement: config.deviceManagement
     ? createDeviceManagement(config.deviceManagement.url, config.deviceManagement.token)
     : undefined,

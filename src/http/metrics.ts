@@ -3,6 +3,7 @@ import type { Plugin } from "graphql-yoga";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { PoolStats } from "../platform/db/database.js";
 import type { ReplicaStatus } from "../platform/db/read-replicas.js";
+import type { NativeMemoryCounts } from "../platform/native-memory.js";
 import type { RedisHealth } from "../platform/redis.js";
 import type { CompiledRoute } from "../rest/request-validation.js";
 import { REST_BASE } from "../rest/routes.js";
@@ -34,6 +35,8 @@ export type MetricsOptions = {
   register?: ((registry: Registry) => void)[];
   /** Live streams (subscriptions over SSE) of this app. */
   liveStreams?: LiveStreamCounts;
+  /** The replica's trims of freed native memory (src/platform/native-memory.ts); absent in process (tests). */
+  nativeMemory?: NativeMemoryCounts;
 };
 
 /**
@@ -50,6 +53,7 @@ export function useMetrics({
   trustedDocuments,
   register,
   liveStreams,
+  nativeMemory,
 }: MetricsOptions): Plugin {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
@@ -104,6 +108,7 @@ export function useMetrics({
   if (mail) mailMetrics(registry, mail);
   if (trustedDocuments) trustedDocumentMetrics(registry, trustedDocuments);
   if (liveStreams) liveStreamMetrics(registry, liveStreams);
+  if (nativeMemory) nativeMemoryMetrics(registry, nativeMemory);
   for (const add of register ?? []) add(registry);
 
   if (redisHealth) {
@@ -288,6 +293,19 @@ function mailMetrics(registry: Registry, mail: NonNullable<MetricsOptions["mail"
     ],
   ] as const;
   countersOf(registry, mail, counters);
+}
+
+/** The native memory of closed connections the replica gave back to the system (malloc_trim). */
+export function nativeMemoryMetrics(registry: Registry, counts: NativeMemoryCounts) {
+  countersOf(registry, counts, [
+    [
+      "native_memory_trims_total",
+      "Times the replica gave freed native memory (of closed connections) back to the system with malloc_trim",
+      "trims",
+    ],
+    ["native_memory_trim_released_bytes_total", "Resident memory the trims gave back to the system", "releasedBytes"],
+    ["native_memory_trim_seconds_total", "Time the trims held the event loop (malloc_trim)", "seconds"],
+  ]);
 }
 
 /** Prometheus counters that follow tallies kept elsewhere (each scrape adds what they grew by). */

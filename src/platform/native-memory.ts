@@ -2,12 +2,13 @@ import { constants, type PerformanceEntry, PerformanceObserver } from "node:perf
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import type { Logger } from "pino";
-import { Counter, type Registry } from "prom-client";
 
 /** What the process needs of a server: each connection it accepts. */
 type Connections = {
   on(event: "connection", listener: (socket: { once(event: "close", listener: () => void): unknown }) => void): unknown;
 };
+
+export type NativeMemoryCounts = { trims: number; releasedBytes: number; seconds: number };
 
 /** A wave of closes has settled when no connection closed for this long. */
 const QUIET_MS = 3_000;
@@ -55,7 +56,7 @@ export function createNativeMemoryTrim({ afterClosed, logger }: { afterClosed: n
   let trimFn: Promise<((pad: number) => number) | null> | undefined;
   let observer: PerformanceObserver | undefined;
   let quiet: NodeJS.Timeout | undefined;
-  const counts = { trims: 0, releasedBytes: 0, seconds: 0 };
+  const counts: NativeMemoryCounts = { trims: 0, releasedBytes: 0, seconds: 0 };
 
   const loadTrim = (): Promise<((pad: number) => number) | null> =>
     (trimFn ??= (async () => {
@@ -115,7 +116,8 @@ export function createNativeMemoryTrim({ afterClosed, logger }: { afterClosed: n
   }
 
   return {
-    counts: counts as Readonly<typeof counts>,
+    /** Trims so far, the resident bytes they gave back and the seconds they took (/metrics). */
+    counts: counts as Readonly<NativeMemoryCounts>,
     /** Counts the connections the server accepts as they close, and trims after full collections. */
     watch(server: Connections) {
       if (unavailable) return;
@@ -136,35 +138,6 @@ export function createNativeMemoryTrim({ afterClosed, logger }: { afterClosed: n
       clearTimeout(quiet);
       quiet = undefined;
       observer?.disconnect();
-    },
-    registerMetrics(registry: Registry) {
-      new Counter({
-        name: "native_memory_trims_total",
-        help: "Times the replica gave freed native memory (of closed connections) back to the system with malloc_trim",
-        registers: [registry],
-        collect() {
-          this.reset();
-          this.inc(counts.trims);
-        },
-      });
-      new Counter({
-        name: "native_memory_trim_released_bytes_total",
-        help: "Resident memory the trims gave back to the system",
-        registers: [registry],
-        collect() {
-          this.reset();
-          this.inc(counts.releasedBytes);
-        },
-      });
-      new Counter({
-        name: "native_memory_trim_seconds_total",
-        help: "Time the trims held the event loop (malloc_trim)",
-        registers: [registry],
-        collect() {
-          this.reset();
-          this.inc(counts.seconds);
-        },
-      });
     },
   };
 }

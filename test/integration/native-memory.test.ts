@@ -9,6 +9,7 @@ import { runInNewContext } from "node:vm";
 import pino from "pino";
 import { Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
+import { nativeMemoryMetrics } from "../../src/http/metrics.js";
 import { createNativeMemoryTrim, type NativeMemoryTrim } from "../../src/platform/native-memory.js";
 import { openAndClose as openConnectionsAndClose } from "../helpers/connections.js";
 
@@ -30,7 +31,7 @@ async function openAndClose(server: Server, count: number) {
 
 async function metric(trim: NativeMemoryTrim, name: string): Promise<number> {
   const registry = new Registry();
-  trim.registerMetrics(registry);
+  nativeMemoryMetrics(registry, trim.counts);
   const text = await registry.metrics();
   return Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1]);
 }
