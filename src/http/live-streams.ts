@@ -190,9 +190,9 @@ class Stream implements AsyncIterableIterator<ExecutionResult> {
   }
 
   /** Hands a result to the reader: written to the body, or queued for the iterator. */
-  send(result: ExecutionResult, bytes?: Buffer) {
+  send(result: ExecutionResult) {
     if (this.done) return;
-    if (this.body) return this.body.send(bytes ?? frame(result));
+    if (this.body) return this.body.send(frame(result));
     if (this.waiting) {
       const resolve = this.waiting;
       this.waiting = undefined;
@@ -293,6 +293,9 @@ export function createLiveStreams({
   let heartbeat: NodeJS.Timeout | undefined;
   let sweep: NodeJS.Timeout | undefined;
 
+  /** An error as a stream's last event carries it: masked like any result's (and its cause logged). */
+  const masked = (error: GraphQLError) => maskResult({ errors: [error] }).errors?.[0] as GraphQLError;
+
   /** Recent checks answer again: an event for 5,000 streams of a few users checks each user once. */
   const check = (credential: Credential): Promise<AuthState | null> => {
     const now = Date.now();
@@ -340,7 +343,7 @@ export function createLiveStreams({
           const error = lapsed(s.auth, now);
           if (error) {
             counts.endedLapsed++;
-            s.end(maskResult({ errors: [error] }).errors?.[0] as GraphQLError);
+            s.end(masked(error));
           }
         }
       }
@@ -393,15 +396,14 @@ export function createLiveStreams({
         const error = now ? lapsed(stream.auth, now) : null;
         if (error) {
           counts.endedLapsed++;
-          stream.end(maskResult({ errors: [error] }).errors?.[0] as GraphQLError);
+          stream.end(masked(error));
           return;
         }
         const result = await resultFor(stream, next.value, context);
         // Thousands of streams get one event at once: they take turns, a batch per turn of the
         // event loop, so that requests in flight (the writer's own) are not held.
         await turn();
-        const bytes = frame(result);
-        stream.send(result, bytes);
+        stream.send(result);
         const body = stream.body;
         if (body && body.unread > limits.maxBufferedBytes) {
           counts.droppedSlowReader++;
@@ -413,8 +415,7 @@ export function createLiveStreams({
       }
       stream.end();
     } catch (error) {
-      const graphqlError = error instanceof GraphQLError ? error : new GraphQLError((error as Error).message);
-      stream.end(maskResult({ errors: [graphqlError] }).errors?.[0] as GraphQLError);
+      stream.end(masked(error instanceof GraphQLError ? error : new GraphQLError((error as Error).message)));
     }
   }
 
