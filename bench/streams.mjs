@@ -8,8 +8,8 @@
 //      received it (from the POST's start and from its answer), against POSTs with no subscriber.
 // `node bench/streams.mjs [--streams 10000] [--replicas 2] [--jemalloc]`: with two replicas (REDIS_URL shared),
 // the streams are spread over both and the comments are written on the first. `--jemalloc` runs
-// the replicas on jemalloc (LD_PRELOAD of Debian's libjemalloc2), as docs/production.md (Memory)
-// suggests for replicas that hold many streams; glibc's allocator otherwise.
+// the replicas on jemalloc (LD_PRELOAD of Debian's libjemalloc2), to compare with glibc's allocator
+// (the default; docs/production.md, Memory).
 // BENCH_STREAMS_SETTLE_S=60 reads RSS again every 10 s until that long after the close (memory given
 // back late). BENCH_POSTGRES_URL (default postgresql://postgres@127.0.0.1:5432/postgres), BENCH_REDIS_URL
 // (default redis://127.0.0.1:6379). Each process raises its open-file limit as far as its hard
@@ -40,16 +40,17 @@ const median = (values) => {
  */
 async function heapMb({ base, pid }) {
   const text = await (await fetch(`${base}/metrics`)).text();
-  const value = (name) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? Number.NaN) / 1024 / 1024;
+  const value = (name) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? Number.NaN);
+  const mb = (name) => value(name) / 1024 / 1024;
   return {
-    heap: value("nodejs_heap_size_used_bytes"),
-    committed: value("nodejs_heap_size_total_bytes"),
-    newSpace: value('nodejs_heap_space_size_total_bytes\\{space="new"\\}'),
-    external: value("nodejs_external_memory_bytes"),
+    heap: mb("nodejs_heap_size_used_bytes"),
+    committed: mb("nodejs_heap_size_total_bytes"),
+    newSpace: mb('nodejs_heap_space_size_total_bytes\\{space="new"\\}'),
+    external: mb("nodejs_external_memory_bytes"),
     mallocHeap: Number(/\[heap\]\n(?:.*\n)*?Rss:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/smaps`, "utf8"))?.[1] ?? 0) / 1024,
-    trims: value("native_memory_trims_total") * 1024 * 1024,
-    fullCollections: value('nodejs_gc_duration_seconds_count\\{kind="major"\\}') * 1024 * 1024,
-    fullCollectionMs: value('nodejs_gc_duration_seconds_sum\\{kind="major"\\}') * 1024 * 1024 * 1000,
+    trims: value("native_memory_trims_total"),
+    fullCollections: value('nodejs_gc_duration_seconds_count\\{kind="major"\\}'),
+    fullCollectionMs: value('nodejs_gc_duration_seconds_sum\\{kind="major"\\}') * 1000,
   };
 }
 const rssMb = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) / 1024;
