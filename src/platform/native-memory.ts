@@ -10,6 +10,13 @@ type Connections = {
 
 export type NativeMemoryCounts = { trims: number; releasedBytes: number; seconds: number };
 
+/** Whether this process runs on glibc (Linux but not musl), the allocator `malloc_trim` belongs to. */
+export function runsOnGlibc(): boolean {
+  if (process.platform !== "linux") return false;
+  const report = process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined;
+  return Boolean(report?.header?.glibcVersionRuntime);
+}
+
 /** A wave of closes has settled when no connection closed for this long. */
 const QUIET_MS = 3_000;
 
@@ -60,9 +67,7 @@ export function createNativeMemoryTrim({ afterClosed, logger }: { afterClosed: n
 
   const loadTrim = (): Promise<((pad: number) => number) | null> =>
     (trimFn ??= (async () => {
-      if (process.platform !== "linux") return null;
-      const report = process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined;
-      if (!report?.header?.glibcVersionRuntime) return null;
+      if (!runsOnGlibc()) return null;
       const { default: koffi } = await import("koffi");
       return koffi.load("libc.so.6").func("int malloc_trim(size_t pad)") as (pad: number) => number;
     })().catch((error: Error) => {

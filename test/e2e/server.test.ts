@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runsOnGlibc } from "../../src/platform/native-memory.js";
 import { openAndClose } from "../helpers/connections.js";
 import { freePort, randomPort, type ServerProcess, startServer as start } from "../helpers/server-process.js";
 
@@ -10,10 +11,6 @@ let dataDir: string;
 // NATIVE_MEMORY_TRIM_AFTER_CLOSED: a few connections are enough to see the trim (below).
 const startServer = (port: number, until: "listening" | "spawned" = "spawned") =>
   start({ DATA_DIR: dataDir, DATABASE_URL: "", LOG_LEVEL: "info", NATIVE_MEMORY_TRIM_AFTER_CLOSED: "50" }, { port, until });
-
-const glibc = Boolean(
-  (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header?.glibcVersionRuntime,
-);
 
 describe("the server process (npm start)", () => {
   const port = randomPort();
@@ -44,7 +41,7 @@ describe("the server process (npm start)", () => {
 
   // src/platform/native-memory.ts: once NATIVE_MEMORY_TRIM_AFTER_CLOSED connections closed and no
   // more closed for 3 s, a full collection and one malloc_trim follow, counted in /metrics.
-  it.runIf(process.platform === "linux" && glibc)(
+  it.runIf(runsOnGlibc())(
     "gives the native memory of closed connections back: one trim after 50 closed and 3 s without a close",
     async () => {
       const trims = async () =>

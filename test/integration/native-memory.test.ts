@@ -10,16 +10,12 @@ import pino from "pino";
 import { Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
 import { nativeMemoryMetrics } from "../../src/http/metrics.js";
-import { createNativeMemoryTrim, type NativeMemoryTrim } from "../../src/platform/native-memory.js";
+import { createNativeMemoryTrim, type NativeMemoryTrim, runsOnGlibc } from "../../src/platform/native-memory.js";
 import { openAndClose as openConnectionsAndClose } from "../helpers/connections.js";
 
 // A full collection on demand, as a replica gets one from V8 once its allocation slows down.
 setFlagsFromString("--expose-gc");
 const fullCollection = runInNewContext("gc") as () => void;
-
-const glibc = Boolean(
-  (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header?.glibcVersionRuntime,
-);
 
 const logger = pino({ level: "silent" });
 
@@ -41,7 +37,7 @@ async function until(check: () => boolean, ms = 3_000) {
   while (!check() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
 }
 
-describe.runIf(process.platform === "linux" && glibc)("native memory of closed connections", () => {
+describe.runIf(runsOnGlibc())("native memory of closed connections", () => {
   let server: Server;
   let trim: NativeMemoryTrim;
 
