@@ -394,6 +394,70 @@ describe("delivery", () => {
     expect(answered.responseBody).toHaveLength(1024);
   });
 
+  it("records any answer (NUL, invalid UTF-8, control bytes) escaped, and sends the message once", async () => {
+    receiver.on("/binary", (res) => res.writeHead(200).end(Buffer.from([0x41, 0x00, 0xff, 0xfe, 0x00, 0x42, 0x07, 0xe2, 0x82])));
+    const hook = await endpoint("/binary", { eventTypes: ["comment.created"] });
+    const event = await eventOf((await comment("Binary answer")).id, "comment.created");
+    const delivery = await until(async () => {
+      const d = await t.db.webhookDelivery.findFirst({ where: { endpointId: hook.id } });
+      return d?.status === "succeeded" && d;
+    });
+    expect(delivery).toMatchObject({ attempts: 1, responseStatus: 200, error: null, nextAttemptAt: null });
+    expect(delivery.responseBody).toBe("A\\x00\\xff\\xfe\\x00B\\x07\\xe2\\x82");
+    // Several polls of the relay later, still the one message: nothing lapsed to be sent again.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(receiver.at("/binary").map((m) => m.id)).toEqual([event.id]);
+    const listed = await t.rest("GET", `/v1/webhook-endpoints/${hook.id}/deliveries`, { key });
+    expect(listed.body.items[0].responseBody).toBe("A\\x00\\xff\\xfe\\x00B\\x07\\xe2\\x82");
+  });
+
+  it("counts an attempt whose record cannot be written as a failed one on the schedule, never sent again at once", async () => {
+    // The database refuses to record this answer (as PostgreSQL refused a NUL byte before it was escaped).
+    await t.db.$executeRawUnsafe(`
+      CREATE FUNCTION refuse_unrecordable() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW."responseBody" = 'unrecordable' THEN RAISE EXCEPTION 'the test refuses this record'; END IF;
+        RETURN NEW;
+      END $$`);
+    await t.db.$executeRawUnsafe(
+      `CREATE TRIGGER refuse_unrecordable BEFORE UPDATE ON "WebhookDelivery" FOR EACH ROW EXECUTE FUNCTION refuse_unrecordable()`,
+    );
+    try {
+      receiver.on("/unrecordable", (res, nth) => res.writeHead(200).end(nth === 1 ? "unrecordable" : "ok"));
+      const hook = await endpoint("/unrecordable", { eventTypes: ["comment.created"] });
+      const event = await eventOf((await comment("Unrecordable answer")).id, "comment.created");
+      const retrying = await until(async () => {
+        const d = await t.db.webhookDelivery.findFirst({ where: { endpointId: hook.id } });
+        return d?.status === "retrying" && d;
+      });
+      expect(retrying).toMatchObject({
+        attempts: 1,
+        responseStatus: null,
+        responseBody: null,
+        error: "the endpoint answered 200, but the attempt could not be recorded",
+      });
+      // The schedule's first wait (1 s here, up to 10 % jitter), not a lapsed claim's resend.
+      const wait = (retrying.nextAttemptAt as Date).getTime() - (retrying.lastAttemptAt as Date).getTime();
+      expect(wait).toBeGreaterThanOrEqual(990);
+      expect(wait).toBeLessThan(1_200);
+      const delivered = await until(async () => {
+        const d = await t.db.webhookDelivery.findFirst({ where: { endpointId: hook.id } });
+        return d?.status === "succeeded" && d;
+      });
+      expect(delivered).toMatchObject({ attempts: 2, responseBody: "ok" });
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      // One message for the attempt and one for the retry the schedule allowed: nothing more.
+      const messages = receiver.at("/unrecordable");
+      expect(messages.map((m) => m.id)).toEqual([event.id, event.id]);
+      const gap = Number(messages[1]?.headers["webhook-timestamp"]) - Number(messages[0]?.headers["webhook-timestamp"]);
+      expect(gap).toBeGreaterThanOrEqual(1);
+      expect(gap).toBeLessThan(5);
+    } finally {
+      await t.db.$executeRawUnsafe(`DROP TRIGGER refuse_unrecordable ON "WebhookDelivery"`);
+      await t.db.$executeRawUnsafe(`DROP FUNCTION refuse_unrecordable()`);
+    }
+  });
+
   it("disables at once on 410, with an audit event, and does not retry", async () => {
     receiver.on("/gone", (res) => res.writeHead(410).end("gone"));
     const hook = await endpoint("/gone", { eventTypes: ["comment.created"] });
@@ -549,7 +613,12 @@ describe("SSRF", () => {
       "three attempts",
     );
     expect(receiver.at(path)).toHaveLength(1);
-    expect(delivery.error).toMatch(/169\.254\.169\.254 is a linkLocal address/);
+    // That an address was refused, never which one the name resolved to.
+    expect(delivery.error).toBe(
+      "not sent: the address of hooks.rebind.test is not allowed (loopback, private or reserved; WEBHOOK_ALLOWED_CIDRS)",
+    );
+    const listed = await t.rest("GET", `/v1/webhook-endpoints/${res.body.id}/deliveries`, { key });
+    expect(listed.text).not.toMatch(/169\.254|10\.1\.2\.3/);
     expect(lookups.filter((h) => h === "hooks.rebind.test").length).toBeGreaterThanOrEqual(3);
   });
 
@@ -562,7 +631,8 @@ describe("SSRF", () => {
       resolve,
     });
     expect(sent.status).toBeNull();
-    expect(sent.error).toMatch(/127\.0\.0\.1 is a loopback address/);
+    expect(sent.error).toMatch(/^not sent: the address of hooks\.private\.test is not allowed \(loopback, private or reserved/);
+    expect(sent.error).not.toContain("127.0.0.1");
     const mapped = await attemptDelivery(`http://[::ffff:7f00:1]:${receiver.port}/never`, {}, "{}", {
       allowedCidrs: [],
       httpsOnly: false,

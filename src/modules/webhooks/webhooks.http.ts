@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer";
 import { createHmac } from "node:crypto";
 import { promises as dns, type LookupAddress } from "node:dns";
 import http from "node:http";
@@ -88,7 +89,7 @@ export function sign(secret: string, id: string, timestamp: number, body: string
 export type AttemptResult = {
   /** Null when no answer came (refused, timed out, not allowed). */
   status: number | null;
-  /** The first KB of the answer. */
+  /** The first KB of the answer, as text (see `recordableText`). */
   body: string | null;
   retryAfterSeconds: number | null;
   durationMs: number;
@@ -96,6 +97,42 @@ export type AttemptResult = {
 };
 
 export const RESPONSE_BODY_LIMIT = 1024;
+
+/** Bytes a UTF-8 sequence takes, by its first byte (1 for a byte that starts none). */
+function sequenceLength(first: number): number {
+  if (first >= 0xf0) return 4;
+  if (first >= 0xe0) return 3;
+  if (first >= 0xc0) return 2;
+  return 1;
+}
+
+/**
+ * A receiver's answer as text the delivery log can store whatever it holds: characters of valid
+ * UTF-8 stay as they are; a NUL, another control byte (tab, line feed and carriage return
+ * excepted) and every byte that is not part of valid UTF-8 are written `\xNN`. PostgreSQL's text
+ * refuses NUL and invalid UTF-8 (22021), which would leave the attempt unrecorded.
+ */
+export function recordableText(bytes: Uint8Array): string {
+  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (isUtf8(buffer) && !buffer.some(isControl)) return buffer.toString("utf8");
+  let text = "";
+  for (let i = 0; i < buffer.length; ) {
+    const length = sequenceLength(buffer[i] as number);
+    const sequence = buffer.subarray(i, i + length);
+    if (sequence.length === length && isUtf8(sequence) && !(length === 1 && isControl(sequence[0] as number))) {
+      text += sequence.toString("utf8");
+      i += length;
+    } else {
+      text += `\\x${(buffer[i] as number).toString(16).padStart(2, "0")}`;
+      i += 1;
+    }
+  }
+  return text;
+}
+
+function isControl(byte: number): boolean {
+  return (byte < 0x20 && byte !== 0x09 && byte !== 0x0a && byte !== 0x0d) || byte === 0x7f;
+}
 
 /** Retry-After as seconds (a number or an HTTP date), or null. */
 function retryAfter(value: string | undefined): number | null {
@@ -151,7 +188,14 @@ export async function attemptDelivery(
   if (addresses.length === 0) return failure(`${host} has no address`);
   for (const address of addresses) {
     const refused = refusedAddress(address, cidrs);
-    if (refused) return failure(`not sent: ${refused}, which is not allowed (WEBHOOK_ALLOWED_CIDRS)`);
+    if (!refused) continue;
+    // An address literal's range is no news to its owner; what a name resolves to is not told (a
+    // tenant would map the internal network's names).
+    return failure(
+      isIP(host)
+        ? `not sent: ${refused}, which is not allowed (WEBHOOK_ALLOWED_CIDRS)`
+        : `not sent: the address of ${host} is not allowed (loopback, private or reserved; WEBHOOK_ALLOWED_CIDRS)`,
+    );
   }
   const pinned = addresses[0] as string;
   if (options.httpsOnly && url.protocol === "http:" && !inside(ipaddr.parse(pinned), cidrs)) {
@@ -190,7 +234,7 @@ export async function attemptDelivery(
           finish(
             done({
               status: response.statusCode ?? null,
-              body: Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT).toString("utf8"),
+              body: recordableText(Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT)),
               retryAfterSeconds: retryAfter(response.headers["retry-after"]),
               error: null,
             }),
@@ -201,10 +245,11 @@ export async function attemptDelivery(
           if (size >= RESPONSE_BODY_LIMIT) end();
         });
         response.on("end", end);
-        response.on("error", (error) => finish(failure(error.message)));
+        response.on("error", (error) => finish(failure(error.message.replaceAll(pinned, host))));
       },
     );
-    request.on("error", (error) => finish(failure(error.message)));
+    // Node names the address it connected to ("connect ECONNREFUSED 10.0.0.5:443"): the host stands in for it.
+    request.on("error", (error) => finish(failure(error.message.replaceAll(pinned, host))));
     request.end(body);
   });
 }

@@ -216,17 +216,35 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
       message.data.object = null;
       body = JSON.stringify(message);
     }
-    const sent = await attemptDelivery(endpoint.url, buildMessage(endpoint, event.id, body).headers, body, {
+    let sent = await attemptDelivery(endpoint.url, buildMessage(endpoint, event.id, body).headers, body, {
       ...config,
       resolve,
     });
     attemptDuration.observe(sent.durationMs / 1000);
     const attempts = delivery.attempts + 1;
-    const delay = succeeded(sent) ? null : nextDelaySeconds(config.retrySchedule, attempts, sent);
-    const settled = await settle(
-      claimed,
-      recordAttempt(sent, attempts, delay === null ? null : new Date(Date.now() + delay * 1000)),
-    );
+    let delay = succeeded(sent) ? null : nextDelaySeconds(config.retrySchedule, attempts, sent);
+    let settled: boolean;
+    try {
+      settled = await settle(claimed, recordAttempt(sent, attempts, delay === null ? null : new Date(Date.now() + delay * 1000)));
+    } catch (error) {
+      // Left unsettled, the claim would lapse and the relay send the message again at once, without
+      // end: the attempt counts as a failed one instead, on the schedule, with what can be recorded.
+      logger.warn(
+        { deliveryId: delivery.id, reason: (error as Error).message?.slice(0, 300) },
+        "webhook attempt: its record could not be written; counted as a failed attempt",
+      );
+      const unrecorded = notSent(`the endpoint answered ${sent.status ?? "nothing"}, but the attempt could not be recorded`);
+      delay = nextDelaySeconds(config.retrySchedule, attempts, unrecorded);
+      settled = await settle(
+        claimed,
+        recordAttempt(
+          { ...unrecorded, durationMs: sent.durationMs },
+          attempts,
+          delay === null ? null : new Date(Date.now() + delay * 1000),
+        ),
+      );
+      sent = unrecorded;
+    }
     if (!settled) {
       logger.warn({ deliveryId: delivery.id }, "webhook attempt outlived its claim; another replica has the delivery");
       return;
