@@ -428,6 +428,52 @@ describe("export", () => {
     expect(records[0].type_uid).toBe(600300 + records[0].activity_id);
   });
 
+  it("prefixes with ' every csv cell that begins with =, +, -, @, a tab or a carriage return (OWASP), and leaves jsonl as hashed", async () => {
+    const o = await t.seedOrg();
+    // A caller's own request id, as it sent it.
+    const sent = await t.rest("POST", "/v1/comments", {
+      key: o.apiKey,
+      headers: { "x-request-id": "-2-3-A1" },
+      body: { content: "Formula", entityId: o.taskIds[0], entityType: "task", userId: o.userIds[0] },
+    });
+    expect(sent.status, sent.text).toBe(201);
+    // Every other character, in values the writer keeps as it is given them.
+    const formulas = ["=1+2", "+SUM(A1:A9)", "@SUM(A1)", "\tx", "\r=1+2", "-cmd|' /C calc'!A0"];
+    for (const requestId of formulas) {
+      await writeAuditEvent(t.db, {
+        id: newId("aud"),
+        organizationId: o.organizationId,
+        action: "test.formula",
+        entityType: "task",
+        entityId: o.taskIds[0] as string,
+        data: {},
+        requestId,
+      });
+    }
+    const csv = await t.rest("GET", "/v1/audit-events/export?format=csv", { key: o.apiKey });
+    expect(csv.status).toBe(200);
+    expect(csv.text).toContain(",'-2-3-A1,");
+    expect(csv.text).not.toContain(",-2-3-A1,");
+    expect(csv.text).toContain(",'=1+2,");
+    expect(csv.text).toContain(",'+SUM(A1:A9),");
+    expect(csv.text).toContain(",'@SUM(A1),");
+    expect(csv.text).toContain(",'\tx,");
+    // A line break makes it a quoted field: the prefix is inside the quotes.
+    expect(csv.text).toContain(`,"'\r=1+2",`);
+    expect(csv.text).toContain(",'-cmd|' /C calc'!A0,");
+    // No cell of the export begins with a formula character.
+    const cells = csv.text.split(/,|\r\n/).map((cell) => cell.replace(/^"/, ""));
+    expect(cells.filter((cell) => /^[=+\-@\t\r]/.test(cell))).toEqual([]);
+    // jsonl keeps the values the hashes are computed from.
+    const jsonl = await t.rest("GET", "/v1/audit-events/export", { key: o.apiKey });
+    const requestIds = jsonl.text
+      .trimEnd()
+      .split("\n")
+      .map((line) => JSON.parse(line).requestId);
+    expect(requestIds).toEqual(expect.arrayContaining(["-2-3-A1", ...formulas]));
+    expect((await verifyBoth(o.apiKey)).ok).toBe(true);
+  });
+
   it("refuses bad input, a missing credential and a missing permission in the error envelope", async () => {
     for (const query of ["?format=xml", "?from=abc", "?from=0", "?from=5&to=1", "?limit=3"]) {
       const res = await t.rest("GET", `/v1/audit-events/export${query}`, { key: org.apiKey });

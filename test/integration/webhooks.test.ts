@@ -1,5 +1,6 @@
 import pino from "pino";
 import { afterAll, describe, expect, it } from "vitest";
+import { createSession } from "../../src/auth/sessions.js";
 import { composeMessage } from "../../src/modules/notifications/notifications.mail.js";
 import { createNotifier } from "../../src/modules/notifications/notifications.service.js";
 import { attemptDelivery } from "../../src/modules/webhooks/webhooks.http.js";
@@ -535,6 +536,67 @@ describe("delivery", () => {
     );
     expect(disabled.disabledReason).toBe("failing");
     expect(await t.db.auditEvent.count({ where: { entityId: hook.id, action: "webhook_endpoint.disabled" } })).toBe(1);
+  });
+
+  it("keeps only a URL's origin in audit events, their exports and webhook messages: the auditor never reads its path or query", async () => {
+    const watcher = await endpoint("/endpoint-watch", { eventTypes: ["webhook_endpoint.*"] });
+    // Chat and ticketing URLs carry their token in the path or the query.
+    const first = "/chat/T0KEN-in-path?token=s3cret-in-query";
+    const second = "/chat/OTHER-T0KEN?token=s3cret-two";
+    const origin = `http://127.0.0.1:${receiver.port}`;
+    const hook = await endpoint(first, { eventTypes: ["comment.created"] });
+    expect(hook.url).toBe(receiver.url(first));
+    receiver.on(second, (res) => res.writeHead(410).end("gone"));
+    const moved = await t.rest("PATCH", `/v1/webhook-endpoints/${hook.id}`, { key, body: { url: receiver.url(second) } });
+    expect(moved.status, moved.text).toBe(200);
+    await comment("Disables the tokened endpoint");
+    await until(async () => (await t.db.webhookEndpoint.findUnique({ where: { id: hook.id } }))?.enabled === false);
+    const secretParts = /T0KEN|s3cret/;
+
+    // The auditor (audit:read, no webhook:manage), signed in: events and every export, on both transports.
+    const session = await createSession(t.db, org.userIds[2] as string, 60_000);
+    const auditor = { authorization: `Bearer ${session.token}`, "x-organization-id": org.organizationId };
+    expect((await t.rest("GET", `/v1/webhook-endpoints/${hook.id}`, { headers: auditor })).status).toBe(403);
+    const events = await t.rest("GET", `/v1/audit-events?entityType=webhook_endpoint&entityId=${hook.id}`, { headers: auditor });
+    expect(events.status, events.text).toBe(200);
+    const byAction = Object.fromEntries(
+      (events.body.items as { action: string; data: unknown }[]).map((e) => [e.action, e.data]),
+    );
+    expect(byAction["webhook_endpoint.created"]).toMatchObject({ url: origin });
+    expect(byAction["webhook_endpoint.updated"]).toEqual({ changes: { url: { from: origin, to: origin } } });
+    expect(byAction["webhook_endpoint.disabled"]).toEqual({ reason: "gone", url: origin });
+    expect(events.text).not.toMatch(secretParts);
+    const graph = await t.gql(
+      `query($id: ID!) { auditEvents(filter: { entityType: "webhook_endpoint", entityId: [$id] }) { items { action data } } }`,
+      { id: hook.id },
+      { headers: auditor },
+    );
+    expect(graph.body.data.auditEvents.items).toHaveLength(3);
+    expect(JSON.stringify(graph.body)).not.toMatch(secretParts);
+    for (const format of ["jsonl", "csv", "ocsf"]) {
+      const exported = await t.rest("GET", `/v1/audit-events/export?format=${format}`, { headers: auditor });
+      expect(exported.status, exported.text).toBe(200);
+      expect(exported.text).toContain(hook.id);
+      expect(exported.text, format).not.toMatch(secretParts);
+    }
+
+    // The endpoints' own messages: the event's data and the endpoint's REST shape, origin only.
+    const aboutHook = () => receiver.at("/endpoint-watch").filter((m) => m.body.includes(hook.id));
+    await until(() => aboutHook().length >= 3, 10_000, "the endpoint's three events");
+    const messages = aboutHook();
+    expect(messages.map((m) => (m.verified as { type: string }).type).sort()).toEqual([
+      "webhook_endpoint.created",
+      "webhook_endpoint.disabled",
+      "webhook_endpoint.updated",
+    ]);
+    for (const message of messages) {
+      expect(message.body).not.toMatch(secretParts);
+      expect((message.verified as { data: { object: { url: string } } }).data.object.url).toBe(origin);
+    }
+    expect(watcher.id).toBeTruthy();
+    // Whoever holds webhook:manage reads the whole URL from the endpoint itself.
+    const read = await t.rest("GET", `/v1/webhook-endpoints/${hook.id}`, { key });
+    expect(read.body.url).toBe(receiver.url(second));
   });
 
   it("signs with the new and the old secret for 24 hours after a rotation", async () => {

@@ -27,10 +27,19 @@ const contentTypes: Record<ExportFormat, string> = {
   ocsf: "application/jsonl; charset=utf-8",
 };
 
-/** RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled; null is empty; data is its JSON text. */
-function csvField(value: unknown): string {
+/** A cell a spreadsheet would run as a formula (OWASP, CSV injection): it begins with one of these. */
+const formulaStart = /^[=+\-@\t\r]/;
+
+/**
+ * RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled; null is empty; data
+ * is its JSON text. A cell that begins with `=`, `+`, `-`, `@`, a tab or a carriage return (a
+ * caller's `X-Request-Id: -2-3-A1`) is prefixed with `'`, as OWASP advises, so that no spreadsheet
+ * runs it; jsonl keeps every value as it is hashed.
+ */
+export function csvField(value: unknown): string {
   if (value === null || value === undefined) return "";
-  const text = typeof value === "string" ? value : JSON.stringify(value);
+  let text = typeof value === "string" ? value : JSON.stringify(value);
+  if (formulaStart.test(text)) text = `'${text}`;
   return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
 

@@ -58,6 +58,19 @@ function hostOf(url: URL): string {
   return url.hostname.replace(/^\[(.*)\]$/, "$1");
 }
 
+/**
+ * What audit events, their exports and webhook messages keep of an endpoint's URL: its origin
+ * (scheme, host, port). Chat and ticketing URLs carry their token in the path or query, which only
+ * `webhook:manage` reads (the endpoints themselves).
+ */
+export function urlOrigin(value: string): string {
+  try {
+    return new URL(value).origin;
+  } catch {
+    return "";
+  }
+}
+
 /** What create and update refuse: not an http(s) URL, credentials in it, localhost, a refused address literal. */
 export function urlProblem(value: string, rules: TargetRules): string | null {
   let url: URL;

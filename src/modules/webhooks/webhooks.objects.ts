@@ -1,4 +1,5 @@
 import type { Db } from "../../platform/db/database.js";
+import { urlOrigin } from "./webhooks.http.js";
 
 /** The largest message body that carries `object`; past it, `object` is null. */
 export const OBJECT_BODY_LIMIT_BYTES = 20 * 1024;
@@ -153,22 +154,23 @@ export async function restObjectOf(db: Db, organizationId: string, entity: { typ
           },
         }),
       );
-    case "webhook_endpoint":
-      return json(
-        await db.webhookEndpoint.findFirst({
-          where,
-          select: {
-            id: true,
-            url: true,
-            description: true,
-            eventTypes: true,
-            enabled: true,
-            disabledReason: true,
-            createdAt: true,
-            updatedAt: true,
-          },
-        }),
-      );
+    case "webhook_endpoint": {
+      const endpoint = await db.webhookEndpoint.findFirst({
+        where,
+        select: {
+          id: true,
+          url: true,
+          description: true,
+          eventTypes: true,
+          enabled: true,
+          disabledReason: true,
+          createdAt: true,
+          updatedAt: true,
+        },
+      });
+      // Its URL's origin only, as in its audit events: the token a path or query carries stays with webhook:manage.
+      return endpoint && json({ ...endpoint, url: urlOrigin(endpoint.url) });
+    }
     default:
       return null;
   }

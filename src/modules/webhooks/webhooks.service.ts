@@ -23,7 +23,7 @@ import { limit, list, text } from "../../platform/limits.js";
 import { notNull, parseInput, type WithNulls } from "../../platform/validation.js";
 import { auditEvent, changesBetween, writeAuditEvent } from "../audit/audit.service.js";
 import { isKnownTypeFilter, webhookEventTypes } from "./webhooks.events.js";
-import { attemptDelivery, type Resolver, systemResolver, urlProblem } from "./webhooks.http.js";
+import { attemptDelivery, type Resolver, systemResolver, urlOrigin, urlProblem } from "./webhooks.http.js";
 import { buildMessage, recordAttempt, type Sent } from "./webhooks.message.js";
 
 export const webhookLimits = {
@@ -135,7 +135,10 @@ export function createWebhookService(db: Db, options: Partial<WebhookServiceOpti
           ...query,
           data: { id, organizationId: actor.organizationId, secret: newSecret(), ...data },
         });
-        await writeAuditEvent(tx, auditEvent(actor, "webhook_endpoint.created", { type: "webhook_endpoint", id }, data));
+        await writeAuditEvent(
+          tx,
+          auditEvent(actor, "webhook_endpoint.created", { type: "webhook_endpoint", id }, { ...data, url: urlOrigin(data.url) }),
+        );
         return endpoint;
       });
     },
@@ -179,6 +182,7 @@ export function createWebhookService(db: Db, options: Partial<WebhookServiceOpti
           { ...wanted, eventTypes: wanted.eventTypes?.join("\n") as never },
         );
         if (changes.eventTypes) changes.eventTypes = { from: current.eventTypes, to: wanted.eventTypes };
+        if (changes.url) changes.url = { from: urlOrigin(current.url), to: urlOrigin(wanted.url as string) };
         const set = {
           ...data,
           ...(data.eventTypes !== undefined ? { eventTypes: wanted.eventTypes } : {}),

@@ -7,7 +7,7 @@ import type { Db } from "../../platform/db/database.js";
 import { newId } from "../../platform/ids.js";
 import { QUEUES } from "../../platform/jobs.js";
 import { writeAuditEvent } from "../audit/audit.service.js";
-import { attemptDelivery, type Resolver, systemResolver } from "./webhooks.http.js";
+import { attemptDelivery, type Resolver, systemResolver, urlOrigin } from "./webhooks.http.js";
 import { buildMessage, recordAttempt, type Sent, succeeded } from "./webhooks.message.js";
 import type { DisabledEndpoint } from "./webhooks.notify.js";
 import { OBJECT_BODY_LIMIT_BYTES, restObjectOf } from "./webhooks.objects.js";
@@ -163,7 +163,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
         action: "webhook_endpoint.disabled",
         entityType: "webhook_endpoint",
         entityId: endpoint.id,
-        data: { reason, url: endpoint.url },
+        data: { reason, url: urlOrigin(endpoint.url) },
       });
       return options.onDisabled?.(tx, endpoint, reason);
     });
