@@ -155,7 +155,7 @@ export type OwnRestRoute = {
 };
 
 export const ownRestRoutes = {
-  auditExport: {
+  exportAuditEvents: {
     method: "GET",
     path: "/audit-events/export",
     tags: ["Audit"],
@@ -182,7 +182,7 @@ export const ownRestRoutes = {
     ],
     contentTypes: ["application/jsonl", "text/csv"],
   },
-  auditPublicKey: {
+  getAuditPublicKey: {
     method: "GET",
     path: "/audit/public-key",
     tags: ["Audit"],

@@ -281,13 +281,17 @@ describe("GET /v1/openapi.json", () => {
 describe("the facade's own routes in the OpenAPI document", () => {
   it("describes the audit export (a credential, its query, a file) and the public key (no credential)", () => {
     const exported = doc.paths["/audit-events/export"]?.get as Operation;
-    expect(exported.operationId).toBe("auditExport");
+    // Named by the verb rule of every other read (generated clients: exportAuditEvents() beside listAuditEvents()).
+    expect(exported.operationId).toBe("exportAuditEvents");
     expect(exported.security).toEqual([{ ApiKey: [] }, { BearerJwt: [] }, { SessionCookie: [] }]);
     expect(exported.parameters.filter((p) => p.in === "query").map((p) => p.name)).toEqual(["from", "to", "format"]);
     expect(Object.keys(exported.responses["200"]?.content ?? {})).toEqual(["application/jsonl", "text/csv"]);
     expect(statuses(exported)).toEqual(expect.arrayContaining([200, 400, 401, 403, 429]));
     const key = doc.paths["/audit/public-key"]?.get as Operation;
+    expect(key.operationId).toBe("getAuditPublicKey");
     expect(key.security).toEqual([]);
+    const reads = Object.values(doc.paths).flatMap((item) => (item.get ? [(item.get as Operation).operationId] : []));
+    expect(reads.filter((id) => !/^(get|list|export)[A-Z]/.test(id))).toEqual([]);
     expect(Object.keys(key.responses["200"]?.content ?? {})).toEqual(["application/x-pem-file"]);
     expect(statuses(key)).not.toContain(401);
   });

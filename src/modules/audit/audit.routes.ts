@@ -6,7 +6,7 @@ import type { AuditService } from "./audit.service.js";
 /** The REST facade's own audit routes (routes.ts, ownRestRoutes): the export stream and the public key. */
 export function auditRestHandlers(audit: AuditService): OwnRouteHandlers {
   return {
-    async auditExport({ url, auth, requestId }) {
+    async exportAuditEvents({ url, auth, requestId }) {
       const actor = authorize({ auth, requestId }, "audit:read");
       const { body, contentType, filename } = exportStream(audit.trail, actor.organizationId, exportRequest(url.searchParams));
       return new Response(body, {
@@ -17,7 +17,7 @@ export function auditRestHandlers(audit: AuditService): OwnRouteHandlers {
         },
       });
     },
-    async auditPublicKey() {
+    async getAuditPublicKey() {
       return new Response(audit.signer.publicKeyPem, {
         headers: { "content-type": "application/x-pem-file", "cache-control": "public, max-age=300" },
       });
