@@ -237,6 +237,11 @@ const server = createServer((req, res) => {
   });
   app.yoga(req, res);
 });
+// Node closes an idle keep-alive connection after 5 s; a load balancer keeps its own for 60 s (AWS
+// ALB) and would send a request on one being closed. The headers' bound stays above it, as Node asks.
+server.keepAliveTimeout = config.keepAliveTimeoutMs;
+server.headersTimeout = config.keepAliveTimeoutMs + 1_000;
+server.requestTimeout = Math.max(server.requestTimeout, server.headersTimeout);
 nativeMemory.watch(server);
 
 const demo =

@@ -101,6 +101,7 @@ const schema = z.object({
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
   SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(300_000).default(0),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(25_000),
+  KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(65_000),
   BODY_LIMIT_BYTES: z.coerce
     .number()
     .int()
@@ -263,6 +264,11 @@ export type Config = {
   shutdownDelayMs: number;
   /** Hard deadline from the signal to the exit, delay and grace included (under Kubernetes' 30 s grace period). */
   shutdownTimeoutMs: number;
+  /**
+   * How long an idle keep-alive connection stays open: longer than a load balancer keeps its idle
+   * connections to the replica (AWS ALB 60 s), so that it never sends a request on one the server is closing.
+   */
+  keepAliveTimeoutMs: number;
   bodyLimitBytes: number;
   /** Bytes of request bodies admitted at once; past it, 503 with Retry-After before reading. */
   bodyBudgetBytes: number;
@@ -380,6 +386,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     shutdownDelayMs: e.SHUTDOWN_DELAY_MS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    keepAliveTimeoutMs: e.KEEP_ALIVE_TIMEOUT_MS,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     bodyBudgetBytes: e.BODY_BUDGET_BYTES,
     liveStreams: {

@@ -1,4 +1,5 @@
 import { cpSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import http from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
@@ -198,6 +199,40 @@ describe.skipIf(missing)("two replicas behind HAProxy under load", () => {
     // One write per key, whatever HAProxy and the client retried.
     expect(rows.filter((r) => Number(r.n) > 1)).toEqual([]);
   }
+
+  it("reuses connections left idle 6 to 7 s (longer than Node's 5 s keep-alive) without an error or a retry", async () => {
+    // One connection to HAProxy, and HAProxy's pooled ones to the replicas (http-reuse always).
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const taskId = org.taskIds[0] as string;
+    const get = () =>
+      new Promise<number | undefined>((resolve, reject) => {
+        const request = http.get(`${haproxy.url}/v1/tasks/${taskId}`, { agent, headers: { "x-api-key": apiKey } }, (response) => {
+          response.resume();
+          response.on("end", () => resolve(response.statusCode));
+        });
+        request.on("error", reject);
+      });
+    /** HAProxy's log lines of the task reads: status and retries (the fifth connection count). */
+    const reads = () =>
+      [...haproxy.output().matchAll(/ (\d{3}) \d+ \S+ \S+ \S+ \d+\/\d+\/\d+\/\d+\/(\+?\d+) \d+\/\d+ "GET \/v1\/tasks\//g)].map(
+        (m) => `${m[1]} retries ${m[2]}`,
+      );
+    try {
+      // Both replicas get connections (leastconn), then every one of them idles 6 to 7 s.
+      const statuses = await Promise.all([get(), get(), get(), get()]);
+      for (const idleMs of [6_000, 6_500, 7_000]) {
+        await sleep(idleMs);
+        statuses.push(await get(), await get());
+      }
+      expect(statuses.every((status) => status === 200)).toBe(true);
+      await sleep(200);
+      const logged = reads().slice(-10);
+      expect(logged).toHaveLength(10);
+      expect(logged.filter((line) => line !== "200 retries 0")).toEqual([]);
+    } finally {
+      agent.destroy();
+    }
+  }, 60_000);
 
   it("rolls an upgrade with an additive migration (a column, an index built concurrently) through both replicas: every request 2xx", async () => {
     // The next version: this bundle beside one more migration, in a folder of dist/ (the bundle

@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from "node:fs";
+import http from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -53,6 +54,33 @@ describe("the server process (npm start)", () => {
       expect(await trims()).toBe(1);
     },
   );
+
+  it("keeps an idle keep-alive connection open past Node's 5 s (KEEP_ALIVE_TIMEOUT_MS): reused after 6 s, it answers", async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const get = () =>
+      new Promise<{ status?: number; keepAlive?: string; reused: boolean }>((resolve, reject) => {
+        const request = http.get(`${server.url}/ready`, { agent }, (response) => {
+          response.resume();
+          response.on("end", () =>
+            resolve({
+              status: response.statusCode,
+              keepAlive: String(response.headers["keep-alive"]),
+              reused: request.reusedSocket,
+            }),
+          );
+        });
+        request.on("error", reject);
+      });
+    try {
+      const first = await get();
+      expect(first).toMatchObject({ status: 200, keepAlive: "timeout=65", reused: false });
+      await new Promise((resolve) => setTimeout(resolve, 6_000));
+      // Node's default would have closed it at 5 s: "socket hang up" or a new connection.
+      expect(await get()).toMatchObject({ status: 200, reused: true });
+    } finally {
+      agent.destroy();
+    }
+  }, 20_000);
 
   it("stops a second process on the same data directory with a clear message", async () => {
     const second = await startServer(await freePort());
