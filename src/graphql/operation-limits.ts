@@ -51,7 +51,9 @@ export function useOperationLimits(options: { suggestFields: boolean }) {
     // Depth counts fields only: a fragment spread or inline fragment adds no level, so a query
     // written with fragments is refused or accepted exactly as the same query inlined.
     maxDepth: { n: operationLimits.depth, ignoreIntrospection: true, flattenFragments: true, ...callbacks("depth") },
-    maxAliases: { n: operationLimits.aliases, ...callbacks("aliases") },
+    // Every alias counts, `__typename` too (graphql-armor lets it through by default: 200 of them
+    // would each cost a resolver call and bytes of answer, past the limit).
+    maxAliases: { n: operationLimits.aliases, allowList: [], ...callbacks("aliases") },
     maxTokens: { n: operationLimits.tokens, ...callbacks("tokens") },
     maxDirectives: { n: operationLimits.directives, ...callbacks("directives") },
     // The cost rule is useQueryCost's (worst-case objects through nested lists); armor's weighs depth.

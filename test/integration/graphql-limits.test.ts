@@ -69,10 +69,19 @@ describe("GraphQL operation limits", () => {
     expect(message).toMatch(/tokens/);
   });
 
+  it("counts __typename aliases too: 200 of them are refused, 15 answer", async () => {
+    const typenames = (n: number) => Array.from({ length: n }, (_, i) => `t${i}: __typename`).join(" ");
+    expect(await expectExplained(`{ ${typenames(200)} }`, "aliases", 15)).toMatch(/^The operation uses 200 aliases/);
+    expect(await expectExplained(`{ ${typenames(16)} }`, "aliases", 15)).toMatch(/^The operation uses 16 aliases/);
+    const fifteen = await t.gql(`{ ${typenames(15)} }`, {}, { key: org.apiKey });
+    expect(fifteen.body.errors).toBeUndefined();
+    expect(Object.keys(fifteen.body.data)).toHaveLength(15);
+  });
+
   it("refuses more than 20 directives", async () => {
-    // On distinct fields, so that no other validation rule objects; __typename aliases are not counted.
-    const fields = Array.from({ length: 21 }, (_, i) => `t${i}: __typename @include(if: true)`).join(" ");
-    expect(await expectExplained(`{ ${fields} }`, "directives", 20)).toMatch(/uses 21 directives/);
+    // On distinct fields (11 aliases, under their limit), so that no other rule objects.
+    const fields = Array.from({ length: 11 }, (_, i) => `t${i}: __typename @include(if: true) @skip(if: false)`).join(" ");
+    expect(await expectExplained(`{ ${fields} }`, "directives", 20)).toMatch(/uses 22 directives/);
   });
 
   it("explains the depth limit too", async () => {
