@@ -9,12 +9,14 @@ import type { AuthState } from "./auth/caller.js";
 import type { Context } from "./graphql/context.js";
 import { useOperationLimits } from "./graphql/operation-limits.js";
 import { useQueryCost } from "./graphql/query-cost.js";
+import { useAnswerHeaders } from "./http/answer-headers.js";
 import { createBodyBudget, createBodyReader, useGraphqlBodyAdmission } from "./http/body-admission.js";
 import { corsFor, useVaryOnOrigin } from "./http/cors.js";
 import { maskError, maskResult, restErrorsResponse, useUnexpectedErrorLog, withSafetyNet } from "./http/error-masking.js";
 import { errorBody, errorResponse, RETRY_AFTER_SECONDS } from "./http/error-response.js";
 import { useCsrfPreventionExceptSameOriginEventStreams } from "./http/event-streams.js";
 import { graphiqlExamples, renderLocalGraphiQL, useGraphiQLAssets } from "./http/graphiql.js";
+import { useHeadAsGet } from "./http/head.js";
 import { useIdempotency } from "./http/idempotency.js";
 import { useGraphqlInputHygiene } from "./http/input-hygiene.js";
 import { createLiveStreams } from "./http/live-streams.js";
@@ -160,6 +162,9 @@ export function createApp(deps: AppDeps) {
     authenticate: authenticateOnce,
   });
 
+  const head = useHeadAsGet();
+  const requestLog = useRequestLog(logger);
+
   const bodyLimit: Plugin = {
     onRequest({ request, endResponse }) {
       const length = Number(request.headers.get("content-length") ?? 0);
@@ -212,6 +217,8 @@ export function createApp(deps: AppDeps) {
     plugins: withSafetyNet(logger, [
       // First, so that every answer carries the id and its log lines too.
       useRequestId(),
+      // HEAD goes on as GET (its body dropped at the end): every route and check below sees a GET.
+      head.asGet,
       useVaryOnOrigin(config.corsOrigins ?? []),
       useUnexpectedErrorLog(logger),
       // Next, so that it times every request, including those other plugins answer early.
@@ -227,7 +234,7 @@ export function createApp(deps: AppDeps) {
         nativeMemory: deps.nativeMemory,
       }),
       ...((config.graphiql ?? !config.production) ? [useGraphiQLAssets()] : []),
-      useRequestLog(logger),
+      requestLog.start,
       ...(deps.tracer ? [useTracing(deps.tracer)] : []),
       useReadinessCheck({
         endpoint: "/ready",
@@ -326,6 +333,10 @@ export function createApp(deps: AppDeps) {
           errorHandler: (errors) => restErrorsResponse(errors) as never,
         }),
       ),
+      // Last, once every plugin above has made the answer final (a 204, an ETag, a 304).
+      useAnswerHeaders(),
+      head.withoutBody,
+      requestLog.line,
     ]),
   });
 

@@ -1,8 +1,9 @@
+import { isUtf8 } from "node:buffer";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import type { Plugin } from "graphql-yoga";
 import type { AuthState } from "../auth/caller.js";
-import { AppError, UnauthenticatedError } from "../platform/errors.js";
+import { AppError, BadUserInputError, UnauthenticatedError } from "../platform/errors.js";
 import { transportErrorResponse } from "./error-response.js";
 
 /** Seconds a caller refused for lack of memory is asked to wait. */
@@ -67,6 +68,36 @@ export function createBodyBudget(maxBytes: number): BodyBudget {
 }
 
 export type BodyRead = { text: string } | { refused: AppError; headers?: Record<string, string> };
+
+/** The path of the first key or string in `value` holding U+FFFD (where invalid UTF-8 was), or null. */
+function replacedTextPath(value: unknown, path: string): string | null {
+  if (typeof value === "string") return value.includes("\uFFFD") ? path : null;
+  if (!value || typeof value !== "object") return null;
+  for (const [key, item] of Object.entries(value)) {
+    const at = Array.isArray(value) ? `${path}[${key}]` : path ? `${path}.${key}` : key;
+    if (key.includes("\uFFFD")) return at;
+    const found = replacedTextPath(item, at);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
+/**
+ * The refusal of a body that is not valid UTF-8, naming the field that holds the bytes (or the
+ * body, when it is no JSON at all): decoded, they would be stored as U+FFFD, altered.
+ */
+function notUtf8(text: string): AppError {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  const path = replacedTextPath(parsed, "") || null;
+  return path
+    ? new BadUserInputError(`${path}: text must be valid UTF-8`, [{ path, message: "not valid UTF-8" }])
+    : new BadUserInputError("The request body is not valid UTF-8", [{ path: "body", message: "not valid UTF-8" }]);
+}
 
 /** Nesting depth of a JSON text, found without parsing (and so without recursion). */
 export function jsonDepth(text: string): number {
@@ -149,10 +180,12 @@ export function createBodyReader(budget: BodyBudget, limit: number) {
         }
         chunks.push(value);
       }
-      const text = Buffer.concat(chunks).toString("utf8");
+      const bytes = Buffer.concat(chunks);
+      const text = bytes.toString("utf8");
       if (jsonDepth(text) > MAX_JSON_DEPTH) {
         return { refused: new AppError("BAD_USER_INPUT", `JSON nested deeper than ${MAX_JSON_DEPTH} levels is not accepted`) };
       }
+      if (!isUtf8(bytes)) return { refused: notUtf8(text) };
       return { text };
     },
     releaseFor,
