@@ -140,9 +140,11 @@ const ref = (name: string, kind = "schemas") => ({ $ref: `#/components/${kind}/$
 /** Longest If-None-Match the service reads; a longer one is ignored (rest-plugin.ts). */
 export const IF_NONE_MATCH_MAX_LENGTH = 1024;
 
-/** Headers on every REST answer: its id, the rate limit's state, and the CORS headers (when the origin is listed). */
+/** Headers on every REST answer: its id, its caching and type rules, the rate limit's state, and the CORS headers (when the origin is listed). */
 const everyAnswerHeaders = {
   "X-Request-Id": ref("RequestId", "headers"),
+  "X-Content-Type-Options": ref("X-Content-Type-Options", "headers"),
+  "Cache-Control": ref("Cache-Control", "headers"),
   "RateLimit-Limit": ref("RateLimit-Limit", "headers"),
   "RateLimit-Remaining": ref("RateLimit-Remaining", "headers"),
   "RateLimit-Reset": ref("RateLimit-Reset", "headers"),
@@ -566,6 +568,15 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
         RequestId: {
           description: "The request id (the caller's X-Request-Id when it is sane), also in the server's logs",
           schema: { type: "string", maxLength: 128 },
+        },
+        "X-Content-Type-Options": {
+          description: "Always nosniff: no browser reads the answer as another type than its Content-Type",
+          schema: { type: "string", enum: ["nosniff"] },
+        },
+        "Cache-Control": {
+          description:
+            "To a credential: no-store, except a GET answered with an ETag, which says private, no-cache (revalidate with If-None-Match); the public key without a credential: public, max-age=300",
+          schema: { type: "string", enum: ["no-store", "private, no-cache", "public, max-age=300"] },
         },
         ETag: {
           description: "Tag of this answer's bytes; send it as If-None-Match to revalidate",
