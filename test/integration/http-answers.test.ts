@@ -170,7 +170,7 @@ describe("HEAD", () => {
     expect(logged).toEqual([200, 304, 200, 401, 404, 405]);
   });
 
-  it("answers as GET without a body on the facade's own routes, the OpenAPI document, GraphQL over GET and /ready", async () => {
+  it("answers as GET without a body on the facade's own routes, the OpenAPI document, GraphQL over GET, /ready and /metrics", async () => {
     for (const [path, headers] of [
       ["/v1/audit-events/export?format=csv", withKey()],
       ["/v1/audit/public-key", {}],
@@ -178,6 +178,7 @@ describe("HEAD", () => {
       ["/v1/docs", {}],
       ["/graphql?query=%7B__typename%7D", withKey()],
       ["/ready", {}],
+      ["/metrics", {}],
     ] as const) {
       const get = await send(path, { headers });
       const head = await send(path, { method: "HEAD", headers });
