@@ -12,6 +12,8 @@
 //   GET  /v1/tasks/:taskId
 //   POST /graphql                                  { query, variables: { id } } — the task query, and the vendor page ({ ids })
 //   POST /v1/comments                              { content, entityId, entityType: "task", userId }
+//   PATCH /v1/tasks/:taskId                        { title }  (bench/writes.mjs)
+//   POST /v1/policies/:id/versions                 {}         (bench/writes.mjs)
 //   GET  /v1/task-management/stats?entityId=&entityType=vendor|risk
 //   GET  /v1/comments?entityId=&entityType=task&limit=
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
@@ -225,8 +227,84 @@ WITH m AS (
 )
 SELECT m."id", m."name", m."email", m."image" FROM c, m`;
 
-const INSERT_AUDIT_SQL = `INSERT INTO "AuditEvent" ("id", "organizationId", "actorUserId", "actorApiKeyId", "action", "entityType", "entityId", "data", "requestId", "createdAt", "sequence", "hash")
-VALUES ($1, $2, NULL, $3, 'comment.created', 'comment', $4, $5::jsonb, $6, $7::timestamp(3), 0, repeat('0', 64))`;
+// A change's outbox rows: one webhook delivery per enabled endpoint of the organization that
+// listens to every type (the writes bench's one endpoint), in the change's transaction.
+const OUTBOX_SQL = `INSERT INTO "WebhookDelivery" ("id", "organizationId", "endpointId", "eventId", "eventType", "status", "nextAttemptAt", "createdAt", "updatedAt")
+SELECT $1 || substr(md5(e."id"), 1, 8), e."organizationId", e."id", $2, $3, 'pending', $4::timestamp(3), $4::timestamp(3), $4::timestamp(3)
+FROM "WebhookEndpoint" e WHERE e."organizationId" = $5 AND e."enabled"`;
+
+/** The audit row (unchained: sequence 0) and the outbox rows of a change, in its transaction. */
+async function auditAndOutbox(query, { organizationId, apiKeyId, action, entityType, entityId, data, requestId, now }) {
+  const eventId = newId("aud");
+  await query(
+    `INSERT INTO "AuditEvent" ("id", "organizationId", "actorUserId", "actorApiKeyId", "action", "entityType", "entityId", "data", "requestId", "createdAt", "sequence", "hash")
+     VALUES ($1, $2, NULL, $3, $4, $5, $6, $7::jsonb, $8, $9::timestamp(3), 0, repeat('0', 64))`,
+    [eventId, organizationId, apiKeyId, action, entityType, entityId, JSON.stringify(data), requestId, utc(now)],
+  );
+  await query(OUTBOX_SQL, [newId("whd"), eventId, action, utc(now), organizationId]);
+}
+
+// PATCH /v1/tasks/:id with a title: the row locked and read (the audit event keeps the change), updated, its event and outbox row.
+async function updateTask(req, res, taskId) {
+  const auth = await authenticate(req, "task:update");
+  if (auth.status) return send(res, auth.status, errorBody(auth.status));
+  const input = await readJson(req);
+  if (typeof input.title !== "string" || !input.title.trim()) return send(res, 400, errorBody(400));
+  const requestId = randomUUID();
+  const now = new Date();
+  const task = await db.transaction(async (query) => {
+    const [current] = await query(`SELECT "title" FROM "Task" WHERE "id" = $1 AND "organizationId" = $2 FOR UPDATE`, [
+      taskId,
+      auth.organizationId,
+    ]);
+    if (!current) return null;
+    const [row] = await query(
+      `UPDATE "Task" SET "title" = $1, "updatedAt" = $2::timestamp(3) WHERE "id" = $3
+       RETURNING "id", "title", "status", "description", "taskTemplateId", "createdAt", "updatedAt"`,
+      [input.title, utc(now), taskId],
+    );
+    const data = { changes: { title: { from: current.title, to: input.title } } };
+    await auditAndOutbox(query, { ...auth, action: "task.updated", entityType: "task", entityId: taskId, data, requestId, now });
+    return row;
+  });
+  if (!task) return send(res, 404, errorBody(404));
+  send(res, 200, task, { "x-request-id": requestId });
+}
+
+// POST /v1/policies/:id/versions: the next number, the new draft with the current version's content, its event and outbox row.
+async function createPolicyVersion(req, res, policyId) {
+  const auth = await authenticate(req, "policy:update");
+  if (auth.status) return send(res, auth.status, errorBody(auth.status));
+  const requestId = randomUUID();
+  const now = new Date();
+  const created = await db.transaction(async (query) => {
+    const [policy] = await query(
+      `UPDATE "Policy" SET "lastVersionNumber" = "lastVersionNumber" + 1, "updatedAt" = $3::timestamp(3)
+       WHERE "id" = $1 AND "organizationId" = $2 RETURNING "lastVersionNumber", "currentVersionId"`,
+      [policyId, auth.organizationId, utc(now)],
+    );
+    if (!policy) return null;
+    const id = newId("pv");
+    await query(
+      `INSERT INTO "PolicyVersion" ("id", "organizationId", "policyId", "version", "status", "content", "sourceVersionId", "createdByKeyId", "createdAt")
+       SELECT $1, $2, $3, $4, 'draft', COALESCE((SELECT "content" FROM "PolicyVersion" WHERE "id" = $5), '[]'::jsonb), $5, $6, $7::timestamp(3)`,
+      [id, auth.organizationId, policyId, policy.lastVersionNumber, policy.currentVersionId, auth.apiKeyId, utc(now)],
+    );
+    const data = { versionId: id, version: policy.lastVersionNumber, sourceVersionId: policy.currentVersionId };
+    await auditAndOutbox(query, {
+      ...auth,
+      action: "policy.version_created",
+      entityType: "policy",
+      entityId: policyId,
+      data,
+      requestId,
+      now,
+    });
+    return { versionId: id, version: policy.lastVersionNumber };
+  });
+  if (!created) return send(res, 404, errorBody(404));
+  send(res, 201, created, { "x-request-id": requestId });
+}
 
 async function createComment(req, res) {
   const auth = await authenticate(req, "comment:create");
@@ -250,15 +328,15 @@ async function createComment(req, res) {
     ]);
     if (!row) return null;
     const data = { entityType: input.entityType, entityId: input.entityId, attachments: 0, contextUrl: null };
-    await query(INSERT_AUDIT_SQL, [
-      newId("aud"),
-      auth.organizationId,
-      auth.apiKeyId,
-      id,
-      JSON.stringify(data),
+    await auditAndOutbox(query, {
+      ...auth,
+      action: "comment.created",
+      entityType: "comment",
+      entityId: id,
+      data,
       requestId,
-      utc(now),
-    ]);
+      now,
+    });
     return row;
   });
   if (!author) return send(res, 404, errorBody(404));
@@ -380,6 +458,9 @@ const server = createServer(async (req, res) => {
     if (req.method === "GET" && p.startsWith("/v1/tasks/")) return await getTask(req, res, decodeURIComponent(p.slice(10)));
     if (req.method === "POST" && p === "/graphql") return await graphqlTask(req, res);
     if (req.method === "POST" && p === "/v1/comments") return await createComment(req, res);
+    if (req.method === "PATCH" && p.startsWith("/v1/tasks/")) return await updateTask(req, res, decodeURIComponent(p.slice(10)));
+    const version = /^\/v1\/policies\/([^/]+)\/versions$/.exec(p);
+    if (req.method === "POST" && version) return await createPolicyVersion(req, res, decodeURIComponent(version[1]));
     if (req.method === "GET" && p === "/v1/task-management/stats") return await taskItemStats(req, res, url.searchParams);
     if (req.method === "GET" && p === "/v1/comments") return await listComments(req, res, url.searchParams);
     send(res, 404, errorBody(404));

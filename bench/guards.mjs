@@ -101,10 +101,10 @@ export const GUARD_STEPS = [
 const NAMESPACE = "bench-guard-step";
 
 /** esbuild plugin: each step's module is replaced by a wrapper that re-exports it, but for its stubs when off. */
-function switchesPlugin(root) {
+function switchesPlugin(root, steps) {
   const byPath = new Map();
   const byPackage = new Map();
-  for (const step of GUARD_STEPS) {
+  for (const step of steps) {
     if (step.module.startsWith("src/")) byPath.set(path.join(root, step.module), step);
     else byPackage.set(step.module, step);
   }
@@ -145,11 +145,12 @@ function switchesPlugin(root) {
 }
 
 /**
- * Builds the bench-only bundle into bench/.guards/server.js: the service's entry with the switches.
+ * Builds the bench-only bundle into bench/.guards/server.js: the service's entry with the switches
+ * (`steps`: these, or another list such as the write path's, bench/write-path.mjs, into `dir`).
  * From there the bundle finds its migrations as dist/ does (`../../prisma/migrations`).
  */
-export async function buildGuardsBundle(root) {
-  const outdir = path.join(root, "bench", ".guards");
+export async function buildGuardsBundle(root, { steps = GUARD_STEPS, dir = ".guards" } = {}) {
+  const outdir = path.join(root, "bench", dir);
   mkdirSync(outdir, { recursive: true });
   // The in-process runner's entry: the app and what it needs, without the HTTP server.
   const appEntry = path.join(outdir, "app-entry.ts");
@@ -173,7 +174,7 @@ export async function buildGuardsBundle(root) {
     packages: "external",
     sourcemap: true,
     logLevel: "warning",
-    plugins: [switchesPlugin(root)],
+    plugins: [switchesPlugin(root, steps)],
   });
   return { server: path.join(outdir, "server.js"), app: path.join(outdir, "app.js") };
 }

@@ -6,7 +6,7 @@ export default {
   order: 30,
   label: "REST create comment",
   floor:
-    "one transaction (`BEGIN`, 2 statements, `COMMIT`): an `INSERT ... SELECT` of the comment that only inserts when the task is in the organization and the author an active member there, returning the author's user fields; then the audit row",
+    "one transaction (`BEGIN`, 3 statements, `COMMIT`): an `INSERT ... SELECT` of the comment that only inserts when the task is in the organization and the author an active member there, returning the author's user fields; then the audit row and its outbox rows (one per enabled webhook endpoint of the organization)",
   // On another task than the comments page's, so that page keeps its 50 comments with attachments.
   request: ({ seed }) => ({
     method: "POST",

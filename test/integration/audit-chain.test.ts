@@ -1,4 +1,4 @@
-import { createHash, createPublicKey, verify as verifySignature } from "node:crypto";
+import { createHash, createPublicKey, randomUUID, verify as verifySignature } from "node:crypto";
 import canonicalize from "canonicalize";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -143,6 +143,78 @@ describe("the chain", () => {
     const rows = await t.db.auditEvent.findMany({ where: { id: { in: ids } }, orderBy: { sequence: "asc" } });
     expect(rows.map((r) => r.id)).toEqual(ids);
     expect(rows.map((r) => r.sequence)).toEqual([1, 2, 3].map((n) => before.sequence + n));
+    expect((await verifyBoth(org.apiKey)).ok).toBe(true);
+  });
+
+  it("writes an event, its chain and its deliveries in one statement, the last before the COMMIT (a keyed request's: after its answer)", async () => {
+    const fresh = await t.seedOrg();
+    const endpoint = await t.rest("POST", "/v1/webhook-endpoints", {
+      key: fresh.apiKey,
+      body: { url: "https://hooks.example.com/chain" },
+    });
+    expect(endpoint.status).toBe(201);
+    const create =
+      (headers: Record<string, string> = {}) =>
+      async () => {
+        const res = await t.rest("POST", "/v1/comments", {
+          key: fresh.apiKey,
+          headers,
+          body: { content: "Last", entityId: fresh.taskIds[0], entityType: "task", userId: fresh.userIds[0] },
+        });
+        expect(res.status, res.text).toBe(201);
+      };
+    // PGlite's adapter logs its transaction control as comments (`-- Implicit "COMMIT" query ...`).
+    const isControl = (s: string) => /^(BEGIN|COMMIT|ROLLBACK)|Implicit "(BEGIN|COMMIT|ROLLBACK)"/i.test(s.trim());
+    const keyed: Record<string, string> = { "idempotency-key": randomUUID() };
+    for (const headers of [{}, keyed]) {
+      const { statements } = await t.countQueries(create(headers));
+      const chained = statements.filter((s) => s.includes('"AuditChainHead"'));
+      expect(chained).toHaveLength(1);
+      expect(chained[0]).toContain('INSERT INTO "AuditEvent"');
+      expect(chained[0]).toContain('INSERT INTO "WebhookDelivery"');
+      expect(statements.filter((s) => s.includes('"WebhookDelivery"'))).toHaveLength(1);
+      const last = statements.findLastIndex((s) => !isControl(s));
+      expect(statements[last]).toBe(chained[0]);
+      expect(statements[last + 1]).toMatch(/COMMIT/i);
+    }
+    expect(
+      await t.db.webhookDelivery.count({ where: { organizationId: fresh.organizationId, eventType: "comment.created" } }),
+    ).toBe(2);
+
+    // A service's statements after writeAuditEvent still come before it.
+    const { statements } = await t.countQueries(() =>
+      t.db.$transaction(async (tx) => {
+        await writeAuditEvent(tx, {
+          id: newId("aud"),
+          organizationId: fresh.organizationId,
+          action: "test.last",
+          entityType: "task",
+          entityId: fresh.taskIds[0] as string,
+        });
+        await tx.$queryRawUnsafe(`SELECT 'after the event' AS "marker"`);
+      }),
+    );
+    const work = statements.filter((s) => !isControl(s));
+    expect(work[0]).toContain("after the event");
+    expect(work[1]).toContain('"AuditChainHead"');
+    expect((await verifyBoth(fresh.apiKey)).ok).toBe(true);
+  });
+
+  it("writes no event when the change fails after writeAuditEvent", async () => {
+    const before = await t.db.auditEvent.count({ where: { organizationId: org.organizationId } });
+    await expect(
+      t.db.$transaction(async (tx) => {
+        await writeAuditEvent(tx, {
+          id: newId("aud"),
+          organizationId: org.organizationId,
+          action: "test.failed",
+          entityType: "task",
+          entityId: org.taskIds[0] as string,
+        });
+        throw new Error("the change failed");
+      }),
+    ).rejects.toThrow("the change failed");
+    expect(await t.db.auditEvent.count({ where: { organizationId: org.organizationId } })).toBe(before);
     expect((await verifyBoth(org.apiKey)).ok).toBe(true);
   });
 

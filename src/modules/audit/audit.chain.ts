@@ -1,5 +1,6 @@
 import type { Prisma } from "../../generated/prisma/client.js";
 import { GENESIS_HASH, jcs } from "../../platform/audit-chain.js";
+import { deliveriesOf, deliveryFilters } from "../webhooks/webhooks.enqueue.js";
 
 /** An audit event as a change records it: its sequence and hash are the chain's to give. */
 export type AuditEventInput = Omit<Prisma.AuditEventUncheckedCreateInput, "sequence" | "hash">;
@@ -19,28 +20,37 @@ const hashAt = (previous: string, seq: string) =>
   `encode(sha256(convert_to(${previous} || E'\\n' || $11 || ${seq} || '}', 'UTF8')), 'hex')`;
 
 /**
- * One statement: the organization's head moves to the next sequence and its hash, and the event is
- * inserted with both. The head row's lock, held until the change commits, puts concurrent changes
- * of one organization in commit order; no other organization waits.
+ * One statement: the organization's head moves to the next sequence and its hash, the event is
+ * inserted with both, and its webhook deliveries with it. The head row's lock, held until the
+ * change commits, puts concurrent changes of one organization in commit order; no other
+ * organization waits. The statement runs last in its transaction (writeAuditEvent), so the lock is
+ * held for this statement and the COMMIT only.
  */
 const INSERT_CHAINED = `WITH head AS (
   INSERT INTO "AuditChainHead" AS h ("organizationId", "sequence", "hash")
   VALUES ($2, 1, ${hashAt(`'${GENESIS_HASH}'`, "'1'")})
   ON CONFLICT ("organizationId") DO UPDATE SET "sequence" = h."sequence" + 1, "hash" = ${hashAt('h."hash"', '(h."sequence" + 1)::text')}
   RETURNING "sequence", "hash"
+), event AS (
+  INSERT INTO "AuditEvent" (${COLUMNS}) SELECT ${VALUES}, head."sequence", head."hash" FROM head
+  RETURNING "id"
 )
-INSERT INTO "AuditEvent" (${COLUMNS}) SELECT ${VALUES}, head."sequence", head."hash" FROM head`;
+${deliveriesOf("event", { organizationId: "$2", action: "$5", filters: "$12" })}`;
 
-const INSERT_UNCHAINED = `INSERT INTO "AuditEvent" (${COLUMNS}) VALUES (${VALUES}, 0, '${GENESIS_HASH}')`;
+const INSERT_UNCHAINED = `WITH event AS (
+  INSERT INTO "AuditEvent" (${COLUMNS}) VALUES (${VALUES}, 0, '${GENESIS_HASH}')
+  RETURNING "id"
+)
+${deliveriesOf("event", { organizationId: "$2", action: "$5", filters: "$11" })}`;
 
 /**
- * Appends an audit event to its organization's chain in the change's transaction, in the one
- * statement that inserts it. The hash is the contract's (SHA-256 of the previous hash, a newline
- * and the RFC 8785 form of the export line without `hash`): in RFC 8785's key order `sequence`
- * comes last, so the line is canonicalised here without it and the database, which alone knows the
+ * The statement that writes an audit event: its place in its organization's chain, the event, and
+ * its webhook deliveries. The hash is the contract's (SHA-256 of the previous hash, a newline and
+ * the RFC 8785 form of the export line without `hash`): in RFC 8785's key order `sequence` comes
+ * last, so the line is canonicalised here without it and the database, which alone knows the
  * sequence, appends `,"sequence":N}` (an integer's JCS form is its digits) and hashes.
  */
-export async function appendToChain(tx: Prisma.TransactionClient, data: AuditEventInput): Promise<void> {
+export function auditEventStatement(data: AuditEventInput, chain = chained): { sql: string; values: unknown[] } {
   // What the database keeps of `data` (JSON.stringify's form, dates as ISO text) is what is hashed.
   const json = data.data === undefined || data.data === null ? null : JSON.stringify(data.data);
   const line = {
@@ -55,7 +65,7 @@ export async function appendToChain(tx: Prisma.TransactionClient, data: AuditEve
     requestId: data.requestId ?? null,
     createdAt: (data.createdAt ? new Date(data.createdAt) : new Date()).toISOString(),
   };
-  const values = [
+  const values: unknown[] = [
     line.id,
     line.organizationId,
     line.actorUserId,
@@ -67,11 +77,9 @@ export async function appendToChain(tx: Prisma.TransactionClient, data: AuditEve
     line.requestId,
     line.createdAt,
   ];
-  if (!chained) {
-    await tx.$executeRawUnsafe(INSERT_UNCHAINED, ...values);
-    return;
-  }
+  const filters = deliveryFilters(line.action);
+  if (!chain) return { sql: INSERT_UNCHAINED, values: [...values, filters] };
   // `{"action":…,"requestId":…` and the separator: every other key sorts before "sequence".
   const withoutSequence = `${jcs(line).slice(0, -1)},"sequence":`;
-  await tx.$executeRawUnsafe(INSERT_CHAINED, ...values, withoutSequence);
+  return { sql: INSERT_CHAINED, values: [...values, withoutSequence, filters] };
 }

@@ -13,10 +13,10 @@ import {
 } from "../../graphql/lists.js";
 import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
+import { lastBeforeCommit } from "../../platform/db/request-transaction.js";
 import { newId } from "../../platform/ids.js";
 import { limit } from "../../platform/limits.js";
-import { enqueueWebhookDeliveries } from "../webhooks/webhooks.enqueue.js";
-import { type AuditEventInput, appendToChain } from "./audit.chain.js";
+import { type AuditEventInput, auditEventStatement } from "./audit.chain.js";
 
 export type { AuditEventInput };
 
@@ -62,15 +62,16 @@ export function auditEvent(
 
 /**
  * Writes a change's audit event in the change's own transaction: every audit event is written here,
- * so what an event entails (its place in the organization's chain, its webhook deliveries) has one home.
+ * so what an event entails (its place in the organization's chain, its webhook deliveries) has one
+ * home. One statement (audit.chain.ts) writes the event with its sequence and hash and its webhook
+ * deliveries (one row per listening endpoint, webhooks.enqueue.ts). It runs last in the
+ * transaction, just before the COMMIT, whenever the service calls this: it locks the organization's
+ * chain head until the commit, every write of the organization waits for that lock, so it is held
+ * for that statement and the COMMIT only.
  */
 export async function writeAuditEvent(tx: Prisma.TransactionClient, data: AuditEventInput): Promise<void> {
-  // Its webhook deliveries, one row per listening endpoint, in the same transaction (webhooks.enqueue.ts).
-  await enqueueWebhookDeliveries(tx, data);
-  // The event with its sequence and hash: its place in the organization's chain (audit.chain.ts).
-  // Last, because it locks the organization's chain head until the commit: every write of the
-  // organization waits for that lock, so it is held for as little as the change allows.
-  await appendToChain(tx, data);
+  const { sql, values } = auditEventStatement(data);
+  await lastBeforeCommit(tx, () => tx.$executeRawUnsafe(sql, ...values));
 }
 
 /** The organization's signed checkpoints: what `auditCheckpoints` filters by (default latest sequence first). */

@@ -20,7 +20,7 @@ import { newId } from "../../platform/ids.js";
 import { commonLimits, decodedSize, limit, list, text } from "../../platform/limits.js";
 import { parseInput } from "../../platform/validation.js";
 import { auditEvent, writeAuditEvent } from "../audit/audit.service.js";
-import { assertEntityExists } from "../entities.js";
+import { activeMemberOn, assertEntityExists } from "../entities.js";
 import type { Notifier } from "../notifications/notifications.service.js";
 import { executableReason, safeFileNamePattern } from "./attachment-rules.js";
 import { mentionedIds } from "./mentions.js";
@@ -187,8 +187,7 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier)
           { path: "userId", message: "is required when authenticating with an API key" },
         ]);
       }
-      await assertEntityExists(db, actor.organizationId, input.entityType, input.entityId);
-      const authorId = await activeMemberId(actor.organizationId, authorUserId);
+      const authorId = await activeMemberOn(db, actor.organizationId, input.entityType, input.entityId, authorUserId);
       // The uploader is the caller under a user credential, as the author is: an attachment's
       // `userId` names another uploader only for an API key, which acts for someone.
       const uploaderOf = (a: { userId?: string | null }) => (actor.userId ? null : (a.userId ?? null));

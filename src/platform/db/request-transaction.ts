@@ -34,14 +34,49 @@ export function afterCommit(effect: () => void): void {
   else effect();
 }
 
+// What each open transaction runs just before its COMMIT (`lastBeforeCommit`), by its client.
+const beforeCommit = new WeakMap<Tx, (() => Promise<unknown>)[]>();
+
+/**
+ * Runs `statement` as the last statement of `tx`, just before its COMMIT, after whatever the change
+ * still does: for a statement that takes a lock every other write of its scope waits for (the
+ * audit chain's head row, audit.chain.ts), so that it is held for that statement and the COMMIT
+ * only, whatever the service does after it, and, in a keyed request (src/http/idempotency.ts),
+ * after the answer is written too. Statements deferred so run in the order they were given; a
+ * failure of one fails the transaction (the change rolls back). `tx` must be a transaction of the
+ * client `joinRequestTransactions` returns; any other runs the statement at once.
+ */
+export async function lastBeforeCommit(tx: Tx, statement: () => Promise<unknown>): Promise<void> {
+  const deferred = beforeCommit.get(tx);
+  if (deferred) deferred.push(statement);
+  else await statement();
+}
+
+/** Runs `work` in `tx`, then the statements it deferred to the commit (`lastBeforeCommit`). */
+async function endingWithDeferred<T>(tx: Tx, work: (tx: Tx) => Promise<T>): Promise<T> {
+  const deferred: (() => Promise<unknown>)[] = [];
+  beforeCommit.set(tx, deferred);
+  const result = await work(tx);
+  // One at a time, in order (a statement deferred meanwhile runs too).
+  for (let statement = deferred.shift(); statement; statement = deferred.shift()) await statement();
+  beforeCommit.delete(tx);
+  return result;
+}
+
 /**
  * The client as the services use it: outside `inRequestTransaction` the client itself; inside it,
  * its models and raw statements are the transaction's, and `$transaction` joins it (an interactive
  * transaction runs its function on it, a batch runs its statements on it in order). A service's
- * own transaction then commits with the request's, and its failure fails the request's.
+ * own transaction then commits with the request's, and its failure fails the request's. Every
+ * interactive transaction ends with the statements its work deferred to the commit
+ * (`lastBeforeCommit`); a joined one leaves them to the request's transaction.
  */
 export function joinRequestTransactions(db: PrismaClient): PrismaClient {
   const bound = new Map<PropertyKey, unknown>();
+  const transaction = (work: unknown, ...options: unknown[]) =>
+    typeof work === "function"
+      ? db.$transaction((tx) => endingWithDeferred(tx, work as (tx: Tx) => Promise<unknown>), ...(options as []))
+      : db.$transaction(work as never, ...(options as []));
   const joinedTransaction = async (work: unknown) => {
     const tx = (current.getStore() as RequestTransaction).tx;
     if (typeof work === "function") return (work as (tx: Tx) => Promise<unknown>)(tx);
@@ -56,6 +91,7 @@ export function joinRequestTransactions(db: PrismaClient): PrismaClient {
         if (property === "$transaction") return joinedTransaction;
         if (property in tx) return Reflect.get(tx, property);
       }
+      if (property === "$transaction") return transaction;
       const value = Reflect.get(target, property);
       if (typeof value !== "function") return value;
       // Prisma's methods expect the client itself as `this`, not the proxy.

@@ -1,0 +1,65 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { SeedResult } from "../../src/admin/seed.js";
+import { createTestApp, type TestApp } from "../helpers/test-app.js";
+
+/**
+ * The statements of a write (issue 47): each one is a round trip inside or before the transaction,
+ * and through Prisma about a millisecond of CPU (bench/results/2026-11-28-write-path.md). Counted
+ * without BEGIN/COMMIT and the API key's cached lookup, with a webhook endpoint listening.
+ */
+let t: TestApp;
+let org: SeedResult;
+
+beforeAll(async () => {
+  t = await createTestApp();
+  org = await t.seedOrg();
+  const endpoint = await t.rest("POST", "/v1/webhook-endpoints", {
+    key: org.apiKey,
+    body: { url: "https://hooks.example.com/statements" },
+  });
+  expect(endpoint.status).toBe(201);
+});
+afterAll(() => t.close());
+
+/** The second of two equal writes (the first caches the API key); `body` is made for each. */
+const counted = async (method: string, path: string, body: unknown | (() => unknown), status: number) => {
+  const next = () => (typeof body === "function" ? body() : body);
+  await t.rest(method, path, { key: org.apiKey, body: next() });
+  const { statements } = await t.countQueries(async () => {
+    const res = await t.rest(method, path, { key: org.apiKey, body: next() });
+    expect(res.status, res.text).toBe(status);
+  });
+  // PGlite's adapter logs its BEGIN and COMMIT as comments (`-- Implicit "BEGIN" query ...`).
+  const work = statements.filter((s) => !/^(BEGIN|COMMIT|ROLLBACK|--)/i.test(s.trim()) && !s.includes('"ApiKey"'));
+  return { count: work.length, statements: work };
+};
+
+describe("statements per write", () => {
+  it("creates a comment in four: its record and author in one, the comment and its read-back, the event with its chain and delivery", async () => {
+    const { count, statements } = await counted(
+      "POST",
+      "/v1/comments",
+      { content: "Counted", entityId: org.taskIds[0], entityType: "task", userId: org.userIds[0] },
+      201,
+    );
+    expect(count, statements.join("\n")).toBe(4);
+  });
+
+  it("404s in one statement for a missing record or an author who is not an active member", async () => {
+    for (const body of [
+      { content: "x", entityId: "tsk_missing", entityType: "task", userId: org.userIds[0] },
+      { content: "x", entityId: org.taskIds[0], entityType: "task", userId: "usr_missing" },
+    ]) {
+      const { count } = await counted("POST", "/v1/comments", body, 404);
+      expect(count).toBe(1);
+    }
+  });
+
+  it("updates a task in three and creates a policy version in five", async () => {
+    let n = 0;
+    const task = await counted("PATCH", `/v1/tasks/${org.taskIds[0]}`, () => ({ title: `Counted ${n++}` }), 200);
+    expect(task.count, task.statements.join("\n")).toBe(3);
+    const version = await counted("POST", `/v1/policies/${org.policyIds[0]}/versions`, {}, 201);
+    expect(version.count, version.statements.join("\n")).toBe(5);
+  });
+});
