@@ -2,13 +2,15 @@
  * The read path against its reference (issue 46): every read document of the test suite, the docs
  * and the client tests, and generated documents, answer the same bytes through today's path and
  * through the reference (the page selection planned for every parent), for every role and for keys
- * with single scopes. The long form: `npx tsx scripts/differential.ts`.
+ * with single scopes. The long form (`node scripts/differential.mjs [documents]`) runs this file
+ * with DIFFERENTIAL_DOCUMENTS set: that many generated documents, each with every credential.
  */
 import { describe, expect, it } from "vitest";
 import { collectedCases, credentialsOf, differences, generatedCase, generatedRoots, idsOf } from "../helpers/differential.js";
 import { openFixture } from "../helpers/fixtures.js";
 
 const { t, org } = await openFixture({ organizations: 1 });
+const longForm = Number(process.env.DIFFERENTIAL_DOCUMENTS ?? 0);
 
 describe("the read path answers as its reference", () => {
   it("for the documents of the tests, the docs and the clients, and generated ones, for every credential", async () => {
@@ -54,5 +56,28 @@ describe("the read path answers as its reference", () => {
     expect(a.withData).toBeGreaterThan(a.answers / 2);
     expect(b.withData).toBeGreaterThan(b.answers / 4);
     expect(a.answers + b.answers).toBeGreaterThan(500);
+  });
+});
+
+describe.runIf(longForm > 0)("the long form", () => {
+  it(`answers ${longForm} generated documents alike, each with every credential`, { timeout: 0 }, async () => {
+    const created = await t.rest("POST", "/v1/comments", {
+      key: org.apiKey,
+      body: { content: "Long form", entityId: org.vendorIds[0], entityType: "vendor", userId: org.userIds[2] },
+    });
+    const ids = idsOf(org, created.body.id);
+    const credentials = await credentialsOf(t, org);
+    const cases = Array.from({ length: longForm }, (_, seed) => generatedCase(seed, ids)).filter((c) => c !== null);
+    const { found, answers, withData } = await differences(t, cases, credentials);
+    console.log(`${answers} answers (${withData} with data), ${found.length} differences`);
+    expect(
+      found.map((d) => ({
+        source: d.case.source,
+        query: d.case.query,
+        credential: d.credential,
+        reference: d.reference,
+        current: d.current,
+      })),
+    ).toEqual([]);
   });
 });
