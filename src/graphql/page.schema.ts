@@ -7,6 +7,7 @@ import { builder } from "./builder.js";
 import type { Context } from "./context.js";
 import type { ListSpec } from "./lists.js";
 import type { Edge, Page, PageInfo as PageInfoShape } from "./pagination.js";
+import { readPath } from "./read-path.js";
 
 export const OrderDirection = builder.enumType("OrderDirection", {
   description: "Which way a list is sorted; nulls come last either way, ties are broken on id",
@@ -204,12 +205,6 @@ export function defineConnection<Item extends object>(itemTypeName: string, item
     }),
   });
 }
-
-/**
- * How the graph reads a page's selection. `reference`: planned again for every parent, as before
- * issue 46 (the differential harness answers through it to prove the two equal).
- */
-export const readPath = { reference: false };
 
 /** Where a field stands in the answer, list indices left out: every row of a list shares it. */
 function fieldPlace(path: GraphQLResolveInfo["path"] | undefined): string {

@@ -31,7 +31,7 @@ import {
 import { SignJWT } from "jose";
 import type { SeedResult } from "../../src/admin/seed.js";
 import { type Permission, permissions, rolePermissions } from "../../src/auth/permissions.js";
-import { readPath } from "../../src/graphql/page.schema.js";
+import { readPath } from "../../src/graphql/read-path.js";
 import { schema } from "../../src/schema.js";
 import { type TestApp, testJwtSecret } from "./test-app.js";
 

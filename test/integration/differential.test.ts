@@ -13,7 +13,10 @@ const { t, org } = await openFixture({ organizations: 1 });
 const longForm = Number(process.env.DIFFERENTIAL_DOCUMENTS ?? 0);
 
 describe("the read path answers as its reference", () => {
-  it("for the documents of the tests, the docs and the clients, and generated ones, for every credential", async () => {
+  // About 1,800 requests: 15 to 25 s alone on the shared machine, more beside other suites.
+  it("for the documents of the tests, the docs and the clients, and generated ones, for every credential", {
+    timeout: 240_000,
+  }, async () => {
     // Comments on two tasks and a vendor, by two authors, one with an attachment: nested pages with rows.
     const commentIds: string[] = [];
     for (const [i, entityId] of [org.taskIds[0], org.taskIds[1], org.vendorIds[0], org.taskIds[0]].entries()) {
