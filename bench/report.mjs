@@ -290,12 +290,12 @@ export function targets(results) {
     scenario.targets?.({ pgDb, cell, add, peer, p99Below, noisy, num, active: activeScenarios.includes(scenario) });
   }
   const cs = pgDb?.coldStart?.service;
-  add(
-    90,
-    "PostgreSQL: cold start to first answered request < 2 s",
-    cs ? `${num(cs.firstRequestMs)} ms` : "not run",
-    cs ? cs.firstRequestMs < 2000 : null,
-  );
+  // Start-up is timed between the scenarios: it counts when the run's scenarios were quiet.
+  const runNoise = pgDb ? Object.values(pgDb.scenarios ?? {}).flatMap((byConn) => Object.values(byConn)) : [];
+  const startName = "PostgreSQL: cold start to first answered request < 2 s";
+  if (!cs || !runNoise.some((c) => noisy(90, startName, c))) {
+    add(90, startName, cs ? `${num(cs.firstRequestMs)} ms` : "not run", cs ? cs.firstRequestMs < 2000 : null);
+  }
   add(
     91,
     "PostgreSQL: service RSS < 250 MB after the load",
