@@ -24,6 +24,8 @@ import {
   isScalarType,
   Kind,
   parse,
+  print,
+  separateOperations,
   typeFromAST,
   validate,
   visit,
@@ -140,7 +142,7 @@ function variablesFor(document: DocumentNode, ids: Ids): Record<string, unknown>
 function filesUnder(dir: string, test: (file: string) => boolean): string[] {
   const out: string[] = [];
   for (const entry of readdirSync(dir)) {
-    if (entry === "node_modules" || entry === "__generated__") continue;
+    if (entry === "node_modules") continue;
     const file = path.join(dir, entry);
     if (statSync(file).isDirectory()) out.push(...filesUnder(file, test));
     else if (test(file)) out.push(file);
@@ -152,7 +154,14 @@ function filesUnder(dir: string, test: (file: string) => boolean): string[] {
 function queriesIn(text: string): string[] {
   const found = new Set<string>();
   for (const m of text.matchAll(/`(\s*(?:query\b|\{)[^`$]*)`/g)) found.add(m[1] as string);
-  for (const m of text.matchAll(/"((?:query\b|\{ )(?:[^"\\]|\\.)*)"/g)) found.add(m[1] as string);
+  for (const m of text.matchAll(/"((?:query\b|\{ )(?:[^"\\]|\\.)*)"/g)) {
+    // A string literal's escapes (Relay's compiled documents are JSON strings with \n).
+    try {
+      found.add(JSON.parse(`"${m[1]}"`) as string);
+    } catch {
+      found.add(m[1] as string);
+    }
+  }
   for (const m of text.matchAll(/```graphql\n([\s\S]*?)```/g)) found.add(m[1] as string);
   return [...found];
 }
@@ -172,22 +181,28 @@ export function collectedCases(ids: Ids): Case[] {
   const cases: Case[] = [];
   const seen = new Set<string>();
   for (const file of sources) {
-    for (const query of queriesIn(readFileSync(file, "utf8"))) {
-      let document: DocumentNode;
+    const text = readFileSync(file, "utf8");
+    // A .graphql file (the codegen documents) is documents as it stands; elsewhere they are quoted.
+    for (const written of file.endsWith(".graphql") ? [text] : queriesIn(text)) {
+      let parsed: DocumentNode;
       try {
-        document = parse(query);
+        parsed = parse(written);
       } catch {
         continue;
       }
-      const operations = document.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION);
-      if (operations.length !== 1 || operations[0]?.operation !== "query") continue;
-      if (validate(schema, document).length) continue;
-      const variables = variablesFor(document, ids);
-      if (!variables) continue;
-      const key = JSON.stringify([query, variables]);
-      if (seen.has(key)) continue;
-      seen.add(key);
-      cases.push({ source: path.relative(root, file), query, variables });
+      // Each operation with the fragments it spreads.
+      for (const document of Object.values(separateOperations(parsed))) {
+        const operations = document.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION);
+        if (operations.length !== 1 || operations[0]?.operation !== "query") continue;
+        if (validate(schema, document).length) continue;
+        const query = print(document);
+        const variables = variablesFor(document, ids);
+        if (!variables) continue;
+        const key = JSON.stringify([query, variables]);
+        if (seen.has(key)) continue;
+        seen.add(key);
+        cases.push({ source: path.relative(root, file), query, variables });
+      }
     }
   }
   return cases;
