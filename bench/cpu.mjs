@@ -41,3 +41,23 @@ export function systemBusyMs() {
   const total = v.reduce((a, b) => a + b, 0);
   return ((total - v[3] - v[4]) * 1000) / CLK_TCK;
 }
+
+/** CPU time of this process so far (user + system), in ms. */
+export function ownCpuMs() {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
+
+/**
+ * How many cores the machine's other processes kept busy while `work` ran: all cores' busy time
+ * (/proc/stat) less this process's and `ownPids`' (the servers a bench started), over the wall time.
+ */
+export async function otherCoresDuring(work, ownPids = []) {
+  const wall = performance.now();
+  const busy = systemBusyMs();
+  const own = ownCpuMs();
+  const children = ownPids.map(processCpuMs);
+  await work();
+  const ownUsed = ownCpuMs() - own + ownPids.reduce((sum, pid, i) => sum + processCpuMs(pid) - children[i], 0);
+  return Math.max(0, (systemBusyMs() - busy - ownUsed) / (performance.now() - wall));
+}

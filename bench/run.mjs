@@ -694,7 +694,7 @@ async function main() {
     if (against) log(`\n${against}`);
     log("\nTargets (issue 28; PostgreSQL at 32 connections unless named):");
     for (const target of report.list) {
-      log(`  ${target.result.padEnd(4)}  ${target.name.padEnd(70)} ${target.measured}`);
+      log(`  ${target.result.padEnd(5)}  ${target.name.padEnd(70)} ${target.measured}`);
       if (target.note) log(`        ${target.note}`);
     }
   }

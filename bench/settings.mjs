@@ -49,6 +49,9 @@ for (const id of settings.guardSteps ?? []) {
 /** Peer and framework ceiling are measured at this connection count only (the targets' one). */
 export const PEER_CONNECTIONS = 32;
 
+/** A run counts when the machine's other processes used at most this many cores meanwhile (issue 46, item 6). */
+export const QUIET_CORES = Number(process.env.BENCH_QUIET_CORES ?? 0.1);
+
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 export const log = (line) => process.stdout.write(`${line}\n`);
 

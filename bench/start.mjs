@@ -14,8 +14,9 @@ import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, write
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { systemBusyMs } from "./cpu.mjs";
+import { otherCoresDuring, systemBusyMs } from "./cpu.mjs";
 import { freePort } from "./free-port.mjs";
+import { QUIET_CORES } from "./settings.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const runs = Number(process.env.BENCH_START_RUNS ?? 5);
@@ -143,6 +144,9 @@ export async function benchStart() {
         timeStart(process.execPath, [...flagsOf(against), "dist/server.js"], env, probe, against);
     }
     const results = Object.fromEntries(Object.keys(ways).map((way) => [way, []]));
+    // Issue 46, item 6: the other processes' CPU, measured over 3 s with nothing of ours running
+    // (a start's own CPU cannot be told from theirs while it runs).
+    const others = await otherCoresDuring(() => new Promise((resolve) => setTimeout(resolve, 3000)));
     const busyBefore = systemBusyMs();
     const wallBefore = performance.now();
     for (let run = 0; run < runs; run++) {
@@ -161,7 +165,11 @@ export async function benchStart() {
         ([way, rs]) => `| \`${way}\` | ${summary(rs.map((r) => r.readyMs))} | ${summary(rs.map((r) => r.firstMs))} |`,
       ),
     ];
-    const header = `Node ${process.version}, flags ${nodeFlags.join(" ")}; PostgreSQL; ${runs} runs of each, alternating; median (min-max); machine ${busyCores.toFixed(2)} cores busy on average during the runs (all processes, the starts included)`;
+    const quiet =
+      others <= QUIET_CORES
+        ? `other processes ${others.toFixed(2)} cores before the runs`
+        : `NOT COUNTED: other processes used ${others.toFixed(2)} cores before the runs (at most ${QUIET_CORES})`;
+    const header = `Node ${process.version}, flags ${nodeFlags.join(" ")}; PostgreSQL; ${runs} runs of each, alternating; median (min-max); machine ${busyCores.toFixed(2)} cores busy on average during the runs (all processes, the starts included); ${quiet}`;
     log(`\n${header}\n${lines.join("\n")}`);
     return { header, lines, results };
   } finally {

@@ -7,6 +7,7 @@ import { builder } from "./builder.js";
 import type { Context } from "./context.js";
 import type { ListSpec } from "./lists.js";
 import type { Edge, Page, PageInfo as PageInfoShape } from "./pagination.js";
+import { readPath } from "./read-path.js";
 
 export const OrderDirection = builder.enumType("OrderDirection", {
   description: "Which way a list is sorted; nulls come last either way, ties are broken on id",
@@ -205,13 +206,44 @@ export function defineConnection<Item extends object>(itemTypeName: string, item
   });
 }
 
+/** Where a field stands in the answer, list indices left out: every row of a list shares it. */
+function fieldPlace(path: GraphQLResolveInfo["path"] | undefined): string {
+  let place = "";
+  for (let link = path; link; link = link.prev) if (typeof link.key === "string") place = `${link.key}.${place}`;
+  return place;
+}
+
+/** Each request's planned page selections, by the field's nodes, then its parent type and place (see itemsQuery). */
+const plannedSelections = new WeakMap<object, WeakMap<GraphQLResolveInfo["fieldNodes"], Map<string, RecordQuery>>>();
+
+type RecordQuery = { select?: object; include?: object };
+
 /**
  * The Prisma selection for the page's records, selected as `items` or as `edges { node }` or both,
- * so a page costs one query whatever is selected.
+ * so a page costs one query whatever is selected. Planned once per field of the document and
+ * request, not once per parent: the 50 vendors of a page ask for their comments with one selection
+ * (the executor hands every row of a list the same field nodes; the variables and the caller are
+ * the request's), so the 49 after the first reuse its plan, and the loaders group the parents by
+ * that one object instead of writing each parent's selection out as text.
  */
-export function itemsQuery(ctx: Context, info: GraphQLResolveInfo, typeName: string) {
-  return queryFromInfo({ context: ctx, info, typeName, paths: [["items"], ["edges", "node"]] }) as {
-    select?: object;
-    include?: object;
-  };
+export function itemsQuery(ctx: Context, info: GraphQLResolveInfo, typeName: string): RecordQuery {
+  const plan = () => queryFromInfo({ context: ctx, info, typeName, paths: [["items"], ["edges", "node"]] }) as RecordQuery;
+  if (readPath.reference) return plan();
+  let byNodes = plannedSelections.get(ctx);
+  if (!byNodes) {
+    byNodes = new WeakMap();
+    plannedSelections.set(ctx, byNodes);
+  }
+  let planned = byNodes.get(info.fieldNodes);
+  if (!planned) {
+    planned = new Map();
+    byNodes.set(info.fieldNodes, planned);
+  }
+  const key = `${info.parentType.name}@${fieldPlace(info.path)}`;
+  let query = planned.get(key);
+  if (!query) {
+    query = plan();
+    planned.set(key, query);
+  }
+  return query;
 }

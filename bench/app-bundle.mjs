@@ -1,0 +1,96 @@
+// The pieces of an in-process bench: this tree's app bundled without its HTTP server, the Node
+// flags of `npm start`, and a throwaway PostgreSQL database seeded through the CLI.
+import { spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+import pg from "pg";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+/** The Node flags `npm start` runs the service with. */
+export function startFlags() {
+  return JSON.parse(readFileSync(path.join(root, "package.json"), "utf8"))
+    .scripts.start.split("&&")
+    .at(-1)
+    .trim()
+    .split(/\s+/)
+    .filter((w) => w.startsWith("--"));
+}
+
+/** Bundles the app of a source tree (createApp, loadConfig, openDatabase, schema) into `outdir`; the bundle's path. */
+export async function appBundle(srcRoot, outdir) {
+  mkdirSync(outdir, { recursive: true });
+  const entry = path.join(outdir, "app-entry.ts");
+  const rel = (p) => path.relative(outdir, path.join(srcRoot, p)).split(path.sep).join("/");
+  writeFileSync(
+    entry,
+    [
+      `import "${rel("src/platform/engine-flags.ts")}";`,
+      `export { createApp } from "${rel("src/app.ts")}";`,
+      `export { loadConfig } from "${rel("src/platform/config.ts")}";`,
+      `export { openDatabase } from "${rel("src/platform/db/database.ts")}";`,
+      `export { schema } from "${rel("src/schema.ts")}";`,
+      "",
+    ].join("\n"),
+  );
+  await build({
+    entryPoints: { app: entry },
+    outdir,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node22.15",
+    packages: "external",
+    sourcemap: true,
+    logLevel: "warning",
+  });
+  return path.join(outdir, "app.js");
+}
+
+/**
+ * A throwaway database on the PostgreSQL server at `url` (default the local one), set as this
+ * process's DATABASE_URL with the settings of a production run; `seed` fills it through the CLI.
+ */
+export async function throwawayDatabase(url = "postgresql://postgres@127.0.0.1:5432/postgres") {
+  const admin = new pg.Client({ connectionString: url });
+  admin.on("error", () => {});
+  await admin.connect();
+  const name = `bench_${process.pid}_${randomBytes(4).toString("hex")}`;
+  await admin.query(`CREATE DATABASE "${name}"`);
+  const dbUrl = new URL(url);
+  dbUrl.pathname = `/${name}`;
+  Object.assign(process.env, {
+    DATABASE_URL: dbUrl.toString(),
+    NODE_ENV: "production",
+    LOG_LEVEL: "warn",
+    RATE_LIMIT_PER_MINUTE: "1000000000",
+    SEED_DEMO_DATA: "false",
+  });
+  const drop = async () => {
+    await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => {});
+    await admin.end().catch(() => {});
+  };
+  process.once("SIGINT", () => drop().then(() => process.exit(130)));
+  return {
+    url: dbUrl.toString(),
+    drop,
+    /** Seeds it with the CLI (`seed --json`): its organization, API key, users, tasks and vendors. */
+    seed(cwd) {
+      const run = spawnSync("npm", ["run", "--silent", "cli", "--", "seed", "--json"], {
+        cwd,
+        env: process.env,
+        encoding: "utf8",
+      });
+      if (run.status !== 0) throw new Error(`seed failed:\n${run.stderr}`);
+      return JSON.parse(
+        run.stdout
+          .trim()
+          .split("\n")
+          .findLast((l) => l.startsWith("{")),
+      );
+    },
+  };
+}
