@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { useDisableIntrospection } from "@graphql-yoga/plugin-disable-introspection";
 import { useSofa } from "@graphql-yoga/plugin-sofa";
 import type { Tracer } from "@opentelemetry/api";
@@ -9,6 +10,7 @@ import type { AuthState } from "./auth/caller.js";
 import type { Context } from "./graphql/context.js";
 import { useOperationLimits } from "./graphql/operation-limits.js";
 import { useQueryCost } from "./graphql/query-cost.js";
+import { useAttachmentObjects } from "./http/attachment-objects.js";
 import { createBodyBudget, createBodyReader, useGraphqlBodyAdmission } from "./http/body-admission.js";
 import { corsFor, useVaryOnOrigin } from "./http/cors.js";
 import { maskError, maskResult, restErrorsResponse, useUnexpectedErrorLog, withSafetyNet } from "./http/error-masking.js";
@@ -36,7 +38,14 @@ import { loadersFor } from "./modules/request-loaders.js";
 import { createServices } from "./modules/services.js";
 import type { WebhookServiceOptions } from "./modules/webhooks/webhooks.service.js";
 import type { WebhookWorker } from "./modules/webhooks/webhooks.worker.js";
-import { type Config, DEFAULT_BODY_BUDGET_BYTES, DEFAULT_LIVE_STREAM_LIMITS } from "./platform/config.js";
+import { type AttachmentStores, openAttachmentStores } from "./platform/attachments/create-store.js";
+import {
+  type Config,
+  DEFAULT_BODY_BUDGET_BYTES,
+  DEFAULT_LIVE_STREAM_LIMITS,
+  MAX_ATTACHMENT_BYTES,
+  MAX_DATABASE_ATTACHMENT_BYTES,
+} from "./platform/config.js";
 import type { Database } from "./platform/db/database.js";
 import type { Events } from "./platform/events.js";
 import type { NativeMemoryCounts } from "./platform/native-memory.js";
@@ -57,6 +66,7 @@ export type AppDeps = {
     Partial<Pick<Config, "jwt" | "rateLimitPerMinute" | "authFailuresPerMinute" | "trustProxy" | "introspection" | "graphiql">> &
     Partial<Pick<Config, "trustedDocuments">> & {
       liveStreams?: Partial<Config["liveStreams"]>;
+      attachments?: Partial<Pick<Config["attachments"], "maxBytes" | "uploadTtlSeconds" | "downloadTtlSeconds">>;
     };
   logger: Logger;
   deviceManagement?: DeviceManagement;
@@ -82,6 +92,11 @@ export type AppDeps = {
   auditSigner?: AuditSigner;
   /** The replica's trims of freed native memory (server.ts), for /metrics. */
   nativeMemory?: NativeMemoryCounts;
+  /**
+   * Where attachments' bytes live (openAttachmentStores from the configuration); when absent, the
+   * database store, with a URL secret of the app's own.
+   */
+  attachmentStores?: AttachmentStores;
 };
 
 /** The unsubscribe form is one short field: a larger body is not one. */
@@ -110,6 +125,19 @@ function notReady(status: string, message: string): Response {
 
 export function createApp(deps: AppDeps) {
   const { database, config, logger } = deps;
+  const attachmentStores =
+    deps.attachmentStores ??
+    openAttachmentStores(
+      {
+        store: "database",
+        dir: "",
+        s3: undefined,
+        publicUrl: undefined,
+        timeoutMs: 5_000,
+        urlSecret: randomBytes(32).toString("hex"),
+      },
+      { db: database.db },
+    );
   const redisHealth =
     deps.redisHealth ?? (deps.redis ? watchRedis(deps.redis, { timeoutMs: config.redisTimeoutMs ?? 200, logger }) : undefined);
   const services = createServices(database.db, {
@@ -119,6 +147,15 @@ export function createApp(deps: AppDeps) {
     links: { appUrl: config.appUrl, trustedOrigins: config.corsOrigins },
     webhooks: deps.webhooks?.options,
     auditSigner: deps.auditSigner,
+    attachments: {
+      store: attachmentStores.store,
+      storeOf: attachmentStores.storeOf,
+      maxBytes:
+        config.attachments?.maxBytes ??
+        (attachmentStores.store.kind === "database" ? MAX_DATABASE_ATTACHMENT_BYTES : MAX_ATTACHMENT_BYTES),
+      uploadTtlSeconds: config.attachments?.uploadTtlSeconds ?? 900,
+      downloadTtlSeconds: config.attachments?.downloadTtlSeconds ?? 300,
+    },
   });
   const verify = createAuthenticator(database.db, config.jwt, { corsOrigins: config.corsOrigins });
   const authenticate = limitAuthenticationFailures(verify, {
@@ -253,6 +290,8 @@ export function createApp(deps: AppDeps) {
           }
         },
       }),
+      // Signed URLs, their own credential: before the rate limit, the body limit and CSRF prevention.
+      useAttachmentObjects({ urls: attachmentStores.urls, storeOf: attachmentStores.storeOf }),
       useRateLimit({
         perMinute: config.rateLimitPerMinute ?? 1200,
         redis: deps.redis,
@@ -332,6 +371,7 @@ export function createApp(deps: AppDeps) {
   return {
     yoga,
     services,
+    attachmentStores,
     /** Completes every open live stream (at shutdown), so that their clients reconnect elsewhere. */
     closeStreams: () => liveStreams.closeAll(),
     /** Handles one request in process, as the HTTP server does. */

@@ -14,6 +14,7 @@ import { createNotificationMailer } from "./modules/notifications/notifications.
 import { createUnsubscribe } from "./modules/notifications/notifications.unsubscribe.js";
 import { notifyDisabled } from "./modules/webhooks/webhooks.notify.js";
 import { createWebhookWorker } from "./modules/webhooks/webhooks.worker.js";
+import { attachmentUrlSecret, openAttachmentStores } from "./platform/attachments/create-store.js";
 import { type Config, loadConfig } from "./platform/config.js";
 import { type Database, openDatabase } from "./platform/db/database.js";
 import { isDatabaseUnavailable } from "./platform/db/unavailable.js";
@@ -193,7 +194,17 @@ if (!config.audit.chain) {
 /** Freed native memory of closed connections goes back to the system (glibc keeps it otherwise). */
 const nativeMemory = createNativeMemoryTrim({ afterClosed: config.nativeMemoryTrimAfterClosed, logger });
 
+/** Attachments' stores; the service-signed URLs' secret is ATTACHMENT_URL_SECRET, else the one kept in DATA_DIR. */
+const attachmentStores = (() => {
+  try {
+    return openAttachmentStores({ ...config.attachments, urlSecret: attachmentUrlSecret(config) }, { db: database.db });
+  } catch (error) {
+    fail(`Cannot start: the attachment store: ${(error as Error).message}`);
+  }
+})();
+
 const app = createApp({
+  attachmentStores,
   auditSigner,
   database,
   config,

@@ -15,8 +15,9 @@ export type ObjectFacts = { size: number; sha256: string };
 export interface AttachmentStore {
   readonly kind: StoreKind;
   /**
-   * Writes a new object (never overwrites), streaming; refuses (ObjectMismatchError) and removes
-   * what it wrote when the bytes are not exactly `size` long or do not hash to `sha256`.
+   * Writes a new object, streaming; refuses (ObjectMismatchError) and removes what it wrote when
+   * the bytes are not exactly `size` long or do not hash to `sha256`. Never overwrites: an existing
+   * key is ObjectExistsError.
    */
   put(key: string, body: Readable | Uint8Array, expect: ObjectFacts & { type: string }): Promise<void>;
   /** Streams an object, or null when the store has none under that key. */
@@ -59,6 +60,14 @@ export class ObjectMismatchError extends Error {
   constructor(message: string) {
     super(message);
     this.name = "ObjectMismatchError";
+  }
+}
+
+/** An object already exists under this key: objects are written once. */
+export class ObjectExistsError extends Error {
+  constructor(key: string) {
+    super(`An object already exists under ${key}`);
+    this.name = "ObjectExistsError";
   }
 }
 
