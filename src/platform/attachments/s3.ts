@@ -1,4 +1,5 @@
 import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import {
   DeleteObjectCommand,
   GetObjectCommand,
@@ -52,6 +53,21 @@ export function createS3Store(options: S3StoreSettings & { timeoutMs: number }):
   const timed = <T>(what: string, work: (abortSignal: AbortSignal) => Promise<T>) =>
     withinTimeout(timeoutMs, what, (signal) => work(signal).catch((error) => Promise.reject(unavailableOr(error))));
 
+  /**
+   * Removes what a refused put may have left. S3 keeps nothing of a request cut off before its
+   * declared length, or whose checksum differs; some S3-compatible servers (s3rver) keep what
+   * arrived, and write it a moment after the connection closed: deleted until it stays absent.
+   */
+  async function removeMismatch(key: string) {
+    const deadline = Date.now() + timeoutMs;
+    for (let absent = 0; absent < 3 && Date.now() < deadline; ) {
+      await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key })).catch(() => {});
+      const head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key })).catch(absentAsNull).catch(() => null);
+      absent = head ? 0 : absent + 1;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
   async function get(key: string) {
     return timed("read", (abortSignal) => client.send(new GetObjectCommand({ Bucket: bucket, Key: key }), { abortSignal })).catch(
       absentAsNull,
@@ -68,8 +84,11 @@ export function createS3Store(options: S3StoreSettings & { timeoutMs: number }):
       if (exists) throw new ObjectExistsError(key);
       const checked = checkedBytes(expect);
       const source = body instanceof Uint8Array ? Readable.from([body]) : body;
-      source.on("error", (error) => checked.destroy(error));
-      source.pipe(checked);
+      // Bytes that are not the declared ones end the request at once, as does a source that fails.
+      const abort = new AbortController();
+      checked.on("error", () => abort.abort());
+      pipeline(source, checked).catch(() => {});
+      const mismatch = () => (checked.errored instanceof ObjectMismatchError ? checked.errored : undefined);
       try {
         await client.send(
           new PutObjectCommand({
@@ -81,20 +100,18 @@ export function createS3Store(options: S3StoreSettings & { timeoutMs: number }):
             ChecksumSHA256: hexToBase64(expect.sha256),
             IfNoneMatch: "*",
           }),
+          { abortSignal: abort.signal },
         );
       } catch (error) {
-        // The check fails at the last byte, which a server may already have taken as the whole object.
-        const mismatch = checked.errored instanceof ObjectMismatchError ? checked.errored : undefined;
-        if (mismatch) {
-          await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key })).catch(() => {});
-          throw mismatch;
-        }
+        if (mismatch()) await removeMismatch(key);
+        if (mismatch()) throw mismatch();
         if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 412) throw new ObjectExistsError(key);
-        throw unavailableOr(error);
+        throw unavailableOr(checked.errored ?? error);
       }
-      if (checked.errored instanceof ObjectMismatchError) {
-        await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key })).catch(() => {});
-        throw checked.errored;
+      // The check fails at the last byte, which a server may already have taken as the whole object.
+      if (mismatch()) {
+        await removeMismatch(key);
+        throw mismatch();
       }
     },
 
