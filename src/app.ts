@@ -30,6 +30,7 @@ import { useTrustedDocuments } from "./http/trusted-documents.js";
 import { useUnsubscribe } from "./http/unsubscribe.js";
 import type { AuditSigner } from "./modules/audit/audit.keys.js";
 import { auditRestHandlers } from "./modules/audit/audit.routes.js";
+import { attachmentDownload } from "./modules/comments/attachments.routes.js";
 import type { DeviceManagement } from "./modules/members/device-management.js";
 import type { NotificationMailer } from "./modules/notifications/notifications.mail.js";
 import type { NotificationMail } from "./modules/notifications/notifications.service.js";
@@ -319,6 +320,7 @@ export function createApp(deps: AppDeps) {
         rememberAuth,
         dispatch: restDispatch,
         ownRoutes: auditRestHandlers(services.audit),
+        download: attachmentDownload(services.comments.attachments),
         openApiDocument: () => {
           openApi ??= buildOpenApiDocument(restSchema, routes);
           return openApi;
