@@ -490,7 +490,8 @@ const MAIL_SETTINGS = ["SMTP_URL", "MAIL_FROM", "PUBLIC_URL"] as const;
 
 function mailConfig(e: z.infer<typeof schema>): MailConfig | undefined {
   const set = MAIL_SETTINGS.filter((name) => e[name] !== undefined);
-  if (set.length === 0) return undefined;
+  // PUBLIC_URL alone is the origin of attachment URLs (attachmentConfig), not a request for e-mail.
+  if (e.SMTP_URL === undefined && e.MAIL_FROM === undefined) return undefined;
   if (set.length < MAIL_SETTINGS.length) {
     const missing = MAIL_SETTINGS.filter((name) => e[name] === undefined);
     throw new Error(

@@ -317,6 +317,37 @@ describe.each(["database", "filesystem", "s3"] as StoreKind[])("the %s attachmen
     });
   });
 
+  it.skipIf(kind === "s3")(
+    "admit a browser's upload from an allowed origin: the preflight allows the checksum header",
+    async () => {
+      const browserApp = await createTestApp({ attachmentStores: t.attachmentStores, corsOrigins: ["https://app.example.com"] });
+      const bytes = randomBytes(64);
+      const upload = await store.signUpload(newObjectKey(), { ...facts(bytes), expiresInSeconds: 60, origin });
+      const preflight = await browserApp.app.fetch(
+        new Request(upload.url, {
+          method: "OPTIONS",
+          headers: {
+            origin: "https://app.example.com",
+            "access-control-request-method": "PUT",
+            "access-control-request-headers": "content-type,x-amz-checksum-sha256",
+          },
+        }),
+      );
+      expect(preflight.status).toBeLessThan(300);
+      expect(preflight.headers.get("access-control-allow-origin")).toBe("https://app.example.com");
+      expect(preflight.headers.get("access-control-allow-headers")).toContain("x-amz-checksum-sha256");
+      const sent = await browserApp.app.fetch(
+        new Request(upload.url, {
+          method: "PUT",
+          headers: { ...upload.headers, origin: "https://app.example.com" },
+          body: bytes,
+        }),
+      );
+      expect(sent.status).toBe(200);
+      expect(sent.headers.get("access-control-allow-origin")).toBe("https://app.example.com");
+    },
+  );
+
   it("refuses upload and download URLs once expired (403)", async () => {
     const bytes = randomBytes(100);
     const key = newObjectKey();
