@@ -314,6 +314,10 @@ describe.each(["database", "filesystem", "s3"] as StoreKind[])("the %s attachmen
         "nosniff",
       ]);
       expect(head.headers.get("cache-control")).toBe("private, no-store");
+      // Counted under the route's pattern: neither a key nor a signature becomes a label.
+      const metrics = await (await t.app.fetch(new Request("http://test/metrics"))).text();
+      expect(metrics).toMatch(/http_requests_total\{[^}]*route="\/attachment-objects\/\{key\}"[^}]*status="403"/);
+      expect(metrics).not.toContain(key);
     });
   });
 
