@@ -8,6 +8,7 @@ import { createApp } from "./app.js";
 import { startTracing } from "./http/tracing.js";
 import { setAuditChainForBench } from "./modules/audit/audit.chain.js";
 import { startAuditTimers } from "./modules/audit/audit.jobs.js";
+import { startAttachmentJobs } from "./modules/comments/attachments.jobs.js";
 import { auditSignerFromConfig } from "./modules/audit/audit.keys.js";
 import { createDeviceManagement } from "./modules/members/device-management.js";
 import { createNotificationMailer } from "./modules/notifications/notifications.mail.js";
@@ -230,6 +231,9 @@ const auditTimers = startAuditTimers(app.services.audit.trail, {
   logger,
 });
 
+/** Attachments' objects deleted once the rows naming them are gone, and uploads never attached swept: on every replica. */
+const attachmentJobs = startAttachmentJobs({ db: database.db, storeOf: attachmentStores.storeOf, logger });
+
 /**
  * A refusal (401, 413, 503 busy) is answered before the body is read. Closing the connection then
  * would make the kernel reset it while the caller is still sending, and the caller could lose the
@@ -329,6 +333,7 @@ async function shutdown(signal: string) {
   });
   await run("dispose the GraphQL server", () => app.yoga.dispose());
   await run("stop the audit timers", () => auditTimers.stop());
+  await run("stop the attachment jobs", () => attachmentJobs.stop());
   // Messages being sent finish (within SHUTDOWN_TIMEOUT_MS); the jobs not taken wait for another replica.
   await run("stop the mail worker", () => mail?.mailer.stop());
   // Attempts in flight finish (each within WEBHOOK_TIMEOUT_MS); a claim left behind lapses for another replica.
