@@ -271,6 +271,7 @@ describe("create comment", () => {
       `CREATE TRIGGER test_fail_attachment BEFORE INSERT ON "Attachment" FOR EACH ROW EXECUTE FUNCTION test_fail_attachment()`,
     );
     try {
+      const started = new Date();
       const before = {
         comments: await t.db.comment.count(),
         attachments: await t.db.attachment.count(),
@@ -296,6 +297,11 @@ describe("create comment", () => {
         attachments: await t.db.attachment.count(),
         audit: await t.db.auditEvent.count(),
       }).toEqual(before);
+      // The two files' objects, already in the store, are handed to the deletion job (which checks no row names them).
+      const scheduled = await t.db.attachmentDeletion.findMany({ where: { createdAt: { gte: started } } });
+      expect(scheduled).toHaveLength(2);
+      const store = t.app.services.comments.attachments.settings.store;
+      for (const { objectKey } of scheduled) expect(await store.digest(objectKey)).toMatchObject({ size: Buffer.from(pdf.fileData, "base64").length });
     } finally {
       await t.db.$executeRawUnsafe(`DROP TRIGGER test_fail_attachment ON "Attachment"`);
     }

@@ -164,8 +164,8 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings) {
     return store;
   }
 
-  /** Removes objects written for a change that did not commit; what cannot be removed now, the deletion job removes. */
-  async function discard(files: StoredFile[]) {
+  /** Removes objects that no row names, written for a request refused before its transaction; else the deletion job does. */
+  async function discardUnnamed(files: StoredFile[]) {
     const left: StoredFile[] = [];
     await Promise.all(
       files.map((f) =>
@@ -175,6 +175,16 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings) {
       ),
     );
     if (left.length) await scheduleObjectDeletions(db, left).catch(() => {});
+  }
+
+  /**
+   * Hands the objects written for a comment whose transaction failed to the deletion job
+   * (attachments.jobs.ts), which deletes each only if no committed row names it: a commit whose
+   * answer was lost may have committed after all. When even that cannot be written (the database
+   * is down), the objects stay, unnamed: a few stray bytes rather than evidence lost.
+   */
+  async function discard(files: StoredFile[]) {
+    await scheduleObjectDeletions(db, files).catch(() => {});
   }
 
   /** The stored bytes of an attachment as a stream; a committed row whose object is gone is a defect (500, logged). */
@@ -364,7 +374,7 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings) {
         }
         return files;
       } catch (error) {
-        await discard(written);
+        await discardUnnamed(written);
         if (error instanceof ObjectMismatchError) throw new Error(`The store refused bytes it was given whole: ${error.message}`);
         throw error;
       }
