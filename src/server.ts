@@ -8,8 +8,8 @@ import { createApp } from "./app.js";
 import { startTracing } from "./http/tracing.js";
 import { setAuditChainForBench } from "./modules/audit/audit.chain.js";
 import { startAuditTimers } from "./modules/audit/audit.jobs.js";
-import { startAttachmentJobs } from "./modules/comments/attachments.jobs.js";
 import { auditSignerFromConfig } from "./modules/audit/audit.keys.js";
+import { startAttachmentJobs } from "./modules/comments/attachments.jobs.js";
 import { createDeviceManagement } from "./modules/members/device-management.js";
 import { createNotificationMailer } from "./modules/notifications/notifications.mail.js";
 import { createUnsubscribe } from "./modules/notifications/notifications.unsubscribe.js";
@@ -195,10 +195,11 @@ if (!config.audit.chain) {
 /** Freed native memory of closed connections goes back to the system (glibc keeps it otherwise). */
 const nativeMemory = createNativeMemoryTrim({ afterClosed: config.nativeMemoryTrimAfterClosed, logger });
 
-/** Attachments' stores; the service-signed URLs' secret is ATTACHMENT_URL_SECRET, else the one kept in DATA_DIR. */
+/** Attachments' stores; the service-signed URLs' secret is ATTACHMENT_URL_SECRET, else one the service keeps. */
 const attachmentStores = (() => {
   try {
-    return openAttachmentStores({ ...config.attachments, urlSecret: attachmentUrlSecret(config) }, { db: database.db });
+    const urlSecret = attachmentUrlSecret(config, database.db);
+    return openAttachmentStores({ ...config.attachments, urlSecret }, { db: database.db });
   } catch (error) {
     fail(`Cannot start: the attachment store: ${(error as Error).message}`);
   }

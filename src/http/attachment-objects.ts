@@ -38,7 +38,7 @@ async function answer(
   options: { urls: ServiceUrls; storeOf: (kind: StoreKind) => AttachmentStore | undefined },
 ): Promise<Response> {
   const key = url.pathname.slice(OBJECTS_PATH.length);
-  const grant = isObjectKey(key) ? options.urls.verify(url) : "altered";
+  const grant = isObjectKey(key) ? await options.urls.verify(url) : "altered";
   if (grant === "altered") return forbidden("This attachment URL is not valid: it was altered or is not one the service signed");
   if (grant === "expired") return forbidden("This attachment URL has expired: ask the API for a new one");
   const store = options.storeOf(grant.store);

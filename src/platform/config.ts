@@ -317,7 +317,8 @@ export type AttachmentConfig = {
   s3: S3StoreConfig | undefined;
   /**
    * Signs the URLs the service serves itself (filesystem and database stores); the same on every
-   * replica. When unset on the embedded database, a secret kept in DATA_DIR (made at first start).
+   * replica. When unset, a secret the service makes once and keeps: in DATA_DIR on the embedded
+   * database, in the database on PostgreSQL (attachmentUrlSecret).
    */
   urlSecret: string | undefined;
   /** Where the service is reached from outside (PUBLIC_URL); the request's own origin when unset. */
@@ -458,10 +459,6 @@ function attachmentConfig(e: z.infer<typeof schema>): AttachmentConfig {
   const problems: string[] = [];
   if (store === "s3" && !e.S3_BUCKET) problems.push("ATTACHMENT_STORE=s3 needs S3_BUCKET (and S3_REGION)");
   if (e.S3_BUCKET && !e.S3_REGION) problems.push("S3_BUCKET needs S3_REGION (us-east-1 for most S3-compatible servers)");
-  if (store !== "s3" && e.DATABASE_URL && !e.ATTACHMENT_URL_SECRET)
-    problems.push(
-      `ATTACHMENT_STORE=${store} on PostgreSQL needs ATTACHMENT_URL_SECRET (at least 32 characters, the same on every replica): it signs the attachment URLs the service serves`,
-    );
   const maxBytes = e.ATTACHMENT_MAX_BYTES ?? (store === "database" ? MAX_DATABASE_ATTACHMENT_BYTES : MAX_ATTACHMENT_BYTES);
   if (store === "database" && maxBytes > MAX_DATABASE_ATTACHMENT_BYTES)
     problems.push(`ATTACHMENT_MAX_BYTES is at most ${MAX_DATABASE_ATTACHMENT_BYTES} (10 MiB) on the database store`);

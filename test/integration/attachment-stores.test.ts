@@ -8,6 +8,7 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import { GetObjectCommand, HeadObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { attachmentUrlSecret } from "../../src/platform/attachments/create-store.js";
 import { createDatabaseStore } from "../../src/platform/attachments/database.js";
 import { createFilesystemStore, objectFile } from "../../src/platform/attachments/filesystem.js";
 import { createS3Store } from "../../src/platform/attachments/s3.js";
@@ -63,6 +64,8 @@ describe.each(["database", "filesystem", "s3"] as StoreKind[])("the %s attachmen
     t = await createTestApp({ attachmentStore: kind, s3 });
     store = t.attachmentStores.store;
     server = createServer((req, res) => t.app.yoga(req, res));
+    // fetch keeps connections for 4 s; on a loaded machine the server's 5 s may end one as it is reused.
+    server.keepAliveTimeout = 60_000;
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
@@ -370,6 +373,30 @@ describe.each(["database", "filesystem", "s3"] as StoreKind[])("the %s attachmen
     const get = await fetch(download.url);
     expect(get.status).toBe(403);
     await get.arrayBuffer();
+  });
+});
+
+describe("the secret of the service-signed URLs on PostgreSQL", () => {
+  it("is made once and kept in the database, so every replica signs and checks with the same one", async () => {
+    const t = await createTestApp();
+    const config = { dataDir: "/nonexistent", databaseUrl: "postgresql://replica", attachments: { urlSecret: undefined } };
+    await t.db.serviceSecret.deleteMany({ where: { name: "attachment-url" } });
+    const replicaA = serviceUrls(attachmentUrlSecret(config, t.db), "https://api.example.com");
+    const replicaB = serviceUrls(attachmentUrlSecret(config, t.db), "https://api.example.com");
+    const grant = {
+      op: "download",
+      store: "database",
+      key: newObjectKey(),
+      expires: 4_000_000_000,
+      name: "a.pdf",
+      type: "application/pdf",
+    } as const;
+    const [a, b] = await Promise.all([replicaA.sign(grant, undefined), replicaB.sign(grant, undefined)]);
+    expect(a).toBe(b);
+    expect(await replicaB.verify(new URL(a))).toEqual(grant);
+    const kept = await t.db.serviceSecret.findMany({ where: { name: "attachment-url" } });
+    expect(kept).toHaveLength(1);
+    expect(kept[0]?.value).toMatch(/^[\w-]{43}$/);
   });
 });
 

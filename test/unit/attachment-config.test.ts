@@ -23,11 +23,14 @@ describe("attachment configuration", () => {
     });
   });
 
-  it("defaults to the database store on PostgreSQL, 10 MiB a file, and then needs the URL secret every replica shares", () => {
-    expect(loadConfig({ ...postgres, ...secret }).attachments).toMatchObject({ store: "database", maxBytes: 10 * 1024 * 1024 });
-    expect(() => loadConfig(postgres)).toThrow(/ATTACHMENT_STORE=database on PostgreSQL needs ATTACHMENT_URL_SECRET/);
-    expect(() => loadConfig({ ...postgres, ATTACHMENT_STORE: "filesystem" })).toThrow(/ATTACHMENT_URL_SECRET/);
-    expect(() => loadConfig({ ...postgres, ...secret, ATTACHMENT_MAX_BYTES: String(10 * 1024 * 1024 + 1) })).toThrow(
+  it("defaults to the database store on PostgreSQL, 10 MiB a file, with nothing new to set", () => {
+    expect(loadConfig(postgres).attachments).toMatchObject({
+      store: "database",
+      maxBytes: 10 * 1024 * 1024,
+      urlSecret: undefined,
+    });
+    expect(loadConfig({ ...postgres, ...secret }).attachments.urlSecret).toBe(secret.ATTACHMENT_URL_SECRET);
+    expect(() => loadConfig({ ...postgres, ATTACHMENT_MAX_BYTES: String(10 * 1024 * 1024 + 1) })).toThrow(
       /ATTACHMENT_MAX_BYTES is at most 10485760 \(10 MiB\) on the database store/,
     );
   });
@@ -76,7 +79,7 @@ describe("the URL secret on the embedded database", () => {
   it("is made in DATA_DIR at first start (readable by the owner only) and read back after, unless ATTACHMENT_URL_SECRET is set", () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), "url-secret-"));
     try {
-      const first = attachmentUrlSecret({ dataDir, attachments: { urlSecret: undefined } });
+      const first = attachmentUrlSecret({ dataDir, attachments: { urlSecret: undefined } }) as string;
       expect(first).toMatch(/^[\w-]{43}$/);
       expect(statSync(path.join(dataDir, "attachment-url-secret")).mode & 0o777).toBe(0o600);
       expect(attachmentUrlSecret({ dataDir, attachments: { urlSecret: undefined } })).toBe(first);

@@ -74,6 +74,15 @@ ALTER COLUMN "objectKey" SET NOT NULL,
 ALTER COLUMN "sha256" SET NOT NULL,
 ALTER COLUMN "store" SET NOT NULL;
 
+-- CreateTable
+CREATE TABLE "ServiceSecret" (
+    "name" TEXT NOT NULL,
+    "value" TEXT NOT NULL,
+    "createdAt" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+
+    CONSTRAINT "ServiceSecret_pkey" PRIMARY KEY ("name")
+);
+
 -- CreateIndex
 CREATE INDEX "AttachmentUpload_organizationId_memberId_attachmentId_idx" ON "AttachmentUpload"("organizationId", "memberId", "attachmentId");
 

@@ -6,7 +6,7 @@ import type { Db } from "../db/database.js";
 import { createDatabaseStore } from "./database.js";
 import { createFilesystemStore } from "./filesystem.js";
 import { createS3Store, type S3StoreSettings } from "./s3.js";
-import { type ServiceUrls, serviceUrls } from "./signed-urls.js";
+import { type ServiceUrls, serviceUrls, type UrlSecret } from "./signed-urls.js";
 import type { AttachmentStore, StoreKind } from "./store.js";
 
 /** The stores the configuration reaches, each made on first use, and the service's own URLs. */
@@ -21,8 +21,8 @@ export type AttachmentStores = {
 
 export type AttachmentStoreSettings = Pick<AttachmentConfig, "store" | "dir" | "publicUrl" | "timeoutMs"> & {
   s3: S3StoreSettings | undefined;
-  /** The secret of the service-signed URLs (ATTACHMENT_URL_SECRET, or the one in DATA_DIR: attachmentUrlSecret). */
-  urlSecret: string;
+  /** The secret of the service-signed URLs: attachmentUrlSecret. */
+  urlSecret: UrlSecret;
 };
 
 export function openAttachmentStores(settings: AttachmentStoreSettings, deps: { db: Db }): AttachmentStores {
@@ -52,20 +52,37 @@ export function openAttachmentStores(settings: AttachmentStoreSettings, deps: { 
 }
 
 const URL_SECRET_FILE = "attachment-url-secret";
+const URL_SECRET_NAME = "attachment-url";
 
 /**
- * ATTACHMENT_URL_SECRET, else the secret kept in DATA_DIR, made at first start (the embedded
- * database: one process, so one secret is enough). config.ts requires the setting on PostgreSQL.
+ * The secret of the service-signed URLs: ATTACHMENT_URL_SECRET; else, on the embedded database,
+ * the one kept in DATA_DIR, and on PostgreSQL the one kept in the database, which every replica
+ * reads (made by the first that needs it; read when first needed, so a start does not wait on it).
  */
-export function attachmentUrlSecret(config: { dataDir: string; attachments: Pick<AttachmentConfig, "urlSecret"> }): string {
+export function attachmentUrlSecret(
+  config: { dataDir: string; databaseUrl?: string; attachments: Pick<AttachmentConfig, "urlSecret"> },
+  db?: Db,
+): UrlSecret {
   if (config.attachments.urlSecret) return config.attachments.urlSecret;
-  const file = path.join(config.dataDir, URL_SECRET_FILE);
+  if (!config.databaseUrl) return secretInDataDir(config.dataDir);
+  return async () => {
+    if (!db) throw new Error("the attachment URL secret is kept in the database: pass the database");
+    await db.serviceSecret.createMany({
+      data: [{ name: URL_SECRET_NAME, value: randomBytes(32).toString("base64url") }],
+      skipDuplicates: true,
+    });
+    return (await db.serviceSecret.findUniqueOrThrow({ where: { name: URL_SECRET_NAME } })).value;
+  };
+}
+
+function secretInDataDir(dataDir: string): string {
+  const file = path.join(dataDir, URL_SECRET_FILE);
   try {
     return readFileSync(file, "utf8").trim();
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
   }
-  mkdirSync(config.dataDir, { recursive: true });
+  mkdirSync(dataDir, { recursive: true });
   try {
     // "wx": of two processes starting on one directory, the second reads the first's secret.
     writeFileSync(file, randomBytes(32).toString("base64url"), { flag: "wx", mode: 0o600 });

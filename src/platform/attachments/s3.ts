@@ -62,7 +62,10 @@ export function createS3Store(options: S3StoreSettings & { timeoutMs: number }):
     const deadline = Date.now() + timeoutMs;
     for (let absent = 0; absent < 3 && Date.now() < deadline; ) {
       await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key })).catch(() => {});
-      const head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key })).catch(absentAsNull).catch(() => null);
+      const head = await client
+        .send(new HeadObjectCommand({ Bucket: bucket, Key: key }))
+        .catch(absentAsNull)
+        .catch(() => null);
       absent = head ? 0 : absent + 1;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }

@@ -22,17 +22,28 @@ export type Grant = UploadGrant | DownloadGrant;
 
 export type ServiceUrls = {
   /** An absolute URL on `origin` (PUBLIC_URL when set) for this grant. */
-  sign(grant: Grant, origin: string | undefined): string;
+  sign(grant: Grant, origin: string | undefined): Promise<string>;
   /** The grant of a URL whose signature holds and whose expiry has not passed, or why not. */
-  verify(url: URL, now?: number): Grant | "altered" | "expired";
+  verify(url: URL, now?: number): Promise<Grant | "altered" | "expired">;
 };
+
+/** The secret itself, or how to get it once when first needed (from the database: create-store.ts). */
+export type UrlSecret = string | (() => Promise<string>);
 
 const uploadFields = ["op", "store", "expires", "size", "type", "sha256"] as const;
 const downloadFields = ["op", "store", "expires", "name", "type"] as const;
 
-export function serviceUrls(secret: string, publicUrl: string | undefined): ServiceUrls {
-  const mac = (grant: Grant) =>
-    createHmac("sha256", secret)
+export function serviceUrls(urlSecret: UrlSecret, publicUrl: string | undefined): ServiceUrls {
+  let secret: Promise<string> | undefined;
+  const secretOnce = () => {
+    secret ??= typeof urlSecret === "string" ? Promise.resolve(urlSecret) : urlSecret();
+    secret.catch(() => {
+      secret = undefined;
+    });
+    return secret;
+  };
+  const mac = async (grant: Grant) =>
+    createHmac("sha256", await secretOnce())
       .update(
         JSON.stringify(
           grant.op === "upload"
@@ -43,16 +54,16 @@ export function serviceUrls(secret: string, publicUrl: string | undefined): Serv
       .digest();
 
   return {
-    sign(grant, origin) {
+    async sign(grant, origin) {
       const base = publicUrl ?? origin;
       if (!base) throw new Error("A service-signed attachment URL needs PUBLIC_URL or the request's origin");
       const url = new URL(`${OBJECTS_PATH}${grant.key}`, `${base}/`);
       const fields = grant.op === "upload" ? uploadFields : downloadFields;
       for (const field of fields) url.searchParams.set(field, String(grant[field as keyof Grant]));
-      url.searchParams.set("sig", mac(grant).toString("base64url"));
+      url.searchParams.set("sig", (await mac(grant)).toString("base64url"));
       return url.toString();
     },
-    verify(url, now = Date.now()) {
+    async verify(url, now = Date.now()) {
       const q = url.searchParams;
       const key = url.pathname.slice(url.pathname.lastIndexOf("/") + 1);
       const store = q.get("store");
@@ -69,7 +80,7 @@ export function serviceUrls(secret: string, publicUrl: string | undefined): Serv
         return "altered";
       }
       const given = Buffer.from(q.get("sig") ?? "", "base64url");
-      const expected = mac(grant);
+      const expected = await mac(grant);
       if (given.length !== expected.length || !timingSafeEqual(given, expected)) return "altered";
       if (!Number.isSafeInteger(expires) || expires * 1000 <= now) return "expired";
       return grant;
@@ -86,12 +97,12 @@ export function serviceSigned(
   return {
     async signUpload(key, o) {
       const expires = expiry(o.expiresInSeconds);
-      const url = urls.sign({ op: "upload", store, key, expires, size: o.size, type: o.type, sha256: o.sha256 }, o.origin);
+      const url = await urls.sign({ op: "upload", store, key, expires, size: o.size, type: o.type, sha256: o.sha256 }, o.origin);
       return { url, method: "PUT", headers: uploadHeaders(o), expiresAt: new Date(expires * 1000) };
     },
     async signDownload(key, o) {
       const expires = expiry(o.expiresInSeconds);
-      const url = urls.sign({ op: "download", store, key, expires, name: o.fileName, type: o.type }, o.origin);
+      const url = await urls.sign({ op: "download", store, key, expires, name: o.fileName, type: o.type }, o.origin);
       return { url, expiresAt: new Date(expires * 1000) };
     },
   };
