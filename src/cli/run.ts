@@ -86,7 +86,10 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       // Loaded on first use: the s3 store brings the AWS SDK.
       attachmentStores ??= import("../platform/attachments/create-store.js").then(
         ({ attachmentUrlSecret, openAttachmentStores }) =>
-          openAttachmentStores({ ...config.attachments, urlSecret: attachmentUrlSecret(config) }, { db: database.db }).storeOf,
+          openAttachmentStores(
+            { ...config.attachments, urlSecret: attachmentUrlSecret(config, database.db) },
+            { db: database.db },
+          ).storeOf,
       );
       return attachmentStores;
     },
