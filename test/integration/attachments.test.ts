@@ -420,6 +420,10 @@ describe.each(["database", "filesystem", "s3"] as StoreKind[])("attachments on t
     const writer = await t.keyWith(org.organizationId, ["comment:create"]);
     const id = (await comment([pdfItem("p.pdf")])).body.attachments[0].id;
     expect((await http("GET", `/v1/attachments/${id}/download-url`, { key: writer.key })).status).toBe(403);
+    // Text PostgreSQL cannot hold, in the path: 400 as over GraphQL, never a 500.
+    const nul = await http("GET", "/v1/attachments/att_%00", { key: org.apiKey });
+    expect(nul.status).toBe(400);
+    expect(nul.body.code).toBe("BAD_USER_INPUT");
   });
 });
 
@@ -491,6 +495,45 @@ describe("the store failing", () => {
     }
     expect(await counts()).toEqual(before);
     expect((await t.db.attachmentUpload.findUniqueOrThrow({ where: { id: ticket.body.id } })).attachmentId).toBeNull();
+  });
+
+  it("answers 503 to reading the bytes, while the metadata still answers", async () => {
+    // A committed attachment in the silent store (written by hand: nothing can be written there now).
+    const commentId = `cmt_${randomBytes(8).toString("hex")}`;
+    const authorId = (await t.db.member.findFirstOrThrow({ where: { organizationId: org.organizationId } })).id;
+    await t.db.comment.create({
+      data: {
+        id: commentId,
+        organizationId: org.organizationId,
+        entityType: "task",
+        entityId: org.taskIds[0],
+        content: "x",
+        authorId,
+      },
+    });
+    const id = `att_${randomBytes(8).toString("hex")}`;
+    await t.db.attachment.create({
+      data: {
+        id,
+        organizationId: org.organizationId,
+        commentId,
+        name: "a.pdf",
+        type: "application/pdf",
+        size: 5,
+        uploaderId: authorId,
+        store: "s3",
+        objectKey: randomBytes(16).toString("hex"),
+        sha256: sha256(Buffer.from("bytes")).toString("hex"),
+      },
+    });
+    const rest = await served.http("GET", `/v1/attachments/${id}`, { key: org.apiKey });
+    expect(rest.status, rest.text).toBe(503);
+    expect(rest.body.code).toBe("SERVICE_UNAVAILABLE");
+    expect(rest.headers.get("retry-after")).toMatch(/^\d+$/);
+    const metadata = await served.gql(`query($id: ID!) { attachment(id: $id) { name size sha256 } }`, { id }, org.apiKey);
+    expect(metadata.body.data.attachment).toMatchObject({ name: "a.pdf", size: 5 });
+    const content = await served.gql(`query($id: ID!) { attachment(id: $id) { contentBase64 } }`, { id }, org.apiKey);
+    expect(content.body.errors[0].extensions.code).toBe("SERVICE_UNAVAILABLE");
   });
 
   it("goes on with everything else, /ready included", async () => {

@@ -1,5 +1,6 @@
 import { Readable } from "node:stream";
 import { authorize } from "../../auth/actor.js";
+import { BadUserInputError } from "../../platform/errors.js";
 import type { DownloadHandler } from "../../rest/rest-plugin.js";
 import { type AttachmentService, attachmentEtag, contentDisposition } from "./attachments.service.js";
 
@@ -12,7 +13,10 @@ import { type AttachmentService, attachmentEtag, contentDisposition } from "./at
 export function attachmentDownload(attachments: AttachmentService): DownloadHandler {
   return async ({ request, params, auth, requestId }) => {
     const actor = authorize({ auth, requestId }, "comment:read");
-    const attachment = await attachments.find(actor, decodeURIComponent(params.id ?? ""));
+    const id = decodeURIComponent(params.id ?? "");
+    // As the GraphQL field answers (error-masking.ts): PostgreSQL text cannot hold NUL.
+    if (id.includes("\u0000")) throw new BadUserInputError("Text must not contain NUL characters (\\u0000)");
+    const attachment = await attachments.find(actor, id);
     const etag = attachmentEtag(attachment.sha256);
     const cached = { etag, "cache-control": "private, no-cache" };
     const known = request.headers.get("if-none-match");
