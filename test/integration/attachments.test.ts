@@ -506,7 +506,7 @@ describe("the store failing", () => {
         id: commentId,
         organizationId: org.organizationId,
         entityType: "task",
-        entityId: org.taskIds[0],
+        entityId: org.taskIds[0] as string,
         content: "x",
         authorId,
       },
