@@ -376,6 +376,48 @@ describe.each(["database", "filesystem", "s3"] as StoreKind[])("the %s attachmen
   });
 });
 
+describe("the service's download route", () => {
+  it("releases the store's stream as soon as the client goes away mid-download", async () => {
+    const base = await createTestApp({ attachmentStore: "filesystem" });
+    const real = base.attachmentStores.store;
+    const opened: Readable[] = [];
+    const tracked: AttachmentStore = {
+      ...real,
+      async open(key) {
+        const object = await real.open(key);
+        if (object) opened.push(object.body);
+        return object;
+      },
+    };
+    const t = await createTestApp({ attachmentStores: { ...base.attachmentStores, store: tracked, storeOf: () => tracked } });
+    const server = createServer((req, res) => t.app.yoga(req, res));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const bytes = randomBytes(32 * MiB);
+      const key = newObjectKey();
+      await real.put(key, bytes, facts(bytes));
+      const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const { url } = await tracked.signDownload(key, {
+        fileName: "big.bin",
+        type: "application/octet-stream",
+        expiresInSeconds: 60,
+        origin,
+      });
+      const controller = new AbortController();
+      const response = await fetch(url, { signal: controller.signal });
+      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+      await reader.read();
+      controller.abort();
+      await expect.poll(() => opened[0]?.destroyed, { timeout: 5_000 }).toBe(true);
+      expect(opened).toHaveLength(1);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+      await base.close();
+    }
+  });
+});
+
 describe("the secret of the service-signed URLs on PostgreSQL", () => {
   it("is made once and kept in the database, so every replica signs and checks with the same one", async () => {
     const t = await createTestApp();
