@@ -217,7 +217,8 @@ builder.mutationField("createAttachmentUpload", (t) =>
 builder.mutationField("createComment", (t) =>
   t.prismaField({
     type: "Comment",
-    description: "Create a comment on an entity, with optional attachments. Needs `comment:create`.",
+    description:
+      "Create a comment on an entity, with optional attachments. The comment, its attachments and its audit event (which records each file's SHA-256) commit together; when the attachment store is unavailable, a comment with files answers 503 with Retry-After and nothing is written. Needs `comment:create`.",
     args: {
       content: t.arg.string({ required: true, ...limited("Comment text", commentLimits.content) }),
       entityId: t.arg.id({ required: true, ...limited("Id of the entity commented on", commonLimits.id) }),
@@ -225,7 +226,13 @@ builder.mutationField("createComment", (t) =>
       contextUrl: t.arg.string(
         limited("URL of the page the comment was made on, for notification deep links", commentLimits.contextUrl),
       ),
-      attachments: t.arg({ type: [AttachmentInput], ...limited("Files to attach, 25 MiB together", commentLimits.attachments) }),
+      attachments: t.arg({
+        type: [AttachmentInput],
+        ...limited(
+          "Files to attach: inline (fileData, 25 MiB together) or uploaded first (uploadId, up to ATTACHMENT_MAX_BYTES each)",
+          commentLimits.attachments,
+        ),
+      }),
       userId: t.arg.id(
         limited("The author's user id: required with an API key, ignored with a user credential", commonLimits.id),
       ),
