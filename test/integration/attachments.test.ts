@@ -5,6 +5,7 @@ import { createServer as createTcpServer, type Socket } from "node:net";
 import { GetObjectCommand, HeadObjectCommand } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SeedResult } from "../../src/admin/seed.js";
+import { createSession } from "../../src/auth/sessions.js";
 import { openAttachmentStores } from "../../src/platform/attachments/create-store.js";
 import type { StoreKind } from "../../src/platform/attachments/store.js";
 import { type S3TestServer, startS3Server } from "../helpers/s3-server.js";
@@ -312,6 +313,28 @@ describe.each(["database", "filesystem", "s3"] as StoreKind[])("attachments on t
     await refusedOnBoth(async () => [{ uploadId: "upl_missing" }], 404, "attachments.0.uploadId");
     // Its own caller attaches it.
     expect((await comment([{ uploadId: theirs.id }], second.key)).status).toBe(201);
+  });
+
+  it("takes the person behind a session as the caller: another session of theirs attaches the upload, another person's does not", async () => {
+    const sessionOf = async (userId: string) => {
+      const { token } = await createSession(t.db, userId, 3_600_000);
+      return { authorization: `Bearer ${token}`, "x-organization-id": org.organizationId };
+    };
+    const bytes = pdf("by a person");
+    const declared = declare(bytes);
+    const made = await http("POST", "/v1/attachment-uploads", {
+      headers: await sessionOf(org.userIds[0] as string),
+      body: declared,
+    });
+    expect(made.status, made.text).toBe(201);
+    const put = await fetch(made.body.uploadUrl, { method: "PUT", headers: made.body.headers, body: new Uint8Array(bytes) });
+    expect(put.status).toBe(200);
+    const body = { content: "mine", entityId: org.taskIds[0], entityType: "task", attachments: [{ uploadId: made.body.id }] };
+    const stranger = await http("POST", "/v1/comments", { headers: await sessionOf(org.userIds[1] as string), body });
+    expect(stranger.status, stranger.text).toBe(404);
+    expect((await http("POST", "/v1/comments", { key: org.apiKey, body: { ...body, userId: org.userIds[0] } })).status).toBe(404);
+    const again = await http("POST", "/v1/comments", { headers: await sessionOf(org.userIds[0] as string), body });
+    expect(again.status, again.text).toBe(201);
   });
 
   it("attaches an upload once (409 the second time, naming the item), also when two comments race for it", async () => {
