@@ -39,5 +39,11 @@ export default {
     "string-limit-inputs": onInputsAndHeaders("owasp:api4:2023-string-limit", "string"),
     "integer-limit-inputs": onInputsAndHeaders("owasp:api4:2023-integer-limit", "integer"),
     "array-limit-inputs": onInputsAndHeaders("owasp:api4:2023-array-limit", "array"),
+    // The rule looks for CORS headers under every key named `headers`; on the responses' header
+    // lists only, so that a schema property of that name (an upload's headers to send) is not one.
+    "owasp:api8:2023-define-cors-origin": {
+      ...owasp.rules["owasp:api8:2023-define-cors-origin"],
+      given: ["$.paths[*][*].responses[*].headers", "$.components.responses[*].headers"],
+    },
   },
 };

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { useDisableIntrospection } from "@graphql-yoga/plugin-disable-introspection";
 import { useSofa } from "@graphql-yoga/plugin-sofa";
 import type { Tracer } from "@opentelemetry/api";
@@ -10,6 +11,7 @@ import type { Context } from "./graphql/context.js";
 import { useOperationLimits } from "./graphql/operation-limits.js";
 import { useQueryCost } from "./graphql/query-cost.js";
 import { useAnswerHeaders } from "./http/answer-headers.js";
+import { useAttachmentObjects } from "./http/attachment-objects.js";
 import { createBodyBudget, createBodyReader, useGraphqlBodyAdmission } from "./http/body-admission.js";
 import { corsFor, useVaryOnOrigin } from "./http/cors.js";
 import { maskError, maskResult, restErrorsResponse, useUnexpectedErrorLog, withSafetyNet } from "./http/error-masking.js";
@@ -30,6 +32,7 @@ import { useTrustedDocuments } from "./http/trusted-documents.js";
 import { useUnsubscribe } from "./http/unsubscribe.js";
 import type { AuditSigner } from "./modules/audit/audit.keys.js";
 import { auditRestHandlers } from "./modules/audit/audit.routes.js";
+import { attachmentDownload } from "./modules/comments/attachments.routes.js";
 import type { DeviceManagement } from "./modules/members/device-management.js";
 import type { NotificationMailer } from "./modules/notifications/notifications.mail.js";
 import type { NotificationMail } from "./modules/notifications/notifications.service.js";
@@ -38,7 +41,14 @@ import { loadersFor } from "./modules/request-loaders.js";
 import { createServices } from "./modules/services.js";
 import type { WebhookServiceOptions } from "./modules/webhooks/webhooks.service.js";
 import type { WebhookWorker } from "./modules/webhooks/webhooks.worker.js";
-import { type Config, DEFAULT_BODY_BUDGET_BYTES, DEFAULT_LIVE_STREAM_LIMITS } from "./platform/config.js";
+import { type AttachmentStores, openAttachmentStores } from "./platform/attachments/create-store.js";
+import {
+  type Config,
+  DEFAULT_BODY_BUDGET_BYTES,
+  DEFAULT_LIVE_STREAM_LIMITS,
+  MAX_ATTACHMENT_BYTES,
+  MAX_DATABASE_ATTACHMENT_BYTES,
+} from "./platform/config.js";
 import type { Database } from "./platform/db/database.js";
 import type { Events } from "./platform/events.js";
 import type { NativeMemoryCounts } from "./platform/native-memory.js";
@@ -59,6 +69,7 @@ export type AppDeps = {
     Partial<Pick<Config, "jwt" | "rateLimitPerMinute" | "authFailuresPerMinute" | "trustProxy" | "introspection" | "graphiql">> &
     Partial<Pick<Config, "trustedDocuments">> & {
       liveStreams?: Partial<Config["liveStreams"]>;
+      attachments?: Partial<Pick<Config["attachments"], "maxBytes" | "uploadTtlSeconds" | "downloadTtlSeconds">>;
     };
   logger: Logger;
   deviceManagement?: DeviceManagement;
@@ -84,6 +95,11 @@ export type AppDeps = {
   auditSigner?: AuditSigner;
   /** The replica's trims of freed native memory (server.ts), for /metrics. */
   nativeMemory?: NativeMemoryCounts;
+  /**
+   * Where attachments' bytes live (openAttachmentStores from the configuration); when absent, the
+   * database store, with a URL secret of the app's own.
+   */
+  attachmentStores?: AttachmentStores;
 };
 
 /** The unsubscribe form is one short field: a larger body is not one. */
@@ -112,6 +128,19 @@ function notReady(status: string, message: string): Response {
 
 export function createApp(deps: AppDeps) {
   const { database, config, logger } = deps;
+  const attachmentStores =
+    deps.attachmentStores ??
+    openAttachmentStores(
+      {
+        store: "database",
+        dir: "",
+        s3: undefined,
+        publicUrl: undefined,
+        timeoutMs: 5_000,
+        urlSecret: randomBytes(32).toString("hex"),
+      },
+      { db: database.db },
+    );
   const redisHealth =
     deps.redisHealth ?? (deps.redis ? watchRedis(deps.redis, { timeoutMs: config.redisTimeoutMs ?? 200, logger }) : undefined);
   const services = createServices(database.db, {
@@ -121,6 +150,15 @@ export function createApp(deps: AppDeps) {
     links: { appUrl: config.appUrl, trustedOrigins: config.corsOrigins },
     webhooks: deps.webhooks?.options,
     auditSigner: deps.auditSigner,
+    attachments: {
+      store: attachmentStores.store,
+      storeOf: attachmentStores.storeOf,
+      maxBytes:
+        config.attachments?.maxBytes ??
+        (attachmentStores.store.kind === "database" ? MAX_DATABASE_ATTACHMENT_BYTES : MAX_ATTACHMENT_BYTES),
+      uploadTtlSeconds: config.attachments?.uploadTtlSeconds ?? 900,
+      downloadTtlSeconds: config.attachments?.downloadTtlSeconds ?? 300,
+    },
   });
   const verify = createAuthenticator(database.db, config.jwt, { corsOrigins: config.corsOrigins });
   const authenticate = limitAuthenticationFailures(verify, {
@@ -260,6 +298,8 @@ export function createApp(deps: AppDeps) {
           }
         },
       }),
+      // Signed URLs, their own credential: before the rate limit, the body limit and CSRF prevention.
+      useAttachmentObjects({ urls: attachmentStores.urls, storeOf: attachmentStores.storeOf }),
       useRateLimit({
         perMinute: config.rateLimitPerMinute ?? 1200,
         redis: deps.redis,
@@ -287,6 +327,7 @@ export function createApp(deps: AppDeps) {
         rememberAuth,
         dispatch: restDispatch,
         ownRoutes: auditRestHandlers(services.audit),
+        download: attachmentDownload(services.comments.attachments),
         openApiDocument: () => {
           openApi ??= buildOpenApiDocument(restSchema, routes);
           return openApi;
@@ -343,6 +384,7 @@ export function createApp(deps: AppDeps) {
   return {
     yoga,
     services,
+    attachmentStores,
     /** Completes every open live stream (at shutdown), so that their clients reconnect elsewhere. */
     closeStreams: () => liveStreams.closeAll(),
     /** Handles one request in process, as the HTTP server does. */

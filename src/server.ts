@@ -9,11 +9,13 @@ import { startTracing } from "./http/tracing.js";
 import { setAuditChainForBench } from "./modules/audit/audit.chain.js";
 import { startAuditTimers } from "./modules/audit/audit.jobs.js";
 import { auditSignerFromConfig } from "./modules/audit/audit.keys.js";
+import { startAttachmentJobs } from "./modules/comments/attachments.jobs.js";
 import { createDeviceManagement } from "./modules/members/device-management.js";
 import { createNotificationMailer } from "./modules/notifications/notifications.mail.js";
 import { createUnsubscribe } from "./modules/notifications/notifications.unsubscribe.js";
 import { notifyDisabled } from "./modules/webhooks/webhooks.notify.js";
 import { createWebhookWorker } from "./modules/webhooks/webhooks.worker.js";
+import { attachmentUrlSecret, openAttachmentStores } from "./platform/attachments/create-store.js";
 import { type Config, loadConfig } from "./platform/config.js";
 import { type Database, openDatabase } from "./platform/db/database.js";
 import { isDatabaseUnavailable } from "./platform/db/unavailable.js";
@@ -193,7 +195,18 @@ if (!config.audit.chain) {
 /** Freed native memory of closed connections goes back to the system (glibc keeps it otherwise). */
 const nativeMemory = createNativeMemoryTrim({ afterClosed: config.nativeMemoryTrimAfterClosed, logger });
 
+/** Attachments' stores; the service-signed URLs' secret is ATTACHMENT_URL_SECRET, else one the service keeps. */
+const attachmentStores = (() => {
+  try {
+    const urlSecret = attachmentUrlSecret(config, database.db);
+    return openAttachmentStores({ ...config.attachments, urlSecret }, { db: database.db });
+  } catch (error) {
+    fail(`Cannot start: the attachment store: ${(error as Error).message}`);
+  }
+})();
+
 const app = createApp({
+  attachmentStores,
   auditSigner,
   database,
   config,
@@ -218,6 +231,9 @@ const auditTimers = startAuditTimers(app.services.audit.trail, {
   retentionDays: config.audit.retentionDays,
   logger,
 });
+
+/** Attachments' objects deleted once the rows naming them are gone, and uploads never attached swept: on every replica. */
+const attachmentJobs = startAttachmentJobs({ db: database.db, storeOf: attachmentStores.storeOf, logger });
 
 /**
  * A refusal (401, 413, 503 busy) is answered before the body is read. Closing the connection then
@@ -323,6 +339,7 @@ async function shutdown(signal: string) {
   });
   await run("dispose the GraphQL server", () => app.yoga.dispose());
   await run("stop the audit timers", () => auditTimers.stop());
+  await run("stop the attachment jobs", () => attachmentJobs.stop());
   // Messages being sent finish (within SHUTDOWN_TIMEOUT_MS); the jobs not taken wait for another replica.
   await run("stop the mail worker", () => mail?.mailer.stop());
   // Attempts in flight finish (each within WEBHOOK_TIMEOUT_MS); a claim left behind lapses for another replica.

@@ -1,6 +1,7 @@
 import path from "node:path";
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import { auditSignerFromConfig } from "../modules/audit/audit.keys.js";
+import type { StoreOf } from "../modules/comments/attachments.jobs.js";
 import type { Config } from "../platform/config.js";
 import { DataDirLockedError } from "../platform/db/data-dir-lock.js";
 import type { Database, DatabaseOptions } from "../platform/db/database.js";
@@ -77,8 +78,21 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   }
 
   let jobQueue: Promise<JobQueue | undefined> | undefined;
+  let attachmentStores: Promise<StoreOf> | undefined;
   const context: CommandContext = {
     auditSigner: () => auditSignerFromConfig(config),
+    downloadTtlSeconds: config.attachments.downloadTtlSeconds,
+    attachmentStores() {
+      // Loaded on first use: the s3 store brings the AWS SDK.
+      attachmentStores ??= import("../platform/attachments/create-store.js").then(
+        ({ attachmentUrlSecret, openAttachmentStores }) =>
+          openAttachmentStores(
+            { ...config.attachments, urlSecret: attachmentUrlSecret(config, database.db) },
+            { db: database.db },
+          ).storeOf,
+      );
+      return attachmentStores;
+    },
     jobQueue() {
       jobQueue ??= import("../platform/jobs.js").then(async ({ startJobQueue }) => {
         const { default: pino } = await import("pino");

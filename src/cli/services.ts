@@ -10,6 +10,7 @@ export {
   parseScopes,
   revokeApiKey,
 } from "../admin/admin.service.js";
+export { moveAttachments, verifyAttachments } from "../admin/attachments.js";
 export { seedDemo } from "../admin/seed.js";
 export {
   checkDocuments,

@@ -15,6 +15,7 @@ export const builder = new SchemaBuilder<{
     DateTime: { Input: Date; Output: Date };
     Date: { Input: string; Output: Date | string };
     JSON: { Input: unknown; Output: unknown };
+    HttpHeaders: { Input: Record<string, string>; Output: Record<string, string> };
   };
 }>({
   plugins: [PrismaPlugin],
@@ -80,4 +81,17 @@ builder.scalarType("JSON", {
   description: "Any JSON value",
   serialize: (value) => value,
   parseValue: (value) => value,
+});
+
+function parseHttpHeaders(value: unknown): Record<string, string> {
+  if (value && typeof value === "object" && !Array.isArray(value) && Object.values(value).every((v) => typeof v === "string")) {
+    return value as Record<string, string>;
+  }
+  throw new GraphQLError("HttpHeaders must be an object of header names to string values");
+}
+
+builder.scalarType("HttpHeaders", {
+  description: 'HTTP headers to send: an object of header name to value, e.g. {"Content-Type": "application/pdf"}',
+  serialize: (value) => value,
+  parseValue: parseHttpHeaders,
 });

@@ -10,7 +10,16 @@ export function corsFor(origins: readonly string[]) {
       origin: [origin],
       credentials: true,
       methods: ["GET", "POST", "PUT", "PATCH", "DELETE"],
-      allowedHeaders: ["content-type", "x-api-key", "authorization", "x-organization-id", "idempotency-key", "if-none-match"],
+      // x-amz-checksum-sha256: a browser's upload to the URLs the service signs (attachment-objects.ts).
+      allowedHeaders: [
+        "content-type",
+        "x-api-key",
+        "authorization",
+        "x-organization-id",
+        "idempotency-key",
+        "if-none-match",
+        "x-amz-checksum-sha256",
+      ],
       exposedHeaders: [
         "x-request-id",
         "etag",

@@ -1,6 +1,7 @@
 import { type DocumentNode, getOperationAST } from "graphql";
 import type { Plugin } from "graphql-yoga";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { OBJECTS_PATH } from "../platform/attachments/signed-urls.js";
 import type { PoolStats } from "../platform/db/database.js";
 import type { ReplicaStatus } from "../platform/db/read-replicas.js";
 import type { NativeMemoryCounts } from "../platform/native-memory.js";
@@ -157,6 +158,7 @@ export function useMetrics({
     }
     if (fixedRoutes.has(pathname)) return { route: pathname, transport: "other" };
     if (pathname.startsWith(UNSUBSCRIBE_PREFIX)) return { route: "/unsubscribe/{token}", transport: "other" };
+    if (pathname.startsWith(OBJECTS_PATH)) return { route: `${OBJECTS_PATH}{key}`, transport: "other" };
     if (pathname.startsWith("/graphiql/")) return { route: "/graphiql", transport: "other" };
     return { route: "unmatched", transport: "other" };
   }

@@ -2,6 +2,7 @@ import type { Db } from "../platform/db/database.js";
 import { createEvents, type Events } from "../platform/events.js";
 import type { AuditSigner } from "./audit/audit.keys.js";
 import { createAuditService } from "./audit/audit.service.js";
+import { type AttachmentSettings, createAttachmentService } from "./comments/attachments.service.js";
 import { createCommentService } from "./comments/comments.service.js";
 import type { DeviceManagement } from "./members/device-management.js";
 import { createMemberService } from "./members/members.service.js";
@@ -29,9 +30,11 @@ export type ServiceOptions = {
   webhooks?: Partial<WebhookServiceOptions>;
   /** Signs the audit trail's checkpoints (AUDIT_SIGNING_KEY); a key of its own when absent (tests). */
   auditSigner?: AuditSigner;
+  /** The attachment store and its settings (ATTACHMENT_*): uploads, inline bytes and downloads. */
+  attachments: AttachmentSettings;
 };
 
-export function createServices(db: Db, options: ServiceOptions = {}) {
+export function createServices(db: Db, options: ServiceOptions) {
   const events = options.events ?? createEvents();
   const notifier = createNotifier({ links: options.links ?? {}, mail: options.mail, events });
   return {
@@ -41,7 +44,7 @@ export function createServices(db: Db, options: ServiceOptions = {}) {
     /** For plugin-prisma's relation loading only; resolvers call the services. */
     db,
     audit: createAuditService(db, options.auditSigner),
-    comments: createCommentService(db, events, notifier),
+    comments: createCommentService(db, events, notifier, createAttachmentService(db, options.attachments)),
     members: createMemberService(db, options.deviceManagement),
     notifications: createNotificationService(db, events),
     policies: createPolicyService(db, events, notifier),

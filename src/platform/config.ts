@@ -1,5 +1,7 @@
+import path from "node:path";
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
+import { STORE_KINDS, type StoreKind } from "./attachments/store.js";
 import { DEFAULT_TRANSACTION_LIMITS, type TransactionLimits, transactionLimitsProblem } from "./db/transaction-limits.js";
 
 /**
@@ -35,6 +37,10 @@ function isAppOrigin(value: string): boolean {
     return false;
   }
 }
+
+/** ATTACHMENT_MAX_BYTES' default and ceiling: 100 MiB a file, 10 MiB on the database store. */
+export const MAX_ATTACHMENT_BYTES = 100 * 1024 * 1024;
+export const MAX_DATABASE_ATTACHMENT_BYTES = 10 * 1024 * 1024;
 
 const schema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(4000),
@@ -175,6 +181,17 @@ const schema = z.object({
   AUDIT_CHECKPOINT_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
   AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).optional(),
   BENCH_AUDIT_CHAIN: z.enum(["on", "off"]).default("on"),
+  ATTACHMENT_STORE: z.enum(STORE_KINDS as [StoreKind, ...StoreKind[]]).optional(),
+  ATTACHMENT_DIR: z.string().min(1).optional(),
+  S3_BUCKET: z.string().min(1).optional(),
+  S3_REGION: z.string().min(1).optional(),
+  S3_ENDPOINT: z.string().refine(isBaseUrl, "must be an http(s) URL such as http://127.0.0.1:9000").optional(),
+  S3_FORCE_PATH_STYLE: z.enum(["true", "false"]).default("false"),
+  ATTACHMENT_URL_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+  ATTACHMENT_MAX_BYTES: z.coerce.number().int().min(1).max(MAX_ATTACHMENT_BYTES).optional(),
+  ATTACHMENT_UPLOAD_TTL_SECONDS: z.coerce.number().int().min(1).max(604_800).default(900),
+  ATTACHMENT_DOWNLOAD_TTL_SECONDS: z.coerce.number().int().min(1).max(3_600).default(300),
+  ATTACHMENT_STORE_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(5_000),
 });
 
 /** `a@b.example` or `Name <a@b.example>`: what nodemailer puts in From. */
@@ -293,7 +310,34 @@ export type Config = {
   mail: MailConfig | undefined;
   webhooks: WebhookConfig;
   audit: AuditConfig;
+  attachments: AttachmentConfig;
 };
+
+/** Where attachments' bytes live and the limits of their URLs (contract section 15, src/platform/attachments). */
+export type AttachmentConfig = {
+  /** The store new objects go to: filesystem on the embedded database, database on PostgreSQL, unless set. */
+  store: StoreKind;
+  /** The filesystem store's directory (ATTACHMENT_DIR, else DATA_DIR/attachments). */
+  dir: string;
+  /** The s3 store; undefined without S3_BUCKET (credentials come from the AWS SDK's default chain). */
+  s3: S3StoreConfig | undefined;
+  /**
+   * Signs the URLs the service serves itself (filesystem and database stores); the same on every
+   * replica. When unset, a secret the service makes once and keeps: in DATA_DIR on the embedded
+   * database, in the database on PostgreSQL (attachmentUrlSecret).
+   */
+  urlSecret: string | undefined;
+  /** Where the service is reached from outside (PUBLIC_URL); the request's own origin when unset. */
+  publicUrl: string | undefined;
+  /** Largest file: 100 MiB by default, at most 10 MiB on the database store. */
+  maxBytes: number;
+  uploadTtlSeconds: number;
+  downloadTtlSeconds: number;
+  /** Longest any store operation waits for the store before answering 503. */
+  timeoutMs: number;
+};
+
+export type S3StoreConfig = { bucket: string; region: string; endpoint: string | undefined; forcePathStyle: boolean };
 
 export type LiveStreamLimits = {
   /** Open streams of one credential (an API key, or one user's sessions or JWTs). */
@@ -413,6 +457,36 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       retentionDays: e.AUDIT_RETENTION_DAYS,
       chain: e.BENCH_AUDIT_CHAIN === "on",
     },
+    attachments: attachmentConfig(e),
+  };
+}
+
+function attachmentConfig(e: z.infer<typeof schema>): AttachmentConfig {
+  const store = e.ATTACHMENT_STORE ?? (e.DATABASE_URL ? "database" : "filesystem");
+  const problems: string[] = [];
+  if (store === "s3" && !e.S3_BUCKET) problems.push("ATTACHMENT_STORE=s3 needs S3_BUCKET (and S3_REGION)");
+  if (e.S3_BUCKET && !e.S3_REGION) problems.push("S3_BUCKET needs S3_REGION (us-east-1 for most S3-compatible servers)");
+  const maxBytes = e.ATTACHMENT_MAX_BYTES ?? (store === "database" ? MAX_DATABASE_ATTACHMENT_BYTES : MAX_ATTACHMENT_BYTES);
+  if (store === "database" && maxBytes > MAX_DATABASE_ATTACHMENT_BYTES)
+    problems.push(`ATTACHMENT_MAX_BYTES is at most ${MAX_DATABASE_ATTACHMENT_BYTES} (10 MiB) on the database store`);
+  if (problems.length > 0) throw new Error(`Invalid configuration:\n${problems.map((p) => `  ${p}`).join("\n")}`);
+  return {
+    store,
+    dir: e.ATTACHMENT_DIR ?? path.join(e.DATA_DIR, "attachments"),
+    s3: e.S3_BUCKET
+      ? {
+          bucket: e.S3_BUCKET,
+          region: e.S3_REGION as string,
+          endpoint: e.S3_ENDPOINT,
+          forcePathStyle: e.S3_FORCE_PATH_STYLE === "true",
+        }
+      : undefined,
+    urlSecret: e.ATTACHMENT_URL_SECRET,
+    publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ""),
+    maxBytes,
+    uploadTtlSeconds: e.ATTACHMENT_UPLOAD_TTL_SECONDS,
+    downloadTtlSeconds: e.ATTACHMENT_DOWNLOAD_TTL_SECONDS,
+    timeoutMs: e.ATTACHMENT_STORE_TIMEOUT_MS,
   };
 }
 
@@ -420,7 +494,8 @@ const MAIL_SETTINGS = ["SMTP_URL", "MAIL_FROM", "PUBLIC_URL"] as const;
 
 function mailConfig(e: z.infer<typeof schema>): MailConfig | undefined {
   const set = MAIL_SETTINGS.filter((name) => e[name] !== undefined);
-  if (set.length === 0) return undefined;
+  // PUBLIC_URL alone is the origin of attachment URLs (attachmentConfig), not a request for e-mail.
+  if (e.SMTP_URL === undefined && e.MAIL_FROM === undefined) return undefined;
   if (set.length < MAIL_SETTINGS.length) {
     const missing = MAIL_SETTINGS.filter((name) => e[name] === undefined);
     throw new Error(

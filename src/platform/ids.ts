@@ -14,6 +14,7 @@ export type IdPrefix =
   | "pv"
   | "cmt"
   | "att"
+  | "upl"
   | "aud"
   | "acp"
   | "ses"

@@ -35,31 +35,13 @@ async function jsonAnswer(response: Response): Promise<Answer> {
   return { status: response.status, headers, body: await response.text() };
 }
 
-/** The bytes of a download route's JSON answer, sent so that no browser renders them as a page. */
-async function downloadAnswer(json: Response): Promise<Answer> {
-  const file = (await json.json()) as { name: string; type: string; contentBase64: string };
-  const bytes = Buffer.from(file.contentBase64, "base64");
-  const asciiName = file.name.replace(/[^A-Za-z0-9._ -]/g, "_");
-  return {
-    status: 200,
-    body: bytes,
-    headers: {
-      "content-type": file.type,
-      "content-length": String(bytes.length),
-      "content-disposition": `attachment; filename="${asciiName}"; filename*=UTF-8''${encodeURIComponent(file.name)}`,
-      "x-content-type-options": "nosniff",
-      "content-security-policy": "default-src 'none'; sandbox",
-    },
-  };
-}
-
 /**
- * A REST read's 200 as it is sent: its ETag and cache headers, 304 when the caller has it, and a
- * download route's file as its own bytes. Its own module so that the bench can price it (bench/guards.mjs).
+ * A REST read's 200 as it is sent: its ETag and cache headers, and 304 when the caller has it. Its
+ * own module so that the bench can price it (bench/guards.mjs). A download route's file never
+ * comes here: it streams from the store (rest-plugin.ts, attachments.routes.ts).
  */
-export async function withEtag(request: Request, response: Response, fetchAPI: FetchAPI, download: boolean): Promise<Response> {
-  const answer = download ? await downloadAnswer(response) : await jsonAnswer(response);
-  return conditional(request, answer, fetchAPI);
+export async function withEtag(request: Request, response: Response, fetchAPI: FetchAPI): Promise<Response> {
+  return conditional(request, await jsonAnswer(response), fetchAPI);
 }
 
 /**

@@ -34,6 +34,7 @@ const scalars: Record<string, Schema> = {
   Date: { type: "string", format: "date" },
   // Any JSON value, null included.
   JSON: {},
+  HttpHeaders: { type: "object", additionalProperties: { type: "string", maxLength: 1024 }, maxProperties: 16 },
 };
 
 /** Statuses every operation can answer; the others depend on the route. */
@@ -56,7 +57,7 @@ const errorResponses: Record<number, { name: string; description: string }> = {
   409: {
     name: "Conflict",
     description:
-      "A unique value is taken, the change would leave the organization without an active owner, or a request with the same Idempotency-Key is still running",
+      "A unique value is taken, the change would leave the organization without an active owner, an upload is already attached to a comment, the caller already holds 100 uploads not yet attached, or a request with the same Idempotency-Key is still running",
   },
   413: { name: "PayloadTooLarge", description: "The request body is larger than the configured limit" },
   415: { name: "UnsupportedMediaType", description: "The request body is not application/json" },
@@ -67,7 +68,11 @@ const errorResponses: Record<number, { name: string; description: string }> = {
     name: "BadGateway",
     description: "The device-management system failed; nothing was changed, so the call can be retried",
   },
-  503: { name: "ServiceUnavailable", description: "The database is overloaded; retry" },
+  503: {
+    name: "ServiceUnavailable",
+    description:
+      "The database, or for a change that needs it the attachment store, is unavailable or overloaded: nothing was written; retry after the seconds given in Retry-After",
+  },
 };
 
 const tagDescriptions: Record<string, string> = {
@@ -354,7 +359,7 @@ function errorResponse(status: number) {
     description,
     headers: {
       ...everyAnswerHeaders,
-      ...(status === 429 ? { "Retry-After": ref("RetryAfter", "headers") } : {}),
+      ...(status === 429 || status === 503 ? { "Retry-After": ref("RetryAfter", "headers") } : {}),
     },
     content: { "application/json": { schema: ref("Error") } },
   };
@@ -418,7 +423,8 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
 
     const success = route.download
       ? {
-          description: "The stored bytes, with the media type given on upload",
+          description:
+            "The stored bytes, streamed from the attachment store, with the media type given on upload; the ETag is the bytes' SHA-256",
           headers: {
             ...everyAnswerHeaders,
             ETag: ref("ETag", "headers"),

@@ -26,6 +26,14 @@ export function withoutOmitted(schema: GraphQLSchema, document: DocumentNode, om
   );
 }
 
+/** Answers a download route (routes.ts, `download`) with the file's bytes, for a caller the guard has authenticated. */
+export type DownloadHandler = (call: {
+  request: Request;
+  params: Record<string, string>;
+  auth: AuthState;
+  requestId: string;
+}) => Promise<Response>;
+
 type RestGuardOptions = {
   /** Reads bodies within the body limit and the memory budget, only once the caller is known. */
   bodyReader: BodyReader;
@@ -38,6 +46,8 @@ type RestGuardOptions = {
   dispatch?: RestDispatch;
   /** The handlers of the facade's own routes (routes.ts, ownRestRoutes); those routes answer 404 without. */
   ownRoutes?: OwnRouteHandlers;
+  /** Streams a download route's file (attachments.routes.ts); such a route answers 404 without. */
+  download?: DownloadHandler;
 };
 
 /**
@@ -53,8 +63,8 @@ export function useRestGuard({
   bodyReader,
   dispatch,
   ownRoutes,
+  download,
 }: RestGuardOptions): Plugin {
-  const downloads = new WeakSet<Request>();
   const reads = new WeakSet<Request>();
   const explicitNulls = new WeakMap<Request, string[]>();
   const queryVariables = new WeakMap<Request, Record<string, unknown>>();
@@ -90,7 +100,7 @@ export function useRestGuard({
         return;
       }
       if (!reads.has(request) || response.status !== 200) return;
-      setResponse(await withEtag(request, response, fetchAPI, downloads.has(request)));
+      setResponse(await withEtag(request, response, fetchAPI));
     },
     async onRequest({ request, url, serverContext, endResponse, setRequest, fetchAPI }) {
       const { pathname } = url;
@@ -144,11 +154,19 @@ export function useRestGuard({
         if (nulls.length) explicitNulls.set(forwarded, nulls);
         if (Object.keys(variables).length) queryVariables.set(forwarded, variables);
         if (match.route.method === "GET") reads.add(forwarded);
-        if (match.route.download) downloads.add(forwarded);
+      };
+      // A file streams from where it is stored; it never becomes a GraphQL value.
+      const serveDownload = () => {
+        if (!download) throw new AppError("NOT_FOUND", `No route ${request.method} ${pathname}`);
+        return download({ request, params: match.params, auth, requestId: requestIdOf(serverContext as object) });
       };
       try {
         if (match.route.method === "GET" && !announcesBody(request)) {
           const checkedInput = validateRestRequest(match.route, match.params, url, "", null);
+          if (match.route.download) {
+            endResponse(await serveDownload());
+            return;
+          }
           if (request.method === "GET" && !url.search && dispatch?.handles(match.route)) {
             // Every variable is in the path, checked above: answered without Sofa's second routing.
             rememberAuth(request, auth);
@@ -166,6 +184,10 @@ export function useRestGuard({
         }
         const body = read.text;
         const checkedInput = validateRestRequest(match.route, match.params, url, body, request.headers.get("content-type"));
+        if (match.route.download) {
+          endResponse(await serveDownload());
+          return;
+        }
         // The body stream is consumed: Sofa gets a request carrying the text that was checked.
         const checked = new fetchAPI.Request(request.url, {
           method: request.method,

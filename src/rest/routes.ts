@@ -8,7 +8,11 @@ export type RestRoute = {
   path: string;
   responseStatus: number;
   tags: string[];
-  /** The field returns `{type, name, contentBase64}`: REST answers with the bytes themselves. */
+  /**
+   * The field answers a file (`attachment`): REST answers with the bytes themselves, streamed from
+   * the attachment store by the guard's download handler (attachments.routes.ts), never as the
+   * field's base64. Same path, permission, 404 and OpenAPI entry as the field would have.
+   */
   download?: boolean;
   /** `Type.field`s this route's answer leaves out, so that it keeps the spec's exact shape. */
   omit?: string[];
@@ -43,6 +47,13 @@ export const restRoutes: Record<string, RestRoute> = {
   "Mutation.createRisk": { method: "POST", path: "/risks", responseStatus: 201, tags: ["Risks"] },
   "Query.comments": { method: "GET", path: "/comments", responseStatus: 200, tags: ["Comments"] },
   "Query.attachment": { method: "GET", path: "/attachments/:id", responseStatus: 200, tags: ["Comments"], download: true },
+  "Query.attachmentDownloadUrl": {
+    method: "GET",
+    path: "/attachments/:id/download-url",
+    responseStatus: 200,
+    tags: ["Comments"],
+  },
+  "Mutation.createAttachmentUpload": { method: "POST", path: "/attachment-uploads", responseStatus: 201, tags: ["Comments"] },
   "Query.auditEvents": { method: "GET", path: "/audit-events", responseStatus: 200, tags: ["Audit"] },
   "Query.verifyAuditTrail": { method: "GET", path: "/audit/verify", responseStatus: 200, tags: ["Audit"] },
   "Query.auditCheckpoints": { method: "GET", path: "/audit/checkpoints", responseStatus: 200, tags: ["Audit"] },

@@ -1,5 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import type { Redis } from "ioredis";
 import pg from "pg";
 import pino, { type Logger } from "pino";
@@ -10,9 +12,12 @@ import { type AppDeps, createApp } from "../../src/app.js";
 import type { Permission } from "../../src/auth/permissions.js";
 import type { DeviceManagement } from "../../src/modules/members/device-management.js";
 import type { NotificationMail } from "../../src/modules/notifications/notifications.service.js";
-import type { Config } from "../../src/platform/config.js";
+import { type AttachmentStores, openAttachmentStores } from "../../src/platform/attachments/create-store.js";
+import type { StoreKind } from "../../src/platform/attachments/store.js";
+import type { AttachmentConfig, Config } from "../../src/platform/config.js";
 import { type Database, openDatabase } from "../../src/platform/db/database.js";
 import type { Events } from "../../src/platform/events.js";
+import { type S3TestServer, startS3Server } from "./s3-server.js";
 
 /** `TEST_DATABASE=postgres` runs the suite against a throwaway database on the local server. */
 export const usePostgres = process.env.TEST_DATABASE === "postgres";
@@ -135,6 +140,20 @@ export async function createTestApp(
     liveStreams?: Partial<Config["liveStreams"]>;
     /** Signs audit checkpoints; a key of the app's own when absent. */
     auditSigner?: AppDeps["auditSigner"];
+    /**
+     * Where new attachments' bytes go: as `npm start` chooses when absent (the database store on
+     * PostgreSQL, the filesystem store on the embedded database). The filesystem store works in a
+     * temporary directory of the app's own; the s3 store on `s3`, or on a server of the app's own.
+     */
+    attachmentStore?: StoreKind;
+    /** The S3 server of the s3 store (startS3Server), which the caller closes. */
+    s3?: S3TestServer;
+    /** Attachment limits, the store timeout, PUBLIC_URL. */
+    attachments?: Partial<
+      Pick<AttachmentConfig, "maxBytes" | "uploadTtlSeconds" | "downloadTtlSeconds" | "timeoutMs" | "publicUrl">
+    >;
+    /** Stores made by the test itself (several apps on one store, a store behind a proxy); `attachmentStore` is then ignored. */
+    attachmentStores?: AttachmentStores;
   } = {},
 ) {
   const { database, drop } = options.database
@@ -142,7 +161,11 @@ export async function createTestApp(
     : options.ownDatabase
       ? await openTestDatabase()
       : { database: await sharedTestDatabase(), drop: undefined };
+  const attachments = options.attachmentStores
+    ? { stores: options.attachmentStores, dir: undefined, s3: undefined, close: async () => {} }
+    : await testAttachmentStores(database, options);
   const app = createApp({
+    attachmentStores: attachments.stores,
     database,
     config: {
       production: false,
@@ -158,6 +181,7 @@ export async function createTestApp(
       trustedDocuments: options.trustedDocuments,
       // In process, a cancelled body's pending read ends with the next bytes: keep-alives bring them.
       liveStreams: { heartbeatMs: 250, ...options.liveStreams },
+      attachments: options.attachments,
     },
     redis: options.redis,
     events: options.events,
@@ -238,8 +262,15 @@ export async function createTestApp(
     seedOrg,
     keyWith,
     countQueries,
-    /** Closes the database if it is the app's own (`ownDatabase`). */
+    /** The app's attachment stores: `store` (new objects), `storeOf(kind)`, `urls`. */
+    attachmentStores: attachments.stores,
+    /** The filesystem store's directory (objects at `dir/<first two characters of the key>/<key>`; objectFile). */
+    attachmentDir: attachments.dir,
+    /** The S3 server of the s3 store. */
+    s3: attachments.s3,
+    /** Closes the app's own database (`ownDatabase`), and its own attachment directory or S3 server. */
     async close() {
+      await attachments.close();
       if (!drop) return;
       await database.close();
       await drop();
@@ -248,3 +279,34 @@ export async function createTestApp(
 }
 
 export type TestApp = Awaited<ReturnType<typeof createTestApp>>;
+
+/** The stores of a test app: the filesystem store in a directory of its own, the s3 store on a given or own server. */
+async function testAttachmentStores(
+  database: Database,
+  options: { attachmentStore?: StoreKind; s3?: S3TestServer; attachments?: Partial<AttachmentConfig> },
+): Promise<{ stores: AttachmentStores; dir: string; s3: S3TestServer | undefined; close(): Promise<void> }> {
+  const kind = options.attachmentStore ?? (database.kind === "postgres" ? "database" : "filesystem");
+  // Made by the store's first write: most apps never write one.
+  const dir = path.join(tmpdir(), `attachments-${randomBytes(6).toString("hex")}`);
+  const s3 = options.s3 ?? (kind === "s3" ? await startS3Server() : undefined);
+  const stores = openAttachmentStores(
+    {
+      store: kind,
+      dir,
+      s3: s3 && { ...s3.settings, credentials: s3.credentials },
+      publicUrl: options.attachments?.publicUrl,
+      timeoutMs: options.attachments?.timeoutMs ?? 5_000,
+      urlSecret: randomBytes(32).toString("hex"),
+    },
+    { db: database.db },
+  );
+  return {
+    stores,
+    dir,
+    s3,
+    async close() {
+      rmSync(dir, { recursive: true, force: true });
+      if (s3 && s3 !== options.s3) await s3.close();
+    },
+  };
+}

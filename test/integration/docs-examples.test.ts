@@ -95,6 +95,8 @@ type World = {
   answered: Map<string, string>;
   /** The previous answer's nextCursor, for `$CURSOR`. */
   cursor: string | null;
+  /** The last upload URL answered (createAttachmentUpload), for `$UPLOAD_URL`. */
+  uploadUrl: string | null;
 };
 
 /** A fresh organization per example: examples write (versions, reviews, read marks) and must not meet. */
@@ -134,13 +136,14 @@ async function newWorld(): Promise<World> {
     attachmentId: comment.body.attachments[0].id,
     answered: new Map(),
     cursor: null,
+    uploadUrl: null,
   };
 }
 
 /** Whether an example writes: it gets an organization of its own, the others share one. */
 function writes(example: Example): boolean {
   return example.lang === "sh"
-    ? /\s(-X\s+(POST|PATCH|PUT|DELETE)|-d|--data)\s/.test(example.text)
+    ? /\s(-X\s+(POST|PATCH|PUT|DELETE)|-d|--data|--data-binary)\s/.test(example.text)
     : /\bmutation\b/.test(example.text);
 }
 
@@ -149,7 +152,7 @@ let shared: Promise<World> | undefined;
 async function worldFor(example: Example): Promise<World> {
   if (writes(example)) return newWorld();
   shared ??= newWorld();
-  return { ...(await shared), answered: new Map(), cursor: null };
+  return { ...(await shared), answered: new Map(), cursor: null, uploadUrl: null };
 }
 
 /** A new version of the policy: a draft, or (for a review step) submitted to Grace. */
@@ -192,6 +195,9 @@ async function fill(world: World, text: string): Promise<string> {
     ntf: () => world.notificationId,
     cmt: () => world.commentId,
     att: () => world.attachmentId,
+    upl: () => {
+      throw new Error("upl_... needs an upload answered before it (createAttachmentUpload)");
+    },
     pv: async () => {
       version ??= reviewStep
         ? await policyVersion(world, true)
@@ -217,6 +223,10 @@ async function fill(world: World, text: string): Promise<string> {
     JWT: world.jwt,
     ORG: org.organizationId,
     CURSOR: world.cursor ?? "",
+    // The service's own URL (filesystem and database stores), on the examples' origin.
+    UPLOAD_URL: world.uploadUrl
+      ? `http://127.0.0.1:4000${new URL(world.uploadUrl).pathname}${new URL(world.uploadUrl).search}`
+      : "",
   };
   return filled.replace(/\$([A-Z_]+)\b/g, (whole, name: string) => variables[name] ?? whole);
 }
@@ -228,6 +238,8 @@ function remember(world: World, body: unknown) {
     if (!value || typeof value !== "object") return;
     for (const [key, v] of Object.entries(value)) {
       if (key === "nextCursor") world.cursor = (v as string | null) ?? null;
+      if (key === "uploadUrl" && typeof v === "string") world.uploadUrl = v;
+      if (key === "id" && typeof v === "string" && /^upl_/.test(v)) world.answered.set("upl", v);
       if ((key === "id" || key === "versionId") && typeof v === "string" && /^pv_/.test(v)) world.answered.set("pv", v);
       else walk(v);
     }
@@ -315,7 +327,7 @@ function curlRequest(line: string): Request {
       const header = words[++i] as string;
       const colon = header.indexOf(":");
       headers.append(header.slice(0, colon).trim(), header.slice(colon + 1).trim());
-    } else if (word === "-d" || word === "--data") body = words[++i];
+    } else if (word === "-d" || word === "--data" || word === "--data-binary") body = words[++i];
     else if (word === "--cookie" || word === "-b") headers.append("cookie", words[++i] as string);
     else if (word === "-N" || word === "-s" || word === "-i") continue;
     else if (/^https?:\/\//.test(word)) url = word;

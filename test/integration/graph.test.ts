@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { createSession } from "../../src/auth/sessions.js";
 import { newId } from "../../src/platform/ids.js";
@@ -55,7 +56,10 @@ async function vendorsWithData(n: number): Promise<string[]> {
         type: "text/plain",
         size: 1,
         uploaderId: authorId,
-        data: Buffer.from("a"),
+        // Metadata only: these tests read no bytes.
+        store: "database",
+        objectKey: randomBytes(16).toString("hex"),
+        sha256: "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb",
       })),
     });
   }

@@ -53,7 +53,13 @@ type Attempt = {
 
 let t: TestApp;
 type Webhooks = { webhookEndpointIds: string[]; webhookDeliveryIds: string[]; webhookSecrets: string[]; checkpointIds: string[] };
-let A: SeedResult & { versionIds: string[]; attachmentIds: string[]; commentIds: string[]; emails: string[] } & Webhooks;
+let A: SeedResult & {
+  versionIds: string[];
+  attachmentIds: string[];
+  uploadIds: string[];
+  commentIds: string[];
+  emails: string[];
+} & Webhooks;
 let B: SeedResult & { versionIds: string[]; draftVersionId: string; commentIds: string[] } & Webhooks;
 const headersOfB = {} as Record<CredentialKind, Record<string, string>>;
 
@@ -93,6 +99,17 @@ async function enrich(org: SeedResult) {
     body: { description: `Policy of ${org.organizationId}` },
   });
   expect(updated.status, updated.text).toBe(200);
+  // A direct upload not yet attached (section 15): its bytes are never sent, its id is enough.
+  const upload = await t.rest("POST", "/v1/attachment-uploads", {
+    key: org.apiKey,
+    body: {
+      fileName: "pentest.pdf",
+      fileType: "application/pdf",
+      size: 9,
+      sha256: "Bxb5Jkyf4Z9ddFUnYQfz3cwdNJf2PWBomnNViuihv14=",
+    },
+  });
+  expect(upload.status, upload.text).toBe(201);
   // And a signed checkpoint of its audit chain (section 14).
   const checkpoint = await t.rest("POST", "/v1/audit/checkpoints", { key: org.apiKey });
   expect(checkpoint.status, checkpoint.text).toBe(201);
@@ -102,6 +119,7 @@ async function enrich(org: SeedResult) {
     draftVersionId: version.body.versionId as string,
     versionIds: (await t.db.policyVersion.findMany(where)).map((r) => r.id),
     attachmentIds: (await t.db.attachment.findMany(where)).map((r) => r.id),
+    uploadIds: [upload.body.id as string],
     commentIds: (await t.db.comment.findMany(where)).map((r) => r.id),
     webhookEndpointIds: [endpoint.body.id as string],
     webhookDeliveryIds: (await t.db.webhookDelivery.findMany(where)).map((r) => r.id),
@@ -369,6 +387,14 @@ function attempts({ wrongKind = false } = {}): Attempt[] {
     (id) => ({ entityId: id, entityType: typeOf(id, "task") }),
   );
   add("Query.attachment", "id", A.attachmentIds, (id) => ({ id }));
+  add("Query.attachmentDownloadUrl", "id", A.attachmentIds, (id) => ({ id }));
+  add("Mutation.createComment", "attachments.uploadId", A.uploadIds, (id) => ({
+    content: "B was here",
+    entityId: B.taskIds[0],
+    entityType: "task",
+    userId: ownerOfB,
+    attachments: [{ uploadId: id }],
+  }));
   // One id of each kind: node and nodes read every kind through the same loaders.
   const everyIdOfA = Object.values(idsOfA).map((ids) => ids[0] as string);
   add("Query.node", "id", everyIdOfA, (id) => ({ id }), { nullWithoutError: true });

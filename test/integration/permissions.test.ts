@@ -56,6 +56,32 @@ const operations: Record<
       gql: ["query($id: ID!) { attachment(id: $id) { id } }", { id: attachmentId }],
     }),
   },
+  "Query.attachmentDownloadUrl": {
+    permission: "comment:read",
+    call: () => ({
+      rest: ["GET", `/v1/attachments/${attachmentId}/download-url`],
+      gql: ["query($id: ID!) { attachmentDownloadUrl(id: $id) { url } }", { id: attachmentId }],
+    }),
+  },
+  "Mutation.createAttachmentUpload": {
+    permission: "comment:create",
+    call: () => {
+      // The SHA-256 of "%PDF-1.7\n", base64; the bytes are never sent.
+      const args = {
+        fileName: "r.pdf",
+        fileType: "application/pdf",
+        size: 9,
+        sha256: "Bxb5Jkyf4Z9ddFUnYQfz3cwdNJf2PWBomnNViuihv14=",
+      };
+      return {
+        rest: ["POST", "/v1/attachment-uploads", args],
+        gql: [
+          "mutation($fileName: String!, $fileType: String!, $size: Int!, $sha256: String!) { createAttachmentUpload(fileName: $fileName, fileType: $fileType, size: $size, sha256: $sha256) { id } }",
+          args,
+        ],
+      };
+    },
+  },
   "Mutation.unlinkDevice": {
     permission: "member:update",
     call: () => ({

@@ -91,6 +91,12 @@ async function callEveryRoute(): Promise<Record<string, { status: number; shape:
       const res = await t.rest("GET", `/v1/attachments/${comment.body.attachments[0].id}`, { key });
       return { status: res.status, body: res.text };
     },
+    "Query.attachmentDownloadUrl": () => t.rest("GET", `/v1/attachments/${comment.body.attachments[0].id}/download-url`, { key }),
+    "Mutation.createAttachmentUpload": () =>
+      t.rest("POST", "/v1/attachment-uploads", {
+        key,
+        body: { fileName: "a.txt", fileType: "text/plain", size: 1, sha256: "ypeBEsobvcr6wjGzmiPcTaeG7/gUfE5yuYB3ha/uSLs=" },
+      }),
     "Query.auditEvents": () => t.rest("GET", "/v1/audit-events?limit=3", { key }),
     "Query.verifyAuditTrail": () => t.rest("GET", "/v1/audit/verify", { key }),
     "Mutation.createAuditCheckpoint": () => t.rest("POST", "/v1/audit/checkpoints", { key }),

@@ -1,12 +1,19 @@
 import { authorize, can } from "../../auth/actor.js";
 import { CommentEntityType as CommentEntityTypeValues } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
+import type { Context } from "../../graphql/context.js";
 import { Node, objectRefOf } from "../../graphql/node.schema.js";
 import { anyOf, dateBounds, defineConnection, itemsQuery, listArgs } from "../../graphql/page.schema.js";
 import { nodeTypeOf } from "../../platform/ids.js";
 import { commonLimits, limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 import { referencedRecord } from "../request-loaders.js";
+import {
+  type AttachmentUploadTicket,
+  BASE64_CONTENT_MAX_BYTES,
+  MAX_PENDING_UPLOADS,
+  uploadLimits,
+} from "./attachments.service.js";
 import { attachmentLimits, commentLimits, commentList, type DeletedComment } from "./comments.service.js";
 import { MAX_MENTIONS, mentionedIds } from "./mentions.js";
 
@@ -60,14 +67,25 @@ const Author = builder.prismaObject("Member", {
   }),
 });
 
+/** The service's origin as this request reached it: the URLs it signs itself start with it (unless PUBLIC_URL is set). */
+const originOf = (ctx: object): string | undefined => {
+  const request = (ctx as { request?: Request }).request;
+  return request ? new URL(request.url).origin : undefined;
+};
+
 builder.prismaObject("Attachment", {
-  description: "Metadata of a file attached to a comment; download the bytes at /v1/attachments/{id}.",
+  description:
+    "Metadata of a file attached to a comment. Download the bytes by the credential-free URL attachmentDownloadUrl answers (GET /v1/attachments/{id}/download-url), or stream them with a credential from GET /v1/attachments/{id}.",
   select: { id: true },
   fields: (t) => ({
     id: t.exposeID("id", { description: "Attachment id; download the bytes at /v1/attachments/{id}" }),
     name: t.exposeString("name", { description: "The file name supplied on upload" }),
     type: t.exposeString("type", { description: "The media type supplied on upload" }),
     size: t.exposeInt("size", { description: "Size in bytes" }),
+    sha256: t.exposeString("sha256", {
+      description:
+        "SHA-256 of the bytes, lowercase hex; the comment's audit event records it too, so the audit chain vouches for the file",
+    }),
     createdAt: t.expose("createdAt", { type: "DateTime", description: "When the file was uploaded" }),
     description: t.exposeString("description", {
       nullable: true,
@@ -119,11 +137,28 @@ const Comment = builder.prismaObject("Comment", {
 });
 
 const AttachmentInput = builder.inputType("AttachmentInput", {
-  description: "A file to attach, sent inline as base64.",
+  description:
+    "A file to attach: either its bytes inline as base64 (`fileData`, at most 10 MiB) or an upload whose bytes were sent to the URL createAttachmentUpload answered (`uploadId`), never both.",
   fields: (t) => ({
-    fileName: t.string({ required: true, ...limited("File name", commentLimits.fileName) }),
-    fileType: t.string({ required: true, ...limited("Media type (type/subtype) of the file", commentLimits.fileType) }),
-    fileData: t.string({ required: true, ...limited("The file content", commentLimits.fileData) }),
+    fileName: t.string(
+      limited(
+        "File name: required with fileData; with uploadId the upload's, and if given it must be the same",
+        commentLimits.fileName,
+      ),
+    ),
+    fileType: t.string(
+      limited(
+        "Media type (type/subtype) of the file: required with fileData; with uploadId the upload's, and if given it must be the same",
+        commentLimits.fileType,
+      ),
+    ),
+    fileData: t.string(limited("The file content inline; leave out with uploadId", commentLimits.fileData)),
+    uploadId: t.id(
+      limited(
+        "An upload of this caller (createAttachmentUpload), not expired, not attached yet, whose bytes the store holds exactly as declared; leave out with fileData",
+        uploadLimits.uploadId,
+      ),
+    ),
     description: t.string(limited("Free text describing the file", commentLimits.attachmentDescription)),
     userId: t.id(
       limited(
@@ -134,10 +169,56 @@ const AttachmentInput = builder.inputType("AttachmentInput", {
   }),
 });
 
+const AttachmentUpload = builder.objectRef<AttachmentUploadTicket>("AttachmentUpload").implement({
+  description:
+    "Where to send one file's bytes: PUT them to uploadUrl with exactly these headers before expiresAt, then attach the upload to a comment by its id (createComment's attachments[].uploadId).",
+  fields: (t) => ({
+    id: t.exposeID("id", { description: "The upload's id (upl_...), for createComment's attachments[].uploadId" }),
+    uploadUrl: t.exposeString("uploadUrl", {
+      description:
+        "The URL that admits the bytes: the object store's own (a presigned URL) or the service's (/attachment-objects/...). It needs no credential and admits only the declared size, type and SHA-256",
+    }),
+    method: t.exposeString("method", { description: "The HTTP method to send the bytes with: always PUT" }),
+    headers: t.field({
+      type: "HttpHeaders",
+      description:
+        "Headers to send with the bytes, exactly: Content-Type, Content-Length and x-amz-checksum-sha256 (the declared type, size and SHA-256)",
+      resolve: (ticket) => ticket.headers,
+    }),
+    expiresAt: t.expose("expiresAt", {
+      type: "DateTime",
+      description:
+        "Until when uploadUrl admits the bytes (ATTACHMENT_UPLOAD_TTL_SECONDS, 900 by default); the upload must be attached before then",
+    }),
+  }),
+});
+
+builder.mutationField("createAttachmentUpload", (t) =>
+  t.field({
+    type: AttachmentUpload,
+    description: `Start a direct upload: answers a URL the client sends the file's bytes to, straight to the attachment store, for files up to ATTACHMENT_MAX_BYTES (100 MiB by default; 10 MiB on the database store). The same file rules as inline attachments hold (evidence file names and types only; executables refused, also by their first bytes when attached). A caller (the person behind a user credential, or the API key) holds at most ${MAX_PENDING_UPLOADS} uploads not yet attached and not expired: past that, 409. Needs \`comment:create\`.`,
+    args: {
+      fileName: t.arg.string({ required: true, ...limited("File name", commentLimits.fileName) }),
+      fileType: t.arg.string({ required: true, ...limited("Media type (type/subtype) of the file", commentLimits.fileType) }),
+      size: t.arg.int({
+        required: true,
+        ...limited(
+          "Size of the file in bytes; at most ATTACHMENT_MAX_BYTES (100 MiB by default, 10 MiB on the database store)",
+          uploadLimits.size,
+        ),
+      }),
+      sha256: t.arg.string({ required: true, ...limited("SHA-256 of the bytes", uploadLimits.sha256) }),
+    },
+    resolve: (_root, args, ctx) =>
+      ctx.services.comments.attachments.createUpload(authorize(ctx, "comment:create"), args, originOf(ctx)),
+  }),
+);
+
 builder.mutationField("createComment", (t) =>
   t.prismaField({
     type: "Comment",
-    description: "Create a comment on an entity, with optional attachments. Needs `comment:create`.",
+    description:
+      "Create a comment on an entity, with optional attachments. The comment, its attachments and its audit event (which records each file's SHA-256) commit together; when the attachment store is unavailable, a comment with files answers 503 with Retry-After and nothing is written. Needs `comment:create`.",
     args: {
       content: t.arg.string({ required: true, ...limited("Comment text", commentLimits.content) }),
       entityId: t.arg.id({ required: true, ...limited("Id of the entity commented on", commonLimits.id) }),
@@ -145,7 +226,13 @@ builder.mutationField("createComment", (t) =>
       contextUrl: t.arg.string(
         limited("URL of the page the comment was made on, for notification deep links", commentLimits.contextUrl),
       ),
-      attachments: t.arg({ type: [AttachmentInput], ...limited("Files to attach, 25 MiB together", commentLimits.attachments) }),
+      attachments: t.arg({
+        type: [AttachmentInput],
+        ...limited(
+          "Files to attach: inline (fileData, 25 MiB together) or uploaded first (uploadId, up to ATTACHMENT_MAX_BYTES each)",
+          commentLimits.attachments,
+        ),
+      }),
       userId: t.arg.id(
         limited("The author's user id: required with an API key, ignored with a user credential", commonLimits.id),
       ),
@@ -254,28 +341,55 @@ builder.queryField("comments", (t) =>
   }),
 );
 
-const AttachmentContent = builder
-  .objectRef<{ id: string; name: string; type: string; size: number; createdAt: Date; contentBase64: string }>(
-    "AttachmentContent",
-  )
-  .implement({
-    description: "An attachment with its bytes. Over REST, GET /v1/attachments/{id} answers with the bytes themselves.",
-    fields: (t) => ({
-      id: t.exposeID("id", { description: "Attachment id" }),
-      name: t.exposeString("name", { description: "The file name supplied on upload" }),
-      type: t.exposeString("type", { description: "The media type supplied on upload" }),
-      size: t.exposeInt("size", { description: "Size in bytes" }),
-      createdAt: t.expose("createdAt", { type: "DateTime", description: "When the file was uploaded" }),
-      contentBase64: t.exposeString("contentBase64", { description: "The file content, standard base64" }),
+type StoredAttachment = Awaited<ReturnType<Context["services"]["comments"]["attachments"]["find"]>>;
+
+const AttachmentContent = builder.objectRef<StoredAttachment>("AttachmentContent").implement({
+  description: "An attachment with its bytes. Over REST, GET /v1/attachments/{id} answers with the bytes themselves, streamed.",
+  fields: (t) => ({
+    id: t.exposeID("id", { description: "Attachment id" }),
+    name: t.exposeString("name", { description: "The file name supplied on upload" }),
+    type: t.exposeString("type", { description: "The media type supplied on upload" }),
+    size: t.exposeInt("size", { description: "Size in bytes" }),
+    sha256: t.exposeString("sha256", { description: "SHA-256 of the bytes, lowercase hex" }),
+    createdAt: t.expose("createdAt", { type: "DateTime", description: "When the file was uploaded" }),
+    contentBase64: t.string({
+      description: `The file content, standard base64, for files of at most ${BASE64_CONTENT_MAX_BYTES} bytes (10 MiB, the inline limit): a GraphQL answer is one JSON document held whole in memory on both ends, a third larger than the file. A larger file is an error here (BAD_USER_INPUT): fetch it from attachmentDownloadUrl's URL, or stream it from GET /v1/attachments/{id}. Select only the metadata to read no bytes at all`,
+      resolve: (attachment, _args, ctx) => ctx.services.comments.attachments.contentBase64(attachment),
     }),
-  });
+  }),
+});
 
 builder.queryField("attachment", (t) =>
   t.field({
     type: AttachmentContent,
     description: "Download an attachment of a comment. Needs `comment:read`.",
     args: { id: t.arg.id({ required: true, description: "The attachment id" }) },
-    resolve: (_root, args, ctx) => ctx.services.comments.attachment(authorize(ctx, "comment:read"), args.id),
+    resolve: (_root, args, ctx) => ctx.services.comments.attachments.find(authorize(ctx, "comment:read"), args.id),
+  }),
+);
+
+const AttachmentDownloadUrl = builder.objectRef<{ url: string; expiresAt: Date }>("AttachmentDownloadUrl").implement({
+  description: "A URL that serves an attachment's bytes without a credential, until it expires.",
+  fields: (t) => ({
+    url: t.exposeString("url", {
+      description:
+        "GET it for the bytes, with the stored media type and Content-Disposition: attachment and the file name (RFC 6266, UTF-8 names as filename*). Altered or expired, it is refused (403). Anyone holding it can download until expiresAt: hand it only to the person it is for",
+    }),
+    expiresAt: t.expose("expiresAt", {
+      type: "DateTime",
+      description: "Until when the URL serves the bytes (ATTACHMENT_DOWNLOAD_TTL_SECONDS, 300 by default, at most 3600)",
+    }),
+  }),
+});
+
+builder.queryField("attachmentDownloadUrl", (t) =>
+  t.field({
+    type: AttachmentDownloadUrl,
+    description:
+      "A credential-free URL for an attachment's bytes, valid a few minutes, served by the attachment store (or by the service for the filesystem and database stores). Generated on demand, not stored. Needs `comment:read`.",
+    args: { id: t.arg.id({ required: true, ...limited("The attachment id", commonLimits.id) }) },
+    resolve: (_root, args, ctx) =>
+      ctx.services.comments.attachments.downloadUrl(authorize(ctx, "comment:read"), args.id, originOf(ctx)),
   }),
 );
 

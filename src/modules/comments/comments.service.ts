@@ -14,7 +14,7 @@ import {
 } from "../../graphql/lists.js";
 import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
-import { BadUserInputError, ForbiddenError, NotFoundError } from "../../platform/errors.js";
+import { AppError, BadUserInputError, ForbiddenError, NotFoundError } from "../../platform/errors.js";
 import type { CommentDeletedEvent, CommentEvent, Events } from "../../platform/events.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, decodedSize, limit, list, text } from "../../platform/limits.js";
@@ -22,7 +22,8 @@ import { parseInput } from "../../platform/validation.js";
 import { auditEvent, writeAuditEvent } from "../audit/audit.service.js";
 import { activeMemberOn, assertEntityExists } from "../entities.js";
 import type { Notifier } from "../notifications/notifications.service.js";
-import { executableReason, safeFileNamePattern } from "./attachment-rules.js";
+import { scheduleObjectDeletions } from "./attachments.jobs.js";
+import { type AttachmentService, attachmentFileLimits, type StoredFile, uploadLimits } from "./attachments.service.js";
 import { mentionedIds } from "./mentions.js";
 
 const MiB = 1024 * 1024;
@@ -37,25 +38,17 @@ export const commentLimits = {
     patternHint: "an absolute http(s) URL",
   }),
   attachments: limit({ maxItems: attachmentLimits.count }),
-  fileName: limit({
-    minLength: 1,
-    maxLength: 255,
-    pattern: safeFileNamePattern,
-    patternHint: "a plain file name: no path separators, quotes or control characters",
-  }),
-  fileType: limit({
-    maxLength: 255,
-    pattern: "^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$",
-    patternHint: "a media type such as application/pdf",
-  }),
+  fileName: attachmentFileLimits.fileName,
+  fileType: attachmentFileLimits.fileType,
   fileData: limit({ minLength: 1, base64: { maxBytes: attachmentLimits.bytesEach } }),
   attachmentDescription: limit({ maxLength: 500 }),
 };
 
 const attachmentInput = z.object({
-  fileName: text(commentLimits.fileName),
-  fileType: text(commentLimits.fileType),
-  fileData: text(commentLimits.fileData),
+  fileName: text(commentLimits.fileName).nullish(),
+  fileType: text(commentLimits.fileType).nullish(),
+  fileData: text(commentLimits.fileData).nullish(),
+  uploadId: text(uploadLimits.uploadId).nullish(),
   description: text(commentLimits.attachmentDescription).nullish(),
   userId: text(commonLimits.id).nullish(),
 });
@@ -67,8 +60,8 @@ const createCommentInput = z.object({
   contextUrl: text(commentLimits.contextUrl).nullish(),
   attachments: list(attachmentInput, commentLimits.attachments)
     .refine(
-      (items) => items.reduce((sum, a) => sum + decodedSize(a.fileData), 0) <= attachmentLimits.bytesTotal,
-      "must decode to at most 25 MiB together",
+      (items) => items.reduce((sum, a) => sum + (a.fileData ? decodedSize(a.fileData) : 0), 0) <= attachmentLimits.bytesTotal,
+      "fileData must decode to at most 25 MiB together",
     )
     .nullish(),
   userId: text(commonLimits.id).nullish(),
@@ -110,7 +103,7 @@ const listInput = z.object({
   entityType: z.enum(["task", "vendor", "risk", "policy"]),
 });
 
-export function createCommentService(db: Db, events: Events, notifier: Notifier) {
+export function createCommentService(db: Db, events: Events, notifier: Notifier, attachments: AttachmentService) {
   /** The active member acting as `userId` in the organization; 404 otherwise. */
   async function activeMemberId(organizationId: string, userId: string): Promise<string> {
     const member = await db.member.findUnique({
@@ -148,7 +141,7 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier)
         contextUrl: true,
         authorId: true,
         author: { select: { userId: true } },
-        attachments: { select: { id: true, name: true, type: true, size: true } },
+        attachments: { select: { id: true, name: true, type: true, size: true, sha256: true, store: true, objectKey: true } },
       },
     });
     if (!comment) throw new NotFoundError("Comment", id);
@@ -171,14 +164,7 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier)
   return {
     async create(actor: Actor, args: CreateCommentArgs, query: CommentQuery) {
       const input = parseInput(createCommentInput, args);
-      const attachments = (input.attachments ?? []).map((a, index) => {
-        const bytes = Buffer.from(a.fileData, "base64");
-        const refused = executableReason(a.fileName, a.fileType, bytes);
-        if (refused) {
-          throw new BadUserInputError(`attachments.${index}: ${refused}`, [{ path: `attachments.${index}`, message: refused }]);
-        }
-        return { ...a, bytes };
-      });
+      const items = input.attachments ?? [];
 
       // With an API key the author is named in the body; with a user credential it is the caller.
       const authorUserId = actor.userId ?? input.userId;
@@ -192,68 +178,96 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier)
       // `userId` names another uploader only for an API key, which acts for someone.
       const uploaderOf = (a: { userId?: string | null }) => (actor.userId ? null : (a.userId ?? null));
       const uploaderIds = new Map<string, string>();
-      for (const a of attachments) {
+      for (const a of items) {
         const uploaderUserId = uploaderOf(a);
         if (uploaderUserId && !uploaderIds.has(uploaderUserId))
           uploaderIds.set(uploaderUserId, await activeMemberId(actor.organizationId, uploaderUserId));
       }
 
+      // Everything the store must do, before the transaction: inline bytes written, uploads' bytes checked.
+      const files: StoredFile[] = items.length ? await attachments.prepare(actor, items) : [];
+      const rows = files.map((file) => ({ ...file, id: newId("att") }));
       const id = newId("cmt");
-      // One transaction: the comment, its attachment bytes, the audit row and the mentions' notifications, or none of them.
-      const comment = await notifier.transaction(
-        db,
-        { organizationId: actor.organizationId, memberId: authorId },
-        async (tx, notify) => {
-          const created = await tx.comment.create({
-            ...query,
-            data: {
-              id,
-              organizationId: actor.organizationId,
-              entityType: input.entityType as CommentEntityType,
-              entityId: input.entityId,
-              content: input.content,
-              authorId,
-              apiKeyId: actor.apiKeyId,
-              contextUrl: input.contextUrl ?? null,
-              attachments: {
-                create: attachments.map((a) => ({
-                  id: newId("att"),
-                  organizationId: actor.organizationId,
-                  name: a.fileName,
-                  type: a.fileType.toLowerCase(),
-                  size: a.bytes.length,
-                  description: a.description ?? null,
-                  uploaderId: uploaderIds.get(uploaderOf(a) ?? "") ?? authorId,
-                  data: a.bytes,
-                })),
-              },
-            },
-          });
-          // Notifications first: the audit event locks the organization's chain head until the commit.
-          await notify({
-            reason: "mention",
-            recipientIds: mentionedIds(input.content),
-            entity: { type: input.entityType, id: input.entityId },
-            commentId: id,
-            contextUrl: input.contextUrl,
-          });
-          await writeAuditEvent(
-            tx,
-            auditEvent(
-              actor,
-              "comment.created",
-              { type: "comment", id },
-              {
-                entityType: input.entityType,
+      // One transaction: the comment, its attachments' rows, the uploads it attaches, the audit row
+      // and the mentions' notifications, or none of them.
+      let comment: Awaited<ReturnType<typeof db.comment.create>>;
+      try {
+        comment = await notifier.transaction(
+          db,
+          { organizationId: actor.organizationId, memberId: authorId },
+          async (tx, notify) => {
+            const created = await tx.comment.create({
+              ...query,
+              data: {
+                id,
+                organizationId: actor.organizationId,
+                entityType: input.entityType as CommentEntityType,
                 entityId: input.entityId,
-                attachments: attachments.length,
+                content: input.content,
+                authorId,
+                apiKeyId: actor.apiKeyId,
                 contextUrl: input.contextUrl ?? null,
+                attachments: {
+                  create: rows.map((a) => ({
+                    id: a.id,
+                    organizationId: actor.organizationId,
+                    name: a.name,
+                    type: a.type,
+                    size: a.size,
+                    sha256: a.sha256,
+                    store: a.store,
+                    objectKey: a.objectKey,
+                    description: a.description,
+                    uploaderId: uploaderIds.get(uploaderOf(a) ?? "") ?? authorId,
+                  })),
+                },
               },
-            ),
-          );
-          return created;
-        },
-      );
+            });
+            // An upload attaches once: of two comments racing for it, the second finds it taken.
+            for (const a of rows) {
+              if (!a.uploadId) continue;
+              const taken = await tx.attachmentUpload.updateMany({
+                where: { id: a.uploadId, attachmentId: null },
+                data: { attachmentId: a.id },
+              });
+              if (taken.count !== 1) {
+                const message = "this upload is already attached to a comment";
+                throw new AppError("CONFLICT", `attachments.${a.index}.uploadId: ${message}`, [
+                  { path: `attachments.${a.index}.uploadId`, message },
+                ]);
+              }
+            }
+            // Notifications first: the audit event locks the organization's chain head until the commit.
+            await notify({
+              reason: "mention",
+              recipientIds: mentionedIds(input.content),
+              entity: { type: input.entityType, id: input.entityId },
+              commentId: id,
+              contextUrl: input.contextUrl,
+            });
+            await writeAuditEvent(
+              tx,
+              auditEvent(
+                actor,
+                "comment.created",
+                { type: "comment", id },
+                {
+                  entityType: input.entityType,
+                  entityId: input.entityId,
+                  // The chain vouches for each file's bytes by their SHA-256.
+                  attachments: rows.map((a) => ({ id: a.id, name: a.name, type: a.type, size: a.size, sha256: a.sha256 })),
+                  contextUrl: input.contextUrl ?? null,
+                },
+              ),
+            );
+            return created;
+          },
+        );
+      } catch (error) {
+        // Inline bytes written for a comment that did not commit go; an upload's stay for a retry (or the sweeper).
+        await attachments.discard(files.filter((f) => !f.uploadId));
+        throw error;
+      }
       events.publish("comment.created", actor.organizationId, {
         id,
         organizationId: actor.organizationId,
@@ -303,13 +317,16 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier)
     },
 
     /**
-     * The author removes the comment with its attachments (rows and bytes) in one transaction; the
-     * audit event keeps what was deleted, the text included.
+     * The author removes the comment with its attachments' rows in one transaction, which schedules
+     * their objects' deletion for after the commit; the audit event keeps what was deleted, the text
+     * included.
      */
     async delete(actor: Actor, args: { id: string; userId?: string | null }): Promise<DeletedComment> {
       const input = parseInput(actingUser, { userId: args.userId });
       const comment = await ownComment(actor, args.id, input.userId);
       await db.$transaction(async (tx) => {
+        // The objects go once this commits (attachments.jobs.ts): never while a committed row names them.
+        await scheduleObjectDeletions(tx, comment.attachments);
         await tx.attachment.deleteMany({ where: { commentId: comment.id, organizationId: actor.organizationId } });
         await tx.comment.delete({ where: { id: comment.id, organizationId: actor.organizationId }, select: { id: true } });
         await writeAuditEvent(
@@ -324,7 +341,7 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier)
               entityId: comment.entityId,
               authorId: comment.authorId,
               authorUserId: comment.author.userId,
-              attachments: comment.attachments,
+              attachments: comment.attachments.map(({ id, name, type, size, sha256 }) => ({ id, name, type, size, sha256 })),
             },
           ),
         );
@@ -375,15 +392,7 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier)
       return comment;
     },
 
-    /** An attachment with its bytes (base64), for download. */
-    async attachment(actor: Actor, id: string) {
-      const attachment = await db.attachment.findUnique({
-        where: { id, organizationId: actor.organizationId },
-        select: { id: true, name: true, type: true, size: true, createdAt: true, data: true },
-      });
-      if (!attachment) throw new NotFoundError("Attachment", id);
-      const { data, ...metadata } = attachment;
-      return { ...metadata, contentBase64: Buffer.from(data).toString("base64") };
-    },
+    /** Uploads, download URLs and the stored bytes of attachments (attachments.service.ts). */
+    attachments,
   };
 }
