@@ -75,15 +75,10 @@ export function freePort(): Promise<number> {
   });
 }
 
-/**
- * The TCP port process `pid` listens on, from /proc (Linux): the inodes of its sockets in
- * /proc/<pid>/fd, looked up in the listening sockets of /proc/<pid>/net/tcp. Undefined while it
- * listens on none.
- */
-export function listeningPortOf(pid: number): number | undefined {
-  let inodes: Set<string>;
+/** The inodes of the sockets process `pid` holds (from /proc/<pid>/fd), or undefined once it exited. */
+function socketInodesOf(pid: number): Set<string> | undefined {
   try {
-    inodes = new Set(
+    return new Set(
       readdirSync(`/proc/${pid}/fd`)
         .map((fd) => {
           try {
@@ -95,8 +90,17 @@ export function listeningPortOf(pid: number): number | undefined {
         .filter((inode) => inode !== undefined),
     );
   } catch {
-    return undefined; // exited
+    return undefined;
   }
+}
+
+/**
+ * The TCP port process `pid` listens on, from /proc (Linux): the inodes of its sockets looked up
+ * among the listening sockets of /proc/<pid>/net/tcp. Undefined while it listens on none.
+ */
+export function listeningPortOf(pid: number): number | undefined {
+  const inodes = socketInodesOf(pid);
+  if (!inodes?.size) return undefined;
   for (const table of ["tcp", "tcp6"]) {
     let rows: string[];
     try {
@@ -111,6 +115,23 @@ export function listeningPortOf(pid: number): number | undefined {
     }
   }
   return undefined;
+}
+
+/**
+ * listeningPortOf for a poll: the socket table (every socket of the machine, a few ms of CPU to
+ * read) is read only when the process holds a socket it did not hold at the last poll, and once a
+ * second besides (a socket seen between its creation and its listen).
+ */
+function listeningPortPoller(pid: number): () => number | undefined {
+  let known = "";
+  let readAt = 0;
+  return () => {
+    const inodes = [...(socketInodesOf(pid) ?? [])].sort().join(",");
+    if (inodes === known && Date.now() - readAt < 1_000) return undefined;
+    known = inodes;
+    readAt = Date.now();
+    return listeningPortOf(pid);
+  };
 }
 
 export type ServerProcess = {
@@ -192,11 +213,12 @@ export async function startServer(
     if (child.exitCode !== null || child.signalCode !== null)
       throw new Error(`the server exited (${child.exitCode ?? child.signalCode}) before it ${what}:\n${output}`);
   };
+  const boundPort = listeningPortPoller(child.pid as number);
   const bound = async (ms?: number) => {
     if (port === undefined) {
       await waitFor(
         () => {
-          port = listeningPortOf(child.pid as number);
+          port = boundPort();
           if (port === undefined) stillRunning("listened");
           return port !== undefined;
         },
