@@ -1,6 +1,7 @@
 import "./platform/engine-flags.js";
 import { createServer } from "node:http";
 import module from "node:module";
+import type { AddressInfo } from "node:net";
 import pino from "pino";
 import { startBanner } from "./admin/banner.js";
 import { seedDemo } from "./admin/seed.js";
@@ -266,7 +267,9 @@ const demo =
     : null;
 
 server.listen(config.port, config.host, () => {
-  const base = `http://${config.host}:${config.port}`;
+  // The port listened on, which PORT=0 leaves to the OS.
+  const { port } = server.address() as AddressInfo;
+  const base = `http://${config.host}:${port}`;
   // What was compiled to get here is written to the compile cache now (dist/server.js turned it
   // on), not only at exit: a replica that is killed still leaves it for the next start.
   module.flushCompileCache?.();

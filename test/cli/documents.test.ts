@@ -3,13 +3,13 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { documentIdOf } from "../../src/platform/document-ids.js";
-import { type CliRun, runCli, sharedWithCli } from "../helpers/cli-process.js";
+import { type CliRun, cliInProcess, sharedWithCli } from "../helpers/cli-process.js";
 
 /** `documents publish` and `documents list` as an operator runs them, on the embedded database or PostgreSQL. */
 
 let shared: Awaited<ReturnType<typeof sharedWithCli>>;
 const dir = mkdtempSync(path.join(tmpdir(), "documents-cli-"));
-const run = (...args: string[]) => runCli(args, shared.env);
+const run = (...args: string[]) => cliInProcess(args, shared.env);
 
 beforeAll(async () => {
   shared = await sharedWithCli();
@@ -35,8 +35,7 @@ const getTask = "query GetTask($id: ID!) { task(taskId: $id) { id title } }";
 const viewer = "query Viewer { viewer { credential } }";
 const vendors = "query Vendors { vendors(limit: 5) { items { id name } } }";
 
-// Each command is a process that opens the database (2 to 4 s, far more on a loaded machine).
-describe("documents publish", { timeout: 180_000 }, () => {
+describe("documents publish", () => {
   it("publishes codegen's file (sha256: ids) and Relay's query map (bare ids); publishing again changes nothing", async () => {
     const codegen = file("persisted-documents.json", {
       [`sha256:${documentIdOf(getTask)}`]: getTask,
@@ -125,7 +124,7 @@ describe("documents publish", { timeout: 180_000 }, () => {
   });
 
   it("exits 2 for a missing file argument or a bad app name, and 1 for a file it cannot read or parse", async () => {
-    // One at a time: a process holds the embedded database while it runs.
+    // One at a time: a command holds the embedded database while it runs.
     const missing = await run("documents", "publish", "--app", "web", "--version", "1", "--json");
     const badApp = await run("documents", "publish", "--app", "web app", "--version", "1", path.join(dir, "x.json"), "--json");
     const unreadable = await run("documents", "publish", "--app", "web", "--version", "1", path.join(dir, "absent.json"));

@@ -26,7 +26,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SeedResult } from "../../src/admin/seed.js";
 import { documentIdOf } from "../../src/platform/document-ids.js";
-import { runCli, sharedWithCli } from "../helpers/cli-process.js";
+import { cliInProcess, sharedWithCli } from "../helpers/cli-process.js";
 import { createTestApp, type TestApp, testJwtSecret } from "../helpers/test-app.js";
 import { apolloCache, failOnLibraryWarnings, urqlCache } from "./harness.js";
 
@@ -122,7 +122,7 @@ module.exports = {
     ["web", "gql/persisted-documents.json"],
     ["relay-web", "queryMap.json"],
   ] as const) {
-    const result = await runCli(
+    const result = await cliInProcess(
       ["documents", "publish", "--app", app, "--version", "2026.11.26", join(dir, file), "--json"],
       shared.env,
     );

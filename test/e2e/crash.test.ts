@@ -5,18 +5,16 @@ import { seedDemo } from "../../src/admin/seed.js";
 import { permissions } from "../../src/auth/permissions.js";
 import { openDatabase } from "../../src/platform/db/database.js";
 import { freshDataDir } from "../helpers/data-dir.js";
-import { freePort, randomPort, reachable, startServer } from "../helpers/server-process.js";
+import { reachable, startServer } from "../helpers/server-process.js";
 import { createPostgresDatabase } from "../helpers/test-app.js";
 
 const postgresUp = await reachable(5432);
 
-const start = (env: Record<string, string>, port: number) =>
-  startServer({ LOG_LEVEL: "warn", REDIS_URL: "", ...env }, { port, until: "ready" });
+const start = (env: Record<string, string>) => startServer({ LOG_LEVEL: "warn", REDIS_URL: "", ...env }, { until: "ready" });
 
 /** Writes tasks concurrently, kills the server with SIGKILL mid-burst, restarts it, and checks every acknowledged write. */
 async function crashDuringWrites(env: Record<string, string>, key: string) {
-  const port = randomPort();
-  const first = await start(env, port);
+  const first = await start(env);
   const acknowledged: string[] = [];
   let killed = false;
   const writes = Array.from({ length: 80 }, (_, i) =>
@@ -43,7 +41,7 @@ async function crashDuringWrites(env: Record<string, string>, key: string) {
   expect(acknowledged.length).toBeGreaterThanOrEqual(10);
   expect(acknowledged.length).toBeLessThan(80);
 
-  const second = await start(env, await freePort());
+  const second = await start(env);
   try {
     const found = new Set<string>();
     let cursor: string | null = null;

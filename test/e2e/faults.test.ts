@@ -4,7 +4,7 @@ import { createApiKey } from "../../src/admin/admin.service.js";
 import { type SeedResult, seedDemo } from "../../src/admin/seed.js";
 import { permissions } from "../../src/auth/permissions.js";
 import { openDatabase } from "../../src/platform/db/database.js";
-import { type ServerProcess, startServer } from "../helpers/server-process.js";
+import { randomPort, type ServerProcess, startServer } from "../helpers/server-process.js";
 import { type PostgresServer, type RedisServer, serversMissing, sleep, startPostgres, startRedis } from "../helpers/servers.js";
 
 /**
@@ -371,7 +371,8 @@ describe.skipIf(missing)("when PostgreSQL or Redis fails", () => {
         const started = Date.now();
         const early = await startServer(
           { ...serviceEnv(postgres, redis), LOG_LEVEL: "info", DATABASE_STARTUP_TIMEOUT_MS: "2000" },
-          { until: "spawned" },
+          // A port known before the start (below the OS's ephemeral range), to show nothing listens on it.
+          { port: randomPort(), until: "spawned" },
         );
         const listened = fetch(`${early.url}/health`).then(
           () => true,

@@ -10,7 +10,7 @@ import { permissions } from "../../src/auth/permissions.js";
 import { openDatabase } from "../../src/platform/db/database.js";
 import { NO_TRANSACTION_MARKER } from "../../src/platform/db/migrate.js";
 import { type Haproxy, haproxyMissing, startHaproxy } from "../helpers/haproxy.js";
-import { buildServer, freePort, type ServerProcess, startServer } from "../helpers/server-process.js";
+import { buildServer, randomPort, type ServerProcess, startServer } from "../helpers/server-process.js";
 import { type PostgresServer, type RedisServer, serversMissing, sleep, startPostgres, startRedis } from "../helpers/servers.js";
 import { usePostgres } from "../helpers/test-app.js";
 
@@ -85,7 +85,10 @@ describe.skipIf(missing)("two replicas behind HAProxy under load", () => {
     org = await seedDemo(database.db);
     apiKey = (await createApiKey(database.db, { organizationId: org.organizationId, name: "lb", scopes: [...permissions] })).key;
     await database.close();
-    ports.push(await freePort(), await freePort());
+    // Ports of the test's choosing (a replica starts again on its own in the rolling upgrade), below
+    // the OS's ephemeral range, where no connection of any process can take one in between.
+    const first = randomPort();
+    ports.push(first, first + 1);
     buildServer();
     await Promise.all([startReplica(0), startReplica(1)]);
     haproxy = await startHaproxy(ports, { inter: `${CHECK_INTER_MS}ms` });

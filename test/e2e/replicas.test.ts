@@ -5,7 +5,7 @@ import { createApiKey } from "../../src/admin/admin.service.js";
 import { type SeedResult, seedDemo } from "../../src/admin/seed.js";
 import { permissions } from "../../src/auth/permissions.js";
 import { type Database, openDatabase } from "../../src/platform/db/database.js";
-import { freePort, randomPort, reachable, type ServerProcess, startServer } from "../helpers/server-process.js";
+import { reachable, type ServerProcess, startServer } from "../helpers/server-process.js";
 import { createPostgresDatabase } from "../helpers/test-app.js";
 
 const redisUrl = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -14,7 +14,7 @@ const servicesUp = (await reachable(5432)) && (await reachable(6379));
 
 type Replica = ServerProcess;
 
-function startReplica(databaseUrl: string, port: number, prefix: string): Promise<Replica> {
+function startReplica(databaseUrl: string, prefix: string): Promise<Replica> {
   return startServer(
     {
       NODE_ENV: "production",
@@ -24,7 +24,7 @@ function startReplica(databaseUrl: string, port: number, prefix: string): Promis
       RATE_LIMIT_PER_MINUTE: "40",
       LOG_LEVEL: "warn",
     },
-    { port, until: "spawned" },
+    { until: "spawned" },
   );
 }
 
@@ -39,11 +39,8 @@ describe.runIf(servicesUp)("two replicas on one PostgreSQL database with Redis",
   beforeAll(async () => {
     const created = await createPostgresDatabase();
     drop = created.drop;
-    const port = randomPort();
     // Both start on an empty database at once: the migration lock must keep them from racing.
-    replicas.push(
-      ...(await Promise.all([startReplica(created.url, port, prefix), startReplica(created.url, await freePort(), prefix)])),
-    );
+    replicas.push(...(await Promise.all([startReplica(created.url, prefix), startReplica(created.url, prefix)])));
     await Promise.all(replicas.map((replica) => replica.ready()));
     database = await openDatabase({ kind: "postgres", url: created.url });
     org = await seedDemo(database.db);

@@ -5,21 +5,20 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runsOnGlibc } from "../../src/platform/native-memory.js";
 import { openAndClose } from "../helpers/connections.js";
-import { freePort, randomPort, type ServerProcess, startServer as start } from "../helpers/server-process.js";
+import { type ServerProcess, startServer as start } from "../helpers/server-process.js";
 
 let dataDir: string;
 
 // NATIVE_MEMORY_TRIM_AFTER_CLOSED: a few connections are enough to see the trim (below).
-const startServer = (port: number, until: "listening" | "spawned" = "spawned") =>
-  start({ DATA_DIR: dataDir, DATABASE_URL: "", LOG_LEVEL: "info", NATIVE_MEMORY_TRIM_AFTER_CLOSED: "50" }, { port, until });
+const startServer = (until: "listening" | "spawned" = "spawned") =>
+  start({ DATA_DIR: dataDir, DATABASE_URL: "", LOG_LEVEL: "info", NATIVE_MEMORY_TRIM_AFTER_CLOSED: "50" }, { until });
 
 describe("the server process (npm start)", () => {
-  const port = randomPort();
   let server: ServerProcess;
 
   beforeAll(async () => {
     dataDir = mkdtempSync(path.join(tmpdir(), "gateway-e2e-"));
-    server = await startServer(port, "listening");
+    server = await startServer("listening");
   });
   afterAll(() => {
     server?.child.kill("SIGKILL");
@@ -28,14 +27,15 @@ describe("the server process (npm start)", () => {
 
   it("creates demo data on first start and prints a working API key and the GraphiQL URL", async () => {
     const out = server.output();
-    expect(out).toContain(`GraphiQL:     http://127.0.0.1:${port}/graphql`);
+    // PORT=0: the banner names the port the OS chose.
+    expect(out).toContain(`GraphiQL:     ${server.url}/graphql`);
     const key = /API key:\s+(cwk_\S+)/.exec(out)?.[1];
     const taskUrl = /(http:\/\/127\.0\.0\.1:\d+\/v1\/tasks\/tsk_\w+)/.exec(out)?.[1];
     expect(key).toBeDefined();
     const res = await fetch(taskUrl as string, { headers: { "x-api-key": key as string } });
     expect(res.status).toBe(200);
     expect((await res.json()).id).toMatch(/^tsk_/);
-    const graphiql = await fetch(`http://127.0.0.1:${port}/graphql`, { headers: { accept: "text/html" } });
+    const graphiql = await fetch(`${server.url}/graphql`, { headers: { accept: "text/html" } });
     expect(graphiql.status).toBe(200);
     expect(await graphiql.text()).toContain("X-API-Key");
   });
@@ -48,7 +48,7 @@ describe("the server process (npm start)", () => {
       const trims = async () =>
         Number(/^native_memory_trims_total (\S+)$/m.exec(await (await fetch(`${server.url}/metrics`)).text())?.[1]);
       expect(await trims()).toBe(0);
-      await openAndClose(port, 80, "/ready");
+      await openAndClose(server.port, 80, "/ready");
       // The polls share one kept-alive connection (fetch's pool): they close nothing, so the quiet comes.
       await server.waitFor(async () => (await trims()) > 0, "a trim", 20_000);
       expect(await trims()).toBe(1);
@@ -83,7 +83,7 @@ describe("the server process (npm start)", () => {
   }, 20_000);
 
   it("stops a second process on the same data directory with a clear message", async () => {
-    const second = await startServer(await freePort());
+    const second = await startServer();
     expect(await second.exited).toBe(1);
     expect(second.output()).toContain(`The embedded database in ${dataDir} is in use by process ${server.child.pid}`);
   });
@@ -91,7 +91,7 @@ describe("the server process (npm start)", () => {
   it("exits 0 on SIGTERM and reopens the same data without seeding again", async () => {
     server.child.kill("SIGTERM");
     expect(await server.exited, server.output()).toBe(0);
-    const again = await startServer(port + 2, "listening");
+    const again = await startServer("listening");
     expect(again.output()).not.toContain("Demo data created");
     again.child.kill("SIGTERM");
     expect(await again.exited, again.output()).toBe(0);

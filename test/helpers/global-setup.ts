@@ -1,5 +1,15 @@
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { PGlite } from "@electric-sql/pglite";
@@ -68,13 +78,31 @@ function writeAtomically(file: string, data: Uint8Array) {
   renameSync(partial, file);
 }
 
-/** Removes the cache entries of `prefix` other than `keep` (older keys; partial ones of other runs are left alone). */
-function removeStale(prefix: string, keep: string) {
+/**
+ * Removes the cache entries named like `pattern` other than `keep` that no run has used for a day.
+ * An entry of another key is not necessarily stale: a run on another branch of the same checkout
+ * (worktrees sharing node_modules), with other migrations, may be copying it right now; removing
+ * such entries at once made those runs fail on a missing file (ENOENT) while two of them ran.
+ */
+function removeStale(pattern: RegExp, keep: string) {
   for (const old of readdirSync(cacheDir)) {
-    if (old.startsWith(prefix) && old !== keep && !old.endsWith(".partial")) {
-      rmSync(path.join(cacheDir, old), { recursive: true, force: true });
+    if (!pattern.test(old) || old === keep || old.endsWith(".partial")) continue;
+    const entry = path.join(cacheDir, old);
+    try {
+      if (Date.now() - statSync(entry).mtimeMs < unusedFor) continue;
+    } catch {
+      continue; // removed by another run meanwhile
     }
+    rmSync(entry, { recursive: true, force: true });
   }
+}
+
+const unusedFor = 24 * 3_600_000;
+
+/** Marks a cache entry as used by this run (removeStale keeps it a day from now). */
+function markUsed(entry: string) {
+  const now = new Date();
+  utimesSync(entry, now, now);
 }
 
 /** The three PGlite caches, each made when missing (from one initdb between them). */
@@ -95,7 +123,6 @@ async function pgliteCaches(): Promise<{ empty: string; migrated: string; dataDi
     const pglite = new PGlite();
     writeAtomically(empty, await dump(pglite));
     await pglite.close();
-    removeStale("pglite-empty-", path.basename(empty));
   }
 
   if (!existsSync(migrated)) {
@@ -104,10 +131,6 @@ async function pgliteCaches(): Promise<{ empty: string; migrated: string; dataDi
     await applyMigrations(pgliteMigrationSession(pglite), readMigrations());
     writeAtomically(migrated, await dump(pglite));
     await pglite.close();
-    for (const old of readdirSync(cacheDir)) {
-      if (/^pglite-[0-9a-f]{16}\.tar$/.test(old) && old !== path.basename(migrated))
-        rmSync(path.join(cacheDir, old), { force: true });
-    }
   }
 
   if (!existsSync(dataDir)) {
@@ -124,8 +147,11 @@ async function pgliteCaches(): Promise<{ empty: string; migrated: string; dataDi
       rmSync(partial, { recursive: true, force: true });
       if (!existsSync(dataDir)) throw error;
     }
-    removeStale("datadir-", path.basename(dataDir));
   }
+  for (const entry of [empty, migrated, dataDir]) markUsed(entry);
+  removeStale(/^pglite-empty-[0-9a-f]{16}\.tar$/, path.basename(empty));
+  removeStale(/^pglite-[0-9a-f]{16}\.tar$/, path.basename(migrated));
+  removeStale(/^datadir-[0-9a-f]{16}$/, path.basename(dataDir));
   return { empty, migrated, dataDir };
 }
 

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { freePort } from "./server-process.js";
+import { randomPort } from "./server-process.js";
 
 const haproxyBin = "/usr/sbin/haproxy";
 
@@ -28,7 +28,8 @@ export type Haproxy = { url: string; port: number; output: () => string; stop():
 /** HAProxy in the foreground (`-db`) on a free port, in front of `backends` (127.0.0.1 ports). */
 export async function startHaproxy(backends: number[], overrides: { inter?: string } = {}): Promise<Haproxy> {
   const dir = mkdtempSync(path.join(tmpdir(), "gateway-haproxy-"));
-  const port = await freePort();
+  // Below the OS's ephemeral range, where no connection of any process can hold it (servers.ts).
+  const port = randomPort();
   const { config, errorFile } = documentedHaproxyConfig();
   // The error file is sent as it is: HTTP wants CRLF line ends.
   writeFileSync(path.join(dir, "503.http"), `${errorFile.trimEnd().replace(/\r?\n/g, "\r\n")}\r\n`);

@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync } from "node:fs";
 import { connect, createServer } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -60,7 +60,10 @@ const ephemeralPortsFrom = (() => {
  */
 export const randomPort = () => 20_000 + Math.floor(Math.random() * Math.max(1_000, ephemeralPortsFrom - 20_010));
 
-/** A port on 127.0.0.1 that the OS says is free now. */
+/**
+ * A port on 127.0.0.1 that the OS says is free now. Only for something that cannot listen on port 0
+ * itself: between this answer and its own bind, any process may take the port.
+ */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
@@ -72,10 +75,70 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** The inodes of the sockets process `pid` holds (from /proc/<pid>/fd), or undefined once it exited. */
+function socketInodesOf(pid: number): Set<string> | undefined {
+  try {
+    return new Set(
+      readdirSync(`/proc/${pid}/fd`)
+        .map((fd) => {
+          try {
+            return /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`))?.[1];
+          } catch {
+            return undefined; // closed meanwhile
+          }
+        })
+        .filter((inode) => inode !== undefined),
+    );
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The TCP port process `pid` listens on, from /proc (Linux): the inodes of its sockets looked up
+ * among the listening sockets of /proc/<pid>/net/tcp. Undefined while it listens on none.
+ */
+export function listeningPortOf(pid: number): number | undefined {
+  const inodes = socketInodesOf(pid);
+  if (!inodes?.size) return undefined;
+  for (const table of ["tcp", "tcp6"]) {
+    let rows: string[];
+    try {
+      rows = readFileSync(`/proc/${pid}/net/${table}`, "utf8").trim().split("\n").slice(1);
+    } catch {
+      continue;
+    }
+    for (const row of rows) {
+      // sl local_address rem_address st ... inode: state 0A is LISTEN.
+      const [, local, , state, , , , , , inode] = row.trim().split(/\s+/);
+      if (state === "0A" && inode && inodes.has(inode)) return Number.parseInt(local?.split(":")[1] ?? "", 16);
+    }
+  }
+  return undefined;
+}
+
+/**
+ * listeningPortOf for a poll: the socket table (every socket of the machine, a few ms of CPU to
+ * read) is read only when the process holds a socket it did not hold at the last poll, and once a
+ * second besides (a socket seen between its creation and its listen).
+ */
+function listeningPortPoller(pid: number): () => number | undefined {
+  let known = "";
+  let readAt = 0;
+  return () => {
+    const inodes = [...(socketInodesOf(pid) ?? [])].sort().join(",");
+    if (inodes === known && Date.now() - readAt < 1_000) return undefined;
+    known = inodes;
+    readAt = Date.now();
+    return listeningPortOf(pid);
+  };
+}
+
 export type ServerProcess = {
   child: ChildProcess;
+  /** The port it listens on; before it listens, only when it was given one (reading it sooner throws). */
   port: number;
-  /** http://127.0.0.1:port */
+  /** http://127.0.0.1:port (the same rule as `port`) */
   url: string;
   /** Everything it printed so far, stdout and stderr. */
   output: () => string;
@@ -87,6 +150,8 @@ export type ServerProcess = {
   ready: (ms?: number) => Promise<void>;
   /** Waits for its "listening" log line. */
   listening: () => Promise<void>;
+  /** Waits until it listens, and answers its port (one given, or the one the OS chose). */
+  bound: () => Promise<number>;
 };
 
 /**
@@ -100,8 +165,10 @@ export type ServerProcess = {
 export const testNodeFlags = ["--liftoff-only"];
 
 /**
- * The built server (`dist/server.js`, see buildServer) as a child process on `port` (default: a
- * free one from the OS), with `env` over the inherited environment. `until`: "ready" waits for GET /ready to answer 200,
+ * The built server (`dist/server.js`, see buildServer) as a child process on `port`, with `env`
+ * over the inherited environment. Without `port` it listens on port 0, a free port the OS chooses
+ * as it binds, read back once it listens (a port chosen before the start can be taken by any
+ * process in between: a second server started on a port that was free collided once). `until`: "ready" waits for GET /ready to answer 200,
  * "listening" for its "listening" log line, "spawned" returns at once. `nodeFlags` (default
  * `testNodeFlags`): flags of the node process, e.g. `[]` to run as `npm start` does.
  */
@@ -116,11 +183,11 @@ export async function startServer(
   } = {},
 ): Promise<ServerProcess> {
   buildServer();
-  const port = options.port ?? (await freePort());
+  let port = options.port;
   let output = "";
   const child = spawn(process.execPath, [...(options.nodeFlags ?? testNodeFlags), options.script ?? "dist/server.js"], {
     cwd: root,
-    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", ...env },
+    env: { ...process.env, PORT: String(port ?? 0), HOST: "127.0.0.1", ...env },
   });
   child.stdout?.on("data", (chunk) => {
     output += chunk;
@@ -129,7 +196,11 @@ export async function startServer(
     output += chunk;
   });
   const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
-  const url = `http://127.0.0.1:${port}`;
+  const knownPort = () => {
+    if (port === undefined)
+      throw new Error("the server's port is known once it listens: await its bound(), listening() or ready() first");
+    return port;
+  };
   const waitFor = async (check: () => boolean | Promise<boolean>, what: string, ms = 60_000) => {
     const deadline = Date.now() + ms;
     while (!(await check())) {
@@ -142,11 +213,27 @@ export async function startServer(
     if (child.exitCode !== null || child.signalCode !== null)
       throw new Error(`the server exited (${child.exitCode ?? child.signalCode}) before it ${what}:\n${output}`);
   };
-  const ready = (ms?: number) =>
-    waitFor(
+  const boundPort = listeningPortPoller(child.pid as number);
+  const bound = async (ms?: number) => {
+    if (port === undefined) {
+      await waitFor(
+        () => {
+          port = boundPort();
+          if (port === undefined) stillRunning("listened");
+          return port !== undefined;
+        },
+        "the server to listen",
+        ms,
+      );
+    }
+    return knownPort();
+  };
+  const ready = async (ms?: number) => {
+    await bound(ms);
+    await waitFor(
       () => {
         stillRunning("was ready");
-        return fetch(`${url}/ready`).then(
+        return fetch(`http://127.0.0.1:${knownPort()}/ready`).then(
           (r) => r.ok,
           () => false,
         );
@@ -154,13 +241,30 @@ export async function startServer(
       "the server to be ready",
       ms,
     );
-  const listening = () =>
-    waitFor(() => {
+  };
+  const listening = async () => {
+    await waitFor(() => {
       if (output.includes('"msg":"listening"')) return true;
       stillRunning("listened");
       return false;
     }, "the server to listen");
-  const server = { child, port, url, output: () => output, exited, waitFor, ready, listening };
+    await bound();
+  };
+  const server: ServerProcess = {
+    child,
+    get port() {
+      return knownPort();
+    },
+    get url() {
+      return `http://127.0.0.1:${knownPort()}`;
+    },
+    output: () => output,
+    exited,
+    waitFor,
+    ready,
+    listening,
+    bound,
+  };
   try {
     if (options.until === "ready") await ready();
     else if (options.until !== "spawned") await listening();

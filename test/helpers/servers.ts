@@ -2,13 +2,30 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { freePort, reachable } from "./server-process.js";
+import { listeningPortOf, randomPort, reachable } from "./server-process.js";
 
 /**
- * Real servers of a test's own, on free ports in a temporary directory: a PostgreSQL cluster
- * (initdb/pg_ctl) and a redis-server, each of which a test can stop, freeze (SIGSTOP), resume and
- * start again. The built service itself starts through server-process.ts.
+ * Real servers of a test's own, in a temporary directory: a PostgreSQL cluster (initdb/pg_ctl) and
+ * a redis-server, each of which a test can stop, freeze (SIGSTOP), resume and start again. The
+ * built service itself starts through server-process.ts (on port 0).
+ *
+ * They cannot listen on port 0 and be started again on the same port, so each takes a random port
+ * below the OS's ephemeral range (randomPort): no connection of any process and no `listen(0)` can
+ * hold one there, as they could a port `freePort()` found free before the server bound it. Another
+ * test that drew the same port is the one collision left: the start then fails on it and tries
+ * another.
  */
+
+/** `start(port)` on random ports until one is not in use (at most five tries). */
+async function onAPortOfItsOwn<T>(start: (port: number) => Promise<T> | T): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start(randomPort());
+    } catch (error) {
+      if (attempt >= 5 || !/address already in use/i.test(String((error as Error).message))) throw error;
+    }
+  }
+}
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -82,7 +99,7 @@ export async function startPostgres(): Promise<PostgresServer> {
   const dir = postgresOwnedDir("gateway-pg-");
   const data = path.join(dir, "data");
   pgCommand("initdb", ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]);
-  return postgresServer(dir, data, await freePort());
+  return onAPortOfItsOwn((port) => postgresServer(dir, data, port));
 }
 
 /**
@@ -108,7 +125,7 @@ export async function startStandby(primary: PostgresServer): Promise<PostgresSer
     "-c",
     "fast",
   ]);
-  return postgresServer(dir, data, await freePort());
+  return onAPortOfItsOwn((port) => postgresServer(dir, data, port));
 }
 
 function postgresServer(dir: string, data: string, port: number): PostgresServer {
@@ -117,16 +134,22 @@ function postgresServer(dir: string, data: string, port: number): PostgresServer
     port,
     url: (database = "postgres") => `postgresql://postgres@127.0.0.1:${port}/${database}`,
     start() {
-      pgCommand("pg_ctl", [
-        "-D",
-        data,
-        "-l",
-        path.join(dir, "log"),
-        "-w",
-        "-o",
-        `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=50`,
-        "start",
-      ]);
+      try {
+        pgCommand("pg_ctl", [
+          "-D",
+          data,
+          "-l",
+          path.join(dir, "log"),
+          "-w",
+          "-o",
+          `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=50`,
+          "start",
+        ]);
+      } catch (error) {
+        // pg_ctl says only that the server did not start; its log says why.
+        const log = existsSync(path.join(dir, "log")) ? readFileSync(path.join(dir, "log"), "utf8") : "";
+        throw new Error(`PostgreSQL did not start on port ${port}: ${(error as Error).message}\n${log}`);
+      }
     },
     stop() {
       pgCommand("pg_ctl", ["-D", data, "-m", "fast", "-w", "stop"]);
@@ -175,12 +198,14 @@ export type RedisServer = {
 
 export async function startRedis(): Promise<RedisServer> {
   const dir = mkdtempSync(path.join(tmpdir(), "gateway-redis-"));
-  const port = await freePort();
+  let port = 0;
   let child: ChildProcess | undefined;
   const server: RedisServer = {
-    url: `redis://127.0.0.1:${port}`,
+    get url() {
+      return `redis://127.0.0.1:${port}`;
+    },
     async start() {
-      child = spawn("redis-server", [
+      const started = spawn("redis-server", [
         "--port",
         String(port),
         "--bind",
@@ -192,9 +217,16 @@ export async function startRedis(): Promise<RedisServer> {
         "--dir",
         dir,
       ]);
+      child = started;
+      let output = "";
+      started.stdout?.on("data", (chunk) => {
+        output += chunk;
+      });
+      // Listening, and the listener is this process's: another server on the port would answer too.
       const deadline = Date.now() + 10_000;
-      while (!(await reachable(port))) {
-        if (Date.now() > deadline) throw new Error("redis-server did not start");
+      while (listeningPortOf(started.pid as number) !== port) {
+        if (started.exitCode !== null) throw new Error(`redis-server exited (${started.exitCode}):\n${output}`);
+        if (Date.now() > deadline) throw new Error(`redis-server did not start:\n${output}`);
         await sleep(50);
       }
     },
@@ -217,7 +249,10 @@ export async function startRedis(): Promise<RedisServer> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-  await server.start();
+  await onAPortOfItsOwn((chosen) => {
+    port = chosen;
+    return server.start();
+  });
   return server;
 }
 
@@ -245,7 +280,7 @@ export type PgBouncer = {
  */
 export async function startPgBouncer(databases: Record<string, string>, settings: Record<string, string>): Promise<PgBouncer> {
   const dir = postgresOwnedDir("gateway-pgbouncer-");
-  const port = await freePort();
+  const port = randomPort();
   const ini = path.join(dir, "pgbouncer.ini");
   writeFileSync(path.join(dir, "userlist.txt"), '"postgres" ""\n');
   writeFileSync(
