@@ -137,6 +137,7 @@ export const relayStylePaginationKeepingNull: Pagination = (keyArgs) => {
  * counts). graphcache warns about each one it meets unless `keys` says it has no key.
  */
 export const typesWithoutId = [
+  "AttachmentDownloadUrl",
   "AuditVerification",
   "DeleteCommentPayload",
   "DeleteTaskItemPayload",

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import {
   type GraphQLField,
   type GraphQLOutputType,
@@ -141,6 +142,15 @@ const cases: Record<string, Case> = {
     variables: { content: "Looks fine", entityId: org.vendorIds[0], entityType: "vendor", userId: org.userIds[0] },
   }),
   updateComment: async () => ({ variables: { id: await newComment(), content: "Edited", userId: org.userIds[0] } }),
+  // Contract section 15: the bytes of "hello".
+  createAttachmentUpload: async () => ({
+    variables: {
+      fileName: "Bridge letter.pdf",
+      fileType: "application/pdf",
+      size: 5,
+      sha256: createHash("sha256").update("hello").digest("base64"),
+    },
+  }),
   deleteComment: async () => ({ variables: { id: await newComment(), userId: org.userIds[0] } }),
   createMember: async () => ({ variables: { email: `new.${unique()}@example.com`, name: "New Person", role: "employee" } }),
   updateMember: async () => ({ variables: { id: org.memberIds[3], jobTitle: `Engineer ${unique()}` } }),
@@ -250,6 +260,23 @@ describe("mutation payloads", () => {
           expect(stored.secret).toBe(secret);
           if (name === "rotateWebhookEndpointSecret") expect(stored.previousSecret).toMatch(/^whsec_/);
         } else expect(answer).toMatchObject({ enabled: false, disabledReason: "manual", eventTypes: ["task.*"] });
+      } else if (typeName === "AttachmentUpload") {
+        // No query reads an upload back: the answer is the stored upload, and what its URL admits.
+        const stored = await t.db.attachmentUpload.findUniqueOrThrow({ where: { id: answer.id } });
+        expect(answer.id).toMatch(/^upl_/);
+        expect(stored).toMatchObject({
+          organizationId: org.organizationId,
+          fileName: "Bridge letter.pdf",
+          size: 5,
+          attachmentId: null,
+        });
+        expect(stored.sha256).toBe(createHash("sha256").update("hello").digest("hex"));
+        expect(new Date(answer.expiresAt).getTime()).toBe(stored.expiresAt.getTime());
+        expect(answer).toMatchObject({ method: "PUT", headers: { "Content-Type": "application/pdf", "Content-Length": "5" } });
+        const put = await t.app.yoga.fetch(
+          new Request(answer.uploadUrl, { method: "PUT", headers: answer.headers, body: "hello" }),
+        );
+        expect(put.status).toBe(200);
       } else if (typeName === "WebhookDelivery") {
         const selection = selectionOf(field.type);
         const log = await freshField(`query($id: ID!) { webhookDeliveries(id: $id, limit: 100) { items ${selection} } }`, {
