@@ -327,7 +327,7 @@ async function createComment(req, res) {
       utc(now),
     ]);
     if (!row) return null;
-    const data = { entityType: input.entityType, entityId: input.entityId, attachments: 0, contextUrl: null };
+    const data = { entityType: input.entityType, entityId: input.entityId, attachments: [], contextUrl: null };
     await auditAndOutbox(query, {
       ...auth,
       action: "comment.created",
@@ -393,7 +393,7 @@ const COMMENTS_SQL = `
 SELECT x.* FROM (SELECT "id" FROM "Task" WHERE "id" = $1 AND "organizationId" = $2) e
 LEFT JOIN LATERAL (
   SELECT c."id", c."content", c."createdAt", u."id" AS "userId", u."name", u."email", u."image", m."isActive",
-         a."id" AS "attachmentId", a."name" AS "attachmentName", a."type" AS "attachmentType", a."size" AS "attachmentSize",
+         a."id" AS "attachmentId", a."name" AS "attachmentName", a."type" AS "attachmentType", a."sha256" AS "attachmentSha256", a."size" AS "attachmentSize",
          a."createdAt" AS "attachmentCreatedAt"
   FROM (
     SELECT "id", "content", "createdAt", "authorId" FROM "Comment"
@@ -434,6 +434,7 @@ async function listComments(req, res, params) {
         createdAt: row.attachmentCreatedAt,
         id: row.attachmentId,
         name: row.attachmentName,
+        sha256: row.attachmentSha256,
         size: row.attachmentSize,
         type: row.attachmentType,
       });
