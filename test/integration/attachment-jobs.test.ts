@@ -1,17 +1,20 @@
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync, utimesSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import { GetObjectCommand, HeadObjectCommand } from "@aws-sdk/client-s3";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SeedResult } from "../../src/admin/seed.js";
 import {
   deleteDueObjects,
+  INCOMPLETE_AFTER_MS,
   SWEEP_AFTER_EXPIRY_MS,
   scheduleObjectDeletions,
   startAttachmentJobs,
+  sweepIncompleteWrites,
 } from "../../src/modules/comments/attachments.jobs.js";
 import { objectFile } from "../../src/platform/attachments/filesystem.js";
-import type { StoreKind } from "../../src/platform/attachments/store.js";
+import { newObjectKey, type StoreKind } from "../../src/platform/attachments/store.js";
 import type { Database } from "../../src/platform/db/database.js";
 import { type StoreFixture, storeFixture } from "../helpers/attachment-stores.js";
 import { createTestApp, openOwnDatabase, type TestApp } from "../helpers/test-app.js";
@@ -213,5 +216,47 @@ describe.each(["database", "filesystem", "s3"] as const)("the %s store", (kind) 
         fixture.s3.client.send(new GetObjectCommand({ Bucket: fixture.s3.bucket, Key: row.objectKey })),
       ).rejects.toThrow();
     }
+  });
+});
+
+describe("what an interrupted write left behind", () => {
+  it("is removed a day after the write started; a write in progress and every complete object stay", async () => {
+    const stores = fixture.storesFor("filesystem");
+    const filesystem = stores.storeOf("filesystem");
+    const db = stores.storeOf("database");
+    if (!filesystem?.sweepIncomplete || !db?.sweepIncomplete) throw new Error("both stores sweep what a crash left");
+    const now = Date.now();
+    const bytes = randomBytes(3000);
+    const facts = { size: bytes.length, sha256: createHash("sha256").update(bytes).digest("hex"), type: "text/plain" };
+    const complete = newObjectKey();
+    await filesystem.put(complete, bytes, facts);
+    await db.put(complete, bytes, facts);
+
+    // A crashed put leaves a temporary file beside the objects, and parts under a staging key.
+    const [crashed, running] = [newObjectKey(), newObjectKey()];
+    const partial = (key: string) => path.join(path.dirname(objectFile(fixture.dir, key)), `.${key}.0a0b0c.partial`);
+    for (const key of [crashed, running]) {
+      mkdirSync(path.dirname(partial(key)), { recursive: true });
+      writeFileSync(partial(key), "half a file");
+    }
+    const dayAgo = new Date(now - INCOMPLETE_AFTER_MS - 60_000);
+    utimesSync(partial(crashed), dayAgo, dayAgo);
+    const staged = (key: string, startedAt: number) => `${key}.${startedAt}.0a0b0c`;
+    await database.db.attachmentObjectPart.createMany({
+      data: [
+        { objectKey: staged(crashed, dayAgo.getTime()), part: 0, data: Buffer.from("half") },
+        { objectKey: staged(running, now - 60_000), part: 0, data: Buffer.from("half") },
+      ],
+    });
+
+    expect(await sweepIncompleteWrites(stores.storeOf, new Date(now))).toBe(2);
+    expect(existsSync(partial(crashed))).toBe(false);
+    expect(existsSync(partial(running))).toBe(true);
+    const parts = await database.db.attachmentObjectPart.findMany({
+      where: { objectKey: { in: [staged(crashed, dayAgo.getTime()), staged(running, now - 60_000)] } },
+    });
+    expect(parts.map((p) => p.objectKey)).toEqual([staged(running, now - 60_000)]);
+    for (const store of [filesystem, db])
+      expect(await store.digest(complete)).toEqual({ size: facts.size, sha256: facts.sha256 });
   });
 });

@@ -28,6 +28,9 @@ const POLL_EVERY_MS = 10_000;
 const BATCH = 100;
 /** An upload's object stays this long after its URL expired (a PUT that began in time may still be finishing). */
 export const SWEEP_AFTER_EXPIRY_MS = 3_600_000;
+/** What an interrupted write left (a crash in a put) is removed a day after the write started, once an hour. */
+export const INCOMPLETE_AFTER_MS = 24 * 3_600_000;
+const INCOMPLETE_SWEEP_EVERY_MS = 3_600_000;
 /** The longest wait between two attempts at one deletion. */
 const MAX_BACKOFF_MS = 3_600_000;
 
@@ -126,6 +129,15 @@ export async function sweepExpiredUploads(db: Db, now = new Date()): Promise<num
   return swept;
 }
 
+/** Removes, in every store this replica reaches, what writes interrupted a day before `now` left behind. */
+export async function sweepIncompleteWrites(storeOf: StoreOf, now = new Date()): Promise<number> {
+  let removed = 0;
+  for (const kind of ["filesystem", "database"] as const) {
+    removed += (await storeOf(kind)?.sweepIncomplete?.(new Date(now.getTime() - INCOMPLETE_AFTER_MS))) ?? 0;
+  }
+  return removed;
+}
+
 export type AttachmentJobs = {
   /** One pass of both, now (tests; the loop calls it). */
   runOnce(now?: Date): Promise<{ swept: number } & DeletionPass>;
@@ -136,8 +148,14 @@ export type AttachmentJobs = {
 export function startAttachmentJobs(options: { db: Db; storeOf: StoreOf; logger: Logger; everyMs?: number }): AttachmentJobs {
   const { db, storeOf, logger } = options;
   let running: Promise<unknown> = Promise.resolve();
+  let incompleteSweptAt = 0;
   const runOnce = async (now = new Date()) => {
     const swept = await sweepExpiredUploads(db, now);
+    if (now.getTime() - incompleteSweptAt >= INCOMPLETE_SWEEP_EVERY_MS) {
+      incompleteSweptAt = now.getTime();
+      const removed = await sweepIncompleteWrites(storeOf, now);
+      if (removed) logger.info({ removed }, "attachment writes interrupted a day ago removed");
+    }
     const pass = await deleteDueObjects(db, storeOf, logger, now);
     if (swept || pass.deleted || pass.kept) logger.info({ swept, ...pass }, "attachment objects cleaned up");
     return { swept, ...pass };

@@ -37,7 +37,7 @@ export function createDatabaseStore(options: { db: Db; urls: ServiceUrls; timeou
 
     async put(key, body, expect) {
       if (await objectOf(key)) throw new ObjectExistsError(key);
-      const staging = `${key}.${randomBytes(6).toString("hex")}`;
+      const staging = `${key}.${Date.now()}.${randomBytes(6).toString("hex")}`;
       const writePart = (part: number, data: Uint8Array<ArrayBuffer>) =>
         timed("write", () => db.attachmentObjectPart.create({ data: { objectKey: staging, part, data } }));
       try {
@@ -104,6 +104,17 @@ export function createDatabaseStore(options: { db: Db; urls: ServiceUrls; timeou
 
     async ping() {
       await timed("ping", () => db.$queryRaw`SELECT 1`);
+    },
+
+    async sweepIncomplete(startedBefore) {
+      // A staging key is `<key>.<start in ms>.<random>`; a complete object's parts carry its key alone.
+      return timed(
+        "delete",
+        () =>
+          db.$executeRaw`DELETE FROM "AttachmentObjectPart"
+          WHERE "objectKey" ~ '^[0-9a-f]{32}[.][0-9]{13}[.][0-9a-f]+$'
+            AND split_part("objectKey", '.', 2)::bigint < ${startedBefore.getTime()}`,
+      );
     },
   };
 }

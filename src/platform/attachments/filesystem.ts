@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { createWriteStream } from "node:fs";
-import { access, constants, link, mkdir, open, stat, unlink } from "node:fs/promises";
+import { access, constants, link, mkdir, open, readdir, stat, unlink } from "node:fs/promises";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -84,6 +84,19 @@ export function createFilesystemStore(options: { dir: string; urls: ServiceUrls;
         await mkdir(dir, { recursive: true });
         await access(dir, constants.R_OK | constants.W_OK);
       });
+    },
+
+    async sweepIncomplete(startedBefore) {
+      let removed = 0;
+      for (const shard of (await readdir(dir).catch(absentAsNull)) ?? []) {
+        for (const name of (await readdir(path.join(dir, shard)).catch(absentAsNull)) ?? []) {
+          if (!name.startsWith(".") || !name.endsWith(".partial")) continue;
+          const file = path.join(dir, shard, name);
+          const facts = await stat(file).catch(absentAsNull);
+          if (facts && facts.mtime < startedBefore && (await unlink(file).then(() => true, absentAsNull))) removed++;
+        }
+      }
+      return removed;
     },
   };
 }

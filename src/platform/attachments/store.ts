@@ -32,6 +32,12 @@ export interface AttachmentStore {
   signDownload(key: string, o: SignDownloadOptions): Promise<{ url: string; expiresAt: Date }>;
   /** Throws StoreUnavailableError quickly (bounded timeout) when the store cannot be reached. */
   ping(): Promise<void>;
+  /**
+   * Removes what writes interrupted before `startedBefore` left behind (a crash in the middle of a
+   * put), never a complete object; answers how many pieces went. Absent where the store keeps
+   * nothing of an interrupted write (S3 discards an incomplete PUT).
+   */
+  sweepIncomplete?(startedBefore: Date): Promise<number>;
 }
 
 type SignOptions = {
