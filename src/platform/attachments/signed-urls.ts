@@ -79,8 +79,10 @@ export function serviceUrls(urlSecret: UrlSecret, publicUrl: string | undefined)
       } else {
         return "altered";
       }
-      const given = Buffer.from(q.get("sig") ?? "", "base64url");
-      const expected = await mac(grant);
+      // The signature as written, not as decoded: base64url ignores the last character's low bits,
+      // so two spellings would decode alike and an altered URL would pass.
+      const given = Buffer.from(q.get("sig") ?? "");
+      const expected = Buffer.from((await mac(grant)).toString("base64url"));
       if (given.length !== expected.length || !timingSafeEqual(given, expected)) return "altered";
       if (!Number.isSafeInteger(expires) || expires * 1000 <= now) return "expired";
       return grant;
