@@ -15,23 +15,18 @@
 // Node flags of `npm start`, as the service is.
 import { execFileSync, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { build } from "esbuild";
 import pg from "pg";
+import { appBundle, startFlags as startFlagsOf } from "./app-bundle.mjs";
 import { systemBusyMs } from "./cpu.mjs";
 import { createVendorPage, vendorPageRequest } from "./scenarios/vendor-page.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const env = process.env;
-const startFlags = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8"))
-  .scripts.start.split("&&")
-  .at(-1)
-  .trim()
-  .split(/\s+/)
-  .filter((w) => w.startsWith("--"));
+const startFlags = startFlagsOf();
 
 // Started with the service's Node flags: re-run this file under them once.
 if (!env.AB_CHILD) {
@@ -49,35 +44,6 @@ const scenarioIds = (env.AB_SCENARIOS ?? "rest-task,graphql-task").split(",");
 const postgresUrl = env.AB_POSTGRES_URL ?? env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 const log = (line) => process.stdout.write(`${line}\n`);
 
-/** Bundles the app (no HTTP server) of a source tree: createApp, loadConfig, openDatabase. */
-async function bundle(srcRoot, outdir) {
-  mkdirSync(outdir, { recursive: true });
-  const entry = path.join(outdir, "app-entry.ts");
-  const rel = (p) => path.relative(outdir, path.join(srcRoot, p)).split(path.sep).join("/");
-  writeFileSync(
-    entry,
-    [
-      `import "${rel("src/platform/engine-flags.ts")}";`,
-      `export { createApp } from "${rel("src/app.ts")}";`,
-      `export { loadConfig } from "${rel("src/platform/config.ts")}";`,
-      `export { openDatabase } from "${rel("src/platform/db/database.ts")}";`,
-      "",
-    ].join("\n"),
-  );
-  await build({
-    entryPoints: { app: entry },
-    outdir,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node22.15",
-    packages: "external",
-    sourcemap: true,
-    logLevel: "warning",
-  });
-  return path.join(outdir, "app.js");
-}
-
 // The base revision's src/ (and this tree's generated Prisma client, which git does not hold).
 const abDir = path.join(root, ".exp", "ab");
 const baseTree = path.join(abDir, "base-tree");
@@ -90,8 +56,8 @@ const dirty = execFileSync("git", ["status", "--porcelain", "src"], { cwd: root,
 const headRev = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root, encoding: "utf8" }).trim();
 // Both bundles sit two levels below the root, so that the migrations resolve as dist/'s do.
 const bundles = {
-  A: await bundle(baseTree, path.join(abDir, "a")),
-  B: await bundle(root, path.join(abDir, "b")),
+  A: await appBundle(baseTree, path.join(abDir, "a")),
+  B: await appBundle(root, path.join(abDir, "b")),
 };
 
 // A throwaway database, seeded through the CLI as the bench does.
