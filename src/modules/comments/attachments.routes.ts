@@ -1,8 +1,9 @@
 import { Readable } from "node:stream";
 import { authorize } from "../../auth/actor.js";
+import { contentDisposition } from "../../platform/attachments/store.js";
 import { BadUserInputError } from "../../platform/errors.js";
 import type { DownloadHandler } from "../../rest/rest-plugin.js";
-import { type AttachmentService, attachmentEtag, contentDisposition } from "./attachments.service.js";
+import { type AttachmentService, attachmentEtag } from "./attachments.service.js";
 
 /**
  * GET /v1/attachments/{id}: the REST route of the `attachment` query (routes.ts, `download`),

@@ -5,8 +5,6 @@ import type { Actor } from "../../auth/actor.js";
 import {
   type AttachmentStore,
   base64ToHex,
-  contentDisposition,
-  hexToBase64,
   newObjectKey,
   ObjectMismatchError,
   type StoreKind,
@@ -428,5 +426,3 @@ export type AttachmentService = ReturnType<typeof createAttachmentService>;
 
 /** The strong ETag of an attachment's bytes: their SHA-256 (base64url, which fits the ETag header's 64 characters). */
 export const attachmentEtag = (sha256Hex: string) => `"${Buffer.from(sha256Hex, "hex").toString("base64url")}"`;
-
-export { contentDisposition, hexToBase64 };
