@@ -100,6 +100,11 @@ export type AppDeps = {
    * database store, with a URL secret of the app's own.
    */
   attachmentStores?: AttachmentStores;
+  /**
+   * False: Sofa answers every REST route itself, as before rest-dispatch.ts answered the reads by
+   * id and the writes without its second routing. For the test that proves both answer alike.
+   */
+  restDispatch?: boolean;
 };
 
 /** The unsubscribe form is one short field: a larger body is not one. */
@@ -325,7 +330,7 @@ export function createApp(deps: AppDeps) {
         bodyReader,
         authenticate: authenticateOnce,
         rememberAuth,
-        dispatch: restDispatch,
+        dispatch: deps.restDispatch === false ? undefined : restDispatch,
         ownRoutes: auditRestHandlers(services.audit),
         download: attachmentDownload(services.comments.attachments),
         openApiDocument: () => {
@@ -385,6 +390,8 @@ export function createApp(deps: AppDeps) {
     yoga,
     services,
     attachmentStores,
+    /** The REST reads by id and writes answered past Sofa's second routing (rest-dispatch.ts). */
+    restDispatch,
     /** Completes every open live stream (at shutdown), so that their clients reconnect elsewhere. */
     closeStreams: () => liveStreams.closeAll(),
     /** Handles one request in process, as the HTTP server does. */

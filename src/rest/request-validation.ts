@@ -160,8 +160,9 @@ export function validateRestRequest(
   url: URL,
   body: string,
   contentType: string | null,
-): { nulls: string[]; variables: Record<string, unknown> } {
+): { nulls: string[]; variables: Record<string, unknown>; body?: Record<string, unknown> } {
   const details: ErrorDetail[] = [];
+  let checkedBody: Record<string, unknown> | undefined;
   const nulls: string[] = [];
   const variables: Record<string, unknown> = {};
   const args = new Map(route.args.map((a) => [a.name, a]));
@@ -260,6 +261,7 @@ export function validateRestRequest(
         provided.add(name);
         if (value === null) nulls.push(name);
       }
+      checkedBody = parsed as Record<string, unknown>;
     }
   }
 
@@ -271,5 +273,5 @@ export function validateRestRequest(
   if (details.length) {
     throw new BadUserInputError(details.map((d) => (d.path ? `${d.path}: ${d.message}` : d.message)).join("; "), details);
   }
-  return { nulls, variables };
+  return { nulls, variables, body: checkedBody };
 }

@@ -42,7 +42,7 @@ type RestGuardOptions = {
   /** Carries the authentication over to the request the guard hands on. */
   rememberAuth: (request: Request, auth: AuthState) => void;
   openApiDocument: () => unknown;
-  /** Answers the reads that need nothing but their path, without Sofa's second routing. */
+  /** Answers the reads that need nothing but their path, and the writes, without Sofa's second routing. */
   dispatch?: RestDispatch;
   /** The handlers of the facade's own routes (routes.ts, ownRestRoutes); those routes answer 404 without. */
   ownRoutes?: OwnRouteHandlers;
@@ -196,6 +196,9 @@ export function useRestGuard({
         });
         handOn(checked, checkedInput);
         setRequest(checked);
+        // A write whose variables are all in its path and body: answered without Sofa's second routing.
+        if (!url.search && dispatch?.handles(match.route))
+          dispatch.take(checked, match.route, match.params, checkedInput.body ?? {});
       } catch (error) {
         if (!(error instanceof AppError)) throw error;
         endResponse(appErrorResponse(error));

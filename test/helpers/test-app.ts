@@ -154,6 +154,8 @@ export async function createTestApp(
     >;
     /** Stores made by the test itself (several apps on one store, a store behind a proxy); `attachmentStore` is then ignored. */
     attachmentStores?: AttachmentStores;
+    /** False: Sofa answers every REST route (rest-dispatch.test.ts compares). */
+    restDispatch?: boolean;
   } = {},
 ) {
   const { database, drop } = options.database
@@ -191,6 +193,7 @@ export async function createTestApp(
     mail: options.mail && "enqueue" in options.mail ? { mailer: options.mail } : options.mail,
     webhooks: options.webhooks,
     auditSigner: options.auditSigner,
+    restDispatch: options.restDispatch,
   });
 
   async function rest(method: string, path: string, opts: RestOptions = {}) {
