@@ -21,11 +21,15 @@ export async function assertEntityExists(db: Db, organizationId: string, type: E
   if (!found) throw new NotFoundError(labels[type], id);
 }
 
+/** The active member acting on a record, with what a comment's answer shows of its author. */
+export type ActingMember = { id: string; userId: string; user: { name: string; email: string; image: string | null } };
+
 /**
  * The active member acting as `userId` on a record of the organization, in one statement: 404 when
  * the record is not there (checked first, as `assertEntityExists` does), then when the user is not
  * an active member. What a write on a record by someone asks before its transaction (a comment's
- * author), one round trip instead of two.
+ * author), one round trip instead of two; with the user's name, e-mail and picture, so that the
+ * write's answer needs no read-back of its author.
  */
 export async function activeMemberOn(
   db: Db,
@@ -33,17 +37,22 @@ export async function activeMemberOn(
   type: EntityType,
   id: string,
   userId: string,
-): Promise<string> {
-  const [row] = await db.$queryRawUnsafe<{ found: boolean; memberId: string | null }[]>(
+): Promise<ActingMember> {
+  const [row] = await db.$queryRawUnsafe<
+    { found: boolean; memberId: string | null; name: string | null; email: string | null; image: string | null }[]
+  >(
     `SELECT EXISTS (SELECT 1 FROM "${tables[type]}" WHERE "id" = $1 AND "organizationId" = $2) AS "found",
-       (SELECT m."id" FROM "Member" m WHERE m."organizationId" = $2 AND m."userId" = $3 AND m."isActive") AS "memberId"`,
+       m."id" AS "memberId", u."name", u."email", u."image"
+     FROM (SELECT 1) AS one
+     LEFT JOIN "Member" m ON m."organizationId" = $2 AND m."userId" = $3 AND m."isActive"
+     LEFT JOIN "User" u ON u."id" = m."userId"`,
     id,
     organizationId,
     userId,
   );
   if (!row?.found) throw new NotFoundError(labels[type], id);
   if (!row.memberId) throw new NotFoundError("Active member with user id", userId);
-  return row.memberId;
+  return { id: row.memberId, userId, user: { name: row.name as string, email: row.email as string, image: row.image } };
 }
 
 type MemberReader = { member: Pick<Db["member"], "findUnique"> };

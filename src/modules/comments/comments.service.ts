@@ -76,6 +76,18 @@ export type DeletedComment = { deletedId: string; entityType: CommentEntityType;
 export type CreateCommentArgs = z.input<typeof createCommentInput>;
 type CommentQuery = { select?: Prisma.CommentSelect; include?: Prisma.CommentInclude };
 
+/**
+ * Whether a new comment's answer can be made of its inserted row, its author as checked before the
+ * transaction and no files, instead of read back: when the GraphQL selection includes no relation
+ * but those two (`Comment.author` selects only the user id, whether the member is active and the
+ * user's name, e-mail and picture; `attachments` is empty). Other relations are read back.
+ */
+function answerWithoutReadBack(query: CommentQuery, files: number): boolean {
+  return (
+    files === 0 && !query.select && Object.keys(query.include ?? {}).every((name) => name === "author" || name === "attachments")
+  );
+}
+
 /** Comments by these authors, named by user id as `Comment.author.id` answers. */
 const authorId: FilterRule = ((userIds: readonly string[], { organizationId }) =>
   userIds.length
@@ -173,7 +185,8 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier,
           { path: "userId", message: "is required when authenticating with an API key" },
         ]);
       }
-      const authorId = await activeMemberOn(db, actor.organizationId, input.entityType, input.entityId, authorUserId);
+      const author = await activeMemberOn(db, actor.organizationId, input.entityType, input.entityId, authorUserId);
+      const authorId = author.id;
       // The uploader is the caller under a user credential, as the author is: an attachment's
       // `userId` names another uploader only for an API key, which acts for someone.
       const uploaderOf = (a: { userId?: string | null }) => (actor.userId ? null : (a.userId ?? null));
@@ -196,33 +209,44 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier,
           db,
           { organizationId: actor.organizationId, memberId: authorId },
           async (tx, notify) => {
-            const created = await tx.comment.create({
-              ...query,
-              data: {
-                id,
-                organizationId: actor.organizationId,
-                entityType: input.entityType as CommentEntityType,
-                entityId: input.entityId,
-                content: input.content,
-                authorId,
-                apiKeyId: actor.apiKeyId,
-                contextUrl: input.contextUrl ?? null,
-                attachments: {
-                  create: rows.map((a) => ({
-                    id: a.id,
-                    organizationId: actor.organizationId,
-                    name: a.name,
-                    type: a.type,
-                    size: a.size,
-                    sha256: a.sha256,
-                    store: a.store,
-                    objectKey: a.objectKey,
-                    description: a.description,
-                    uploaderId: uploaderIds.get(uploaderOf(a) ?? "") ?? authorId,
-                  })),
-                },
-              },
-            });
+            const data = {
+              id,
+              organizationId: actor.organizationId,
+              entityType: input.entityType as CommentEntityType,
+              entityId: input.entityId,
+              content: input.content,
+              authorId,
+              apiKeyId: actor.apiKeyId,
+              contextUrl: input.contextUrl ?? null,
+            };
+            // Without files, the answer is the inserted row with the author checked before the
+            // transaction: no read-back of what this statement has just written.
+            const created = answerWithoutReadBack(query, rows.length)
+              ? {
+                  ...(await tx.comment.create({ data })),
+                  author: { userId: author.userId, isActive: true, user: author.user },
+                  attachments: [],
+                }
+              : await tx.comment.create({
+                  ...query,
+                  data: {
+                    ...data,
+                    attachments: {
+                      create: rows.map((a) => ({
+                        id: a.id,
+                        organizationId: actor.organizationId,
+                        name: a.name,
+                        type: a.type,
+                        size: a.size,
+                        sha256: a.sha256,
+                        store: a.store,
+                        objectKey: a.objectKey,
+                        description: a.description,
+                        uploaderId: uploaderIds.get(uploaderOf(a) ?? "") ?? authorId,
+                      })),
+                    },
+                  },
+                });
             // An upload attaches once: of two comments racing for it, the second finds it taken.
             for (const a of rows) {
               if (!a.uploadId) continue;
