@@ -50,7 +50,40 @@ export async function activeMemberOn(
     organizationId,
     userId,
   );
-  if (!row?.found) throw new NotFoundError(labels[type], id);
+  if (!row) throw new NotFoundError(labels[type], id);
+  return actingMemberOf(row, type, id, userId);
+}
+
+/**
+ * activeMemberOn's question as CTEs of a write's own statement, its values as `param` placeholders:
+ * "target" has a row when the record is in the organization, "actor" when `userId` is an active
+ * member of it (its member id, the user's name, e-mail and picture). `actingMemberOf` reads the
+ * statement's answer of them.
+ */
+export function actingMemberCtes(
+  param: (value: unknown) => string,
+  organizationId: string,
+  type: EntityType,
+  id: string,
+  userId: string,
+): string {
+  const organization = param(organizationId);
+  return `target AS (
+  SELECT 1 FROM "${tables[type]}" WHERE "id" = ${param(id)} AND "organizationId" = ${organization}
+), actor AS (
+  SELECT m."id", u."name", u."email", u."image" FROM "Member" m JOIN "User" u ON u."id" = m."userId"
+  WHERE m."organizationId" = ${organization} AND m."userId" = ${param(userId)} AND m."isActive"
+)`;
+}
+
+/** The acting member from an answer with `found` (a row in "target") and "actor"'s columns; 404 as activeMemberOn. */
+export function actingMemberOf(
+  row: { found: boolean; memberId: string | null; name: string | null; email: string | null; image: string | null },
+  type: EntityType,
+  id: string,
+  userId: string,
+): ActingMember {
+  if (!row.found) throw new NotFoundError(labels[type], id);
   if (!row.memberId) throw new NotFoundError("Active member with user id", userId);
   return { id: row.memberId, userId, user: { name: row.name as string, email: row.email as string, image: row.image } };
 }

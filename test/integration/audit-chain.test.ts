@@ -146,7 +146,7 @@ describe("the chain", () => {
     expect((await verifyBoth(org.apiKey)).ok).toBe(true);
   });
 
-  it("writes an event, its chain and its deliveries in one statement, the last before the COMMIT (a keyed request's: after its answer)", async () => {
+  it("writes an event, its chain and its deliveries in one statement: a plain comment's own, without a transaction; else the last before the COMMIT (a keyed request's: after its answer)", async () => {
     const fresh = await t.seedOrg();
     const endpoint = await t.rest("POST", "/v1/webhook-endpoints", {
       key: fresh.apiKey,
@@ -154,20 +154,25 @@ describe("the chain", () => {
     });
     expect(endpoint.status).toBe(201);
     const create =
-      (headers: Record<string, string> = {}) =>
+      (headers: Record<string, string> = {}, content = "Last") =>
       async () => {
         const res = await t.rest("POST", "/v1/comments", {
           key: fresh.apiKey,
           headers,
-          body: { content: "Last", entityId: fresh.taskIds[0], entityType: "task", userId: fresh.userIds[0] },
+          body: { content, entityId: fresh.taskIds[0], entityType: "task", userId: fresh.userIds[0] },
         });
         expect(res.status, res.text).toBe(201);
       };
     // PGlite's adapter logs its transaction control as comments (`-- Implicit "COMMIT" query ...`).
     const isControl = (s: string) => /^(BEGIN|COMMIT|ROLLBACK)|Implicit "(BEGIN|COMMIT|ROLLBACK)"/i.test(s.trim());
     const keyed: Record<string, string> = { "idempotency-key": randomUUID() };
-    for (const headers of [{}, keyed]) {
-      const { statements } = await t.countQueries(create(headers));
+    const mention = `For @[Grace](${fresh.memberIds[1]})`;
+    for (const [headers, content, ownStatement] of [
+      [{}, "Last", true],
+      [keyed, "Last", false],
+      [{}, mention, false],
+    ] as const) {
+      const { statements } = await t.countQueries(create(headers, content));
       const chained = statements.filter((s) => s.includes('"AuditChainHead"'));
       expect(chained).toHaveLength(1);
       expect(chained[0]).toContain('INSERT INTO "AuditEvent"');
@@ -175,11 +180,15 @@ describe("the chain", () => {
       expect(statements.filter((s) => s.includes('"WebhookDelivery"'))).toHaveLength(1);
       const last = statements.findLastIndex((s) => !isControl(s));
       expect(statements[last]).toBe(chained[0]);
-      expect(statements[last + 1]).toMatch(/COMMIT/i);
+      if (ownStatement) {
+        // The comment and its event in one statement: no transaction around it.
+        expect(chained[0]).toContain('INSERT INTO "Comment"');
+        expect(statements.filter(isControl)).toEqual([]);
+      } else expect(statements[last + 1]).toMatch(/COMMIT/i);
     }
     expect(
       await t.db.webhookDelivery.count({ where: { organizationId: fresh.organizationId, eventType: "comment.created" } }),
-    ).toBe(2);
+    ).toBe(3);
 
     // A service's statements after writeAuditEvent still come before it.
     const { statements } = await t.countQueries(() =>

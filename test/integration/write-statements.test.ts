@@ -35,14 +35,23 @@ const counted = async (method: string, path: string, body: unknown | (() => unkn
 };
 
 describe("statements per write", () => {
-  it("creates a comment in three: its record and author in one, the comment (its answer needs no read-back), the event with its chain and delivery", async () => {
-    const { count, statements } = await counted(
-      "POST",
-      "/v1/comments",
-      { content: "Counted", entityId: org.taskIds[0], entityType: "task", userId: org.userIds[0] },
-      201,
-    );
-    expect(count, statements.join("\n")).toBe(3);
+  it("creates a comment in one statement: its record's and author's checks, the comment, its event with its chain and delivery, without BEGIN or COMMIT", async () => {
+    const body = { content: "Counted", entityId: org.taskIds[0], entityType: "task", userId: org.userIds[0] };
+    const { count, statements } = await counted("POST", "/v1/comments", body, 201);
+    expect(count, statements.join("\n")).toBe(1);
+    const all = await t.countQueries(() => t.rest("POST", "/v1/comments", { key: org.apiKey, body }));
+    expect(all.statements.filter((s) => /^(BEGIN|COMMIT)|Implicit "(BEGIN|COMMIT)"/i.test(s.trim()))).toEqual([]);
+  });
+
+  it("creates a comment mentioning a member in four: the checks, the comment, its notification, the event", async () => {
+    const body = {
+      content: `Over to @[Grace](${org.memberIds[1]})`,
+      entityId: org.taskIds[0],
+      entityType: "task",
+      userId: org.userIds[0],
+    };
+    const { count, statements } = await counted("POST", "/v1/comments", body, 201);
+    expect(count, statements.join("\n")).toBe(4);
   });
 
   it("404s in one statement for a missing record or an author who is not an active member", async () => {

@@ -20,21 +20,23 @@ const hashAt = (previous: string, seq: string) =>
   `encode(sha256(convert_to(${previous} || E'\\n' || $11 || ${seq} || '}', 'UTF8')), 'hex')`;
 
 /**
- * One statement: the organization's head moves to the next sequence and its hash, the event is
- * inserted with both, and its webhook deliveries with it. The head row's lock, held until the
- * change commits, puts concurrent changes of one organization in commit order; no other
- * organization waits. The statement runs last in its transaction (writeAuditEvent), so the lock is
- * held for this statement and the COMMIT only.
+ * The organization's head moved to the next sequence and its hash (`head`), the event inserted with
+ * both (`event`), and its webhook deliveries: one statement, or the CTEs that follow a change's in
+ * one (`gated`: only when the CTE "change" has a row). The head row's lock, held until the change
+ * commits, puts concurrent changes of one organization in commit order; no other organization
+ * waits. The statement runs last in its transaction (writeAuditEvent), or is the change's own
+ * statement (withAuditEvent), so the lock is held for this statement and the COMMIT only.
  */
-const INSERT_CHAINED = `WITH head AS (
+const chainedCtes = (gated: boolean) => `head AS (
   INSERT INTO "AuditChainHead" AS h ("organizationId", "sequence", "hash")
-  VALUES ($2, 1, ${hashAt(`'${GENESIS_HASH}'`, "'1'")})
+  ${gated ? "SELECT " : "VALUES ("}$2, 1, ${hashAt(`'${GENESIS_HASH}'`, "'1'")}${gated ? " WHERE EXISTS (SELECT 1 FROM change)" : ")"}
   ON CONFLICT ("organizationId") DO UPDATE SET "sequence" = h."sequence" + 1, "hash" = ${hashAt('h."hash"', '(h."sequence" + 1)::text')}
   RETURNING "sequence", "hash"
 ), event AS (
   INSERT INTO "AuditEvent" (${COLUMNS}) SELECT ${VALUES}, head."sequence", head."hash" FROM head
   RETURNING "id"
-)
+)`;
+const INSERT_CHAINED = `WITH ${chainedCtes(false)}
 ${deliveriesOf("event", { organizationId: "$2", action: "$5", filters: "$12" })}`;
 
 const INSERT_UNCHAINED = `WITH event AS (
@@ -51,6 +53,42 @@ ${deliveriesOf("event", { organizationId: "$2", action: "$5", filters: "$11" })}
  * sequence, appends `,"sequence":N}` (an integer's JCS form is its digits) and hashes.
  */
 export function auditEventStatement(data: AuditEventInput, chain = chained): { sql: string; values: unknown[] } {
+  const { values, withoutSequence, filters } = eventValues(data);
+  if (!chain) return { sql: INSERT_UNCHAINED, values: [...values, filters] };
+  return { sql: INSERT_CHAINED, values: [...values, withoutSequence, filters] };
+}
+
+/**
+ * One statement that writes a change and its audit event, atomic without a transaction of its own
+ * (a write that is nothing else saves its BEGIN, its COMMIT and a round trip). `change` gives the
+ * change as CTEs, the last one named "change" and answering the changed rows, with its values as
+ * `param(value)` placeholders, and the statement's answer (a SELECT, which may read every CTE). The
+ * event, its place in the chain and its deliveries are written only when "change" has a row: a
+ * change that finds nothing to write (a missing record) writes no event, and its answer says why.
+ */
+export function withAuditEvent(
+  data: AuditEventInput,
+  change: (param: (value: unknown) => string) => { ctes: string; answer: string },
+): { sql: string; values: unknown[] } {
+  const { values: eventParams, withoutSequence, filters } = eventValues(data);
+  const values = chained ? [...eventParams, withoutSequence, filters] : [...eventParams, filters];
+  const param = (value: unknown) => {
+    values.push(value);
+    return `$${values.length}`;
+  };
+  const { ctes, answer } = change(param);
+  const events = chained
+    ? chainedCtes(true)
+    : `event AS (
+  INSERT INTO "AuditEvent" (${COLUMNS}) SELECT ${VALUES}, 0, '${GENESIS_HASH}' WHERE EXISTS (SELECT 1 FROM change)
+  RETURNING "id"
+)`;
+  const deliveries = deliveriesOf("event", { organizationId: "$2", action: "$5", filters: chained ? "$12" : "$11" });
+  return { sql: `WITH ${ctes}, ${events}, deliveries AS (\n${deliveries}\n)\n${answer}`, values };
+}
+
+/** An event's values ($1 to $10), its line without the sequence ($11) and its delivery filters ($12). */
+function eventValues(data: AuditEventInput): { values: unknown[]; withoutSequence: string; filters: string[] } {
   // What the database keeps of `data` (JSON.stringify's form, dates as ISO text) is what is hashed.
   const json = data.data === undefined || data.data === null ? null : JSON.stringify(data.data);
   const line = {
@@ -77,9 +115,6 @@ export function auditEventStatement(data: AuditEventInput, chain = chained): { s
     line.requestId,
     line.createdAt,
   ];
-  const filters = deliveryFilters(line.action);
-  if (!chain) return { sql: INSERT_UNCHAINED, values: [...values, filters] };
   // `{"action":…,"requestId":…` and the separator: every other key sorts before "sequence".
-  const withoutSequence = `${jcs(line).slice(0, -1)},"sequence":`;
-  return { sql: INSERT_CHAINED, values: [...values, withoutSequence, filters] };
+  return { values, withoutSequence: `${jcs(line).slice(0, -1)},"sequence":`, filters: deliveryFilters(line.action) };
 }

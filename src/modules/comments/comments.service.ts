@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { Actor } from "../../auth/actor.js";
-import { Prisma } from "../../generated/prisma/client.js";
+import { type Comment, Prisma } from "../../generated/prisma/client.js";
 import type { CommentEntityType } from "../../generated/prisma/enums.js";
 import {
   column,
@@ -14,13 +14,15 @@ import {
 } from "../../graphql/lists.js";
 import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
+import { requestTransaction } from "../../platform/db/request-transaction.js";
 import { AppError, BadUserInputError, ForbiddenError, NotFoundError } from "../../platform/errors.js";
 import type { CommentDeletedEvent, CommentEvent, Events } from "../../platform/events.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, decodedSize, limit, list, text } from "../../platform/limits.js";
 import { parseInput } from "../../platform/validation.js";
+import { withAuditEvent } from "../audit/audit.chain.js";
 import { auditEvent, writeAuditEvent } from "../audit/audit.service.js";
-import { activeMemberOn, assertEntityExists } from "../entities.js";
+import { actingMemberCtes, actingMemberOf, activeMemberOn, assertEntityExists } from "../entities.js";
 import type { Notifier } from "../notifications/notifications.service.js";
 import { scheduleObjectDeletions } from "./attachments.jobs.js";
 import { type AttachmentService, attachmentFileLimits, type StoredFile, uploadLimits } from "./attachments.service.js";
@@ -162,6 +164,57 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier,
     return comment;
   }
 
+  /**
+   * A comment without files or mentions, outside an idempotent request's transaction: the record's
+   * and the author's checks, the comment, its audit event with its place in the chain and its
+   * webhook deliveries in one statement, atomic without BEGIN and COMMIT (withAuditEvent), which
+   * answers the comment with its author, or why there is none (a missing record, an author who is
+   * not an active member: 404 as activeMemberOn). The chain's head is locked for this statement
+   * alone. Every other comment takes the transaction in `create`.
+   */
+  async function insertPlainComment(
+    actor: Actor,
+    input: {
+      id: string;
+      content: string;
+      entityType: CommentEntityType;
+      entityId: string;
+      contextUrl?: string | null;
+      authorUserId: string;
+    },
+    data: Prisma.InputJsonValue,
+  ) {
+    const { sql, values } = withAuditEvent(
+      auditEvent(actor, "comment.created", { type: "comment", id: input.id }, data),
+      (param) => ({
+        ctes: `${actingMemberCtes(param, actor.organizationId, input.entityType, input.entityId, input.authorUserId)}, change AS (
+  INSERT INTO "Comment" ("id", "organizationId", "entityType", "entityId", "content", "authorId", "apiKeyId", "contextUrl")
+  SELECT ${param(input.id)}, ${param(actor.organizationId)}, ${param(input.entityType)}::"CommentEntityType", ${param(input.entityId)},
+         ${param(input.content)}, actor."id", ${param(actor.apiKeyId)}, ${param(input.contextUrl ?? null)}
+  FROM actor WHERE EXISTS (SELECT 1 FROM target)
+  RETURNING *
+)`,
+        answer: `SELECT EXISTS (SELECT 1 FROM target) AS "found", actor."id" AS "memberId", actor."name", actor."email", actor."image", change.*
+FROM (SELECT 1) AS one LEFT JOIN actor ON TRUE LEFT JOIN change ON TRUE`,
+      }),
+    );
+    const [row] = await db.$queryRawUnsafe<(Comment & Parameters<typeof actingMemberOf>[0])[]>(sql, ...values);
+    if (!row) throw new Error("createComment: the statement answered no row");
+    const author = actingMemberOf(row, input.entityType, input.entityId, input.authorUserId);
+    const { found: _found, memberId: _memberId, name: _name, email: _email, image: _image, ...comment } = row;
+    return { ...comment, author: { userId: author.userId, isActive: true, user: author.user }, attachments: [] };
+  }
+
+  /** Live streams of the record's comments hear of a new one (once it has committed). */
+  function publishCreated(actor: Actor, comment: { id: string; entityType: CommentEntityType; entityId: string }) {
+    events.publish("comment.created", actor.organizationId, {
+      id: comment.id,
+      organizationId: actor.organizationId,
+      entityType: comment.entityType,
+      entityId: comment.entityId,
+    });
+  }
+
   /** The events of one entity of the caller's organization (404 when it is not there). */
   async function entityStream<Event extends { entityType: string; entityId: string }>(
     actor: Actor,
@@ -185,6 +238,20 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier,
           { path: "userId", message: "is required when authenticating with an API key" },
         ]);
       }
+      const id = newId("cmt");
+      const auditData = (files: { id: string; name: string; type: string; size: number; sha256: string }[]) => ({
+        entityType: input.entityType,
+        entityId: input.entityId,
+        // The chain vouches for each file's bytes by their SHA-256.
+        attachments: files.map((a) => ({ id: a.id, name: a.name, type: a.type, size: a.size, sha256: a.sha256 })),
+        contextUrl: input.contextUrl ?? null,
+      });
+      if (!items.length && !mentionedIds(input.content).length && !requestTransaction() && answerWithoutReadBack(query, 0)) {
+        // Nothing but the comment and its event: one statement (see insertPlainComment).
+        const comment = await insertPlainComment(actor, { ...input, id, authorUserId }, auditData([]));
+        publishCreated(actor, comment);
+        return comment;
+      }
       const author = await activeMemberOn(db, actor.organizationId, input.entityType, input.entityId, authorUserId);
       const authorId = author.id;
       // The uploader is the caller under a user credential, as the author is: an attachment's
@@ -200,7 +267,6 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier,
       // Everything the store must do, before the transaction: inline bytes written, uploads' bytes checked.
       const files: StoredFile[] = items.length ? await attachments.prepare(actor, items) : [];
       const rows = files.map((file) => ({ ...file, id: newId("att") }));
-      const id = newId("cmt");
       // One transaction: the comment, its attachments' rows, the uploads it attaches, the audit row
       // and the mentions' notifications, or none of them.
       let comment: Awaited<ReturnType<typeof db.comment.create>>;
@@ -269,21 +335,7 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier,
               commentId: id,
               contextUrl: input.contextUrl,
             });
-            await writeAuditEvent(
-              tx,
-              auditEvent(
-                actor,
-                "comment.created",
-                { type: "comment", id },
-                {
-                  entityType: input.entityType,
-                  entityId: input.entityId,
-                  // The chain vouches for each file's bytes by their SHA-256.
-                  attachments: rows.map((a) => ({ id: a.id, name: a.name, type: a.type, size: a.size, sha256: a.sha256 })),
-                  contextUrl: input.contextUrl ?? null,
-                },
-              ),
-            );
+            await writeAuditEvent(tx, auditEvent(actor, "comment.created", { type: "comment", id }, auditData(rows)));
             return created;
           },
         );
@@ -292,12 +344,7 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier,
         await attachments.discard(files.filter((f) => !f.uploadId));
         throw error;
       }
-      events.publish("comment.created", actor.organizationId, {
-        id,
-        organizationId: actor.organizationId,
-        entityType: input.entityType,
-        entityId: input.entityId,
-      });
+      publishCreated(actor, comment);
       return comment;
     },
 
