@@ -217,6 +217,18 @@ export function createApp(deps: AppDeps) {
     },
   };
 
+  const metrics = useMetrics({
+    routes,
+    poolStats: database.poolStats,
+    redisHealth,
+    replicas: database.replicas?.statuses,
+    mail: deps.mail?.mailer.counts,
+    trustedDocuments: trustedDocuments.counts,
+    register: deps.webhooks?.worker ? [(registry) => deps.webhooks?.worker?.registerMetrics(registry)] : [],
+    liveStreams: liveStreams.counts,
+    nativeMemory: deps.nativeMemory,
+  });
+
   const yoga = createYoga<Record<string, unknown>, Context>({
     schema,
     graphqlEndpoint: "/graphql",
@@ -265,17 +277,7 @@ export function createApp(deps: AppDeps) {
       useVaryOnOrigin(config.corsOrigins ?? []),
       useUnexpectedErrorLog(logger),
       // Next, so that it times every request, including those other plugins answer early.
-      useMetrics({
-        routes,
-        poolStats: database.poolStats,
-        redisHealth,
-        replicas: database.replicas?.statuses,
-        mail: deps.mail?.mailer.counts,
-        trustedDocuments: trustedDocuments.counts,
-        register: deps.webhooks?.worker ? [(registry) => deps.webhooks?.worker?.registerMetrics(registry)] : [],
-        liveStreams: liveStreams.counts,
-        nativeMemory: deps.nativeMemory,
-      }),
+      metrics,
       ...((config.graphiql ?? !config.production) ? [useGraphiQLAssets()] : []),
       requestLog.start,
       ...(deps.tracer ? [useTracing(deps.tracer)] : []),
@@ -382,6 +384,8 @@ export function createApp(deps: AppDeps) {
       // Last, once every plugin above has made the answer final (a 204, an ETag, a 304).
       useAnswerHeaders(),
       head.withoutBody,
+      // The status the client gets, counted and logged.
+      metrics.answered,
       requestLog.line,
     ]),
   });

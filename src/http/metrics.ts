@@ -55,7 +55,7 @@ export function useMetrics({
   register,
   liveStreams,
   nativeMemory,
-}: MetricsOptions): Plugin {
+}: MetricsOptions): Plugin & { answered: Plugin } {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
@@ -207,12 +207,18 @@ export function useMetrics({
         endResponse(new Response(await registry.metrics(), { headers: { "content-type": registry.contentType } }));
       }
     },
-    onResponse({ request, response, serverContext }) {
-      const method = methods.has(request.method) ? request.method : "other";
-      const known = (serverContext as Seen).requestMetrics;
-      const { route, transport } = known ?? routeOf(request.method, new URL(request.url).pathname);
-      httpRequests.inc({ method, route, status: String(response.status), transport });
-      if (known) httpDuration.observe({ method, route, transport }, (performance.now() - known.start) / 1000);
+    /**
+     * The request counted with the status its client gets: a plugin of its own, placed after every
+     * plugin that makes the answer final (the REST layer's 204 for a delete, an ETag's 304).
+     */
+    answered: {
+      onResponse({ request, response, serverContext }) {
+        const method = methods.has(request.method) ? request.method : "other";
+        const known = (serverContext as Seen).requestMetrics;
+        const { route, transport } = known ?? routeOf(request.method, new URL(request.url).pathname);
+        httpRequests.inc({ method, route, status: String(response.status), transport });
+        if (known) httpDuration.observe({ method, route, transport }, (performance.now() - known.start) / 1000);
+      },
     },
     onExecute({ args }) {
       const done = observeOperation(args.document, args.operationName, args.contextValue);

@@ -106,7 +106,8 @@ export function matchRoute(routes: CompiledRoute[], method: string, path: string
     const m = route.pattern.exec(path);
     if (!m) continue;
     if (route.method !== method && !(method === "HEAD" && route.method === "GET")) {
-      allowed.push(route.method);
+      // HEAD is answered wherever GET is (src/http/head.ts), so a 405's Allow names it too.
+      allowed.push(...(route.method === "GET" ? ["GET", "HEAD"] : [route.method]));
       continue;
     }
     const params: Record<string, string> = {};

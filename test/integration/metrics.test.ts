@@ -102,6 +102,21 @@ describe("GET /metrics", () => {
     expect(sample(text, "http_requests_total", { method: "POST", route: "/v1/tasks", status: "201", transport: "rest" })).toBe(1);
   });
 
+  it("counts a REST delete with the 204 its client gets, not Sofa's 200", async () => {
+    const own = await appWith();
+    const item = await own.rest("POST", "/v1/task-management", {
+      key: org.apiKey,
+      body: { title: "Counted delete", entityId: org.vendorIds[0], entityType: "vendor" },
+    });
+    expect(item.status).toBe(201);
+    const deleted = await own.rest("DELETE", `/v1/task-management/${item.body.id}`, { key: org.apiKey });
+    expect(deleted.status).toBe(204);
+    const text = await scrape(own.app);
+    const labels = { method: "DELETE", route: "/v1/task-management/:id", transport: "rest" };
+    expect(sample(text, "http_requests_total", { ...labels, status: "204" })).toBe(1);
+    expect(sample(text, "http_requests_total", { ...labels, status: "200" })).toBeUndefined();
+  });
+
   it("keeps client-chosen operation names to a bounded set", async () => {
     for (let i = 0; i < 105; i++) {
       const res = await t.gql(`query Op${i} { __typename }`, {}, { key: org.apiKey });

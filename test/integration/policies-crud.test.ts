@@ -197,7 +197,7 @@ describe("get policy", () => {
     expect((await t.rest("GET", `/v1/policies/${org.policyIds[0]}`, { key })).status).toBe(403);
     const wrong = await t.rest("DELETE", `/v1/policies/${org.policyIds[0]}`, { key: org.apiKey });
     expect(wrong.status).toBe(405);
-    expect(wrong.headers.get("allow")?.split(", ").sort()).toEqual(["GET", "PATCH"]);
+    expect(wrong.headers.get("allow")?.split(", ").sort()).toEqual(["GET", "HEAD", "PATCH"]);
   });
 });
 
@@ -339,6 +339,6 @@ describe("list policy versions", () => {
     expect(created.body.version).toBe(2);
     const wrong = await t.rest("PATCH", `/v1/policies/${policyId}/versions`, { key: org.apiKey, body: {} });
     expect(wrong.status).toBe(405);
-    expect(wrong.headers.get("allow")?.split(", ").sort()).toEqual(["GET", "POST"]);
+    expect(wrong.headers.get("allow")?.split(", ").sort()).toEqual(["GET", "HEAD", "POST"]);
   });
 });

@@ -24,7 +24,7 @@ describe("REST surface", () => {
   it("answers a wrong method with 405 and Allow", async () => {
     const res = await t.rest("DELETE", `/v1/tasks/${org.taskIds[0]}`, { key: org.apiKey });
     expect(res.status).toBe(405);
-    expect(res.headers.get("allow")).toBe("GET, PATCH");
+    expect(res.headers.get("allow")).toBe("GET, HEAD, PATCH");
     expect(res.body.code).toBe("METHOD_NOT_ALLOWED");
   });
 

@@ -482,7 +482,7 @@ describe("the task-management routes together", () => {
   it("answers 405 with Allow for another method", async () => {
     const res = await t.rest("DELETE", "/v1/task-management", { key: org.apiKey });
     expect(res.status).toBe(405);
-    expect(res.headers.get("allow")?.split(", ").sort()).toEqual(["GET", "POST"]);
+    expect(res.headers.get("allow")?.split(", ").sort()).toEqual(["GET", "HEAD", "POST"]);
     const item = await t.rest("PUT", `/v1/task-management/${org.taskItemIds[0]}`, { key: org.apiKey });
     expect(item.status).toBe(405);
     expect(item.headers.get("allow")?.split(", ").sort()).toEqual(["DELETE", "PATCH"]);
