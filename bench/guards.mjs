@@ -20,7 +20,12 @@ export const GUARD_STEPS = [
     module: "src/http/request-id.ts",
     stubs: { useRequestId: "() => ({})" },
   },
-  { id: "metrics", label: "metrics (Prometheus, per route)", module: "src/http/metrics.ts", stubs: { useMetrics: "() => ({ answered: {} })" } },
+  {
+    id: "metrics",
+    label: "metrics (Prometheus, per route)",
+    module: "src/http/metrics.ts",
+    stubs: { useMetrics: "() => ({ answered: {} })" },
+  },
   { id: "log", label: "request log", module: "src/http/request-log.ts", stubs: { useRequestLog: "() => ({})" } },
   {
     id: "rate-limit",

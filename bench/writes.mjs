@@ -123,7 +123,11 @@ try {
   const service = await startReplica({
     env: baseEnv,
     settings: { LOG_LEVEL: "error", WEBHOOK_WORKER: "false", MAIL_WORKER: "false" },
-    args: [...startFlags, ...(env.WRITES_PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${env.WRITES_PROFILE_DIR}`] : []), "dist/server.js"],
+    args: [
+      ...startFlags,
+      ...(env.WRITES_PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${env.WRITES_PROFILE_DIR}`] : []),
+      "dist/server.js",
+    ],
     cleanups,
   });
   service.name = "service";
