@@ -6,7 +6,7 @@ import { permissions } from "../../src/auth/permissions.js";
 import { openDatabase } from "../../src/platform/db/database.js";
 import { freshDataDir } from "../helpers/data-dir.js";
 import { reachable, startServer } from "../helpers/server-process.js";
-import { createPostgresDatabase } from "../helpers/test-app.js";
+import { migratedPostgresDatabase } from "../helpers/test-app.js";
 
 const postgresUp = await reachable(5432);
 
@@ -78,7 +78,7 @@ describe("crash safety", () => {
     afterAll(() => drop?.());
 
     it("keeps every acknowledged write through a SIGKILL", async () => {
-      const created = await createPostgresDatabase();
+      const created = await migratedPostgresDatabase();
       drop = created.drop;
       const database = await openDatabase({ kind: "postgres", url: created.url });
       const demo = await seedDemo(database.db);

@@ -87,8 +87,7 @@ describe.skipIf(missing)("two replicas behind HAProxy under load", () => {
     await database.close();
     // Ports of the test's choosing (a replica starts again on its own in the rolling upgrade), below
     // the OS's ephemeral range, where no connection of any process can take one in between.
-    const first = randomPort();
-    ports.push(first, first + 1);
+    ports.push(randomPort(), randomPort());
     buildServer();
     await Promise.all([startReplica(0), startReplica(1)]);
     haproxy = await startHaproxy(ports, { inter: `${CHECK_INTER_MS}ms` });

@@ -5,7 +5,7 @@ import { seedDemo } from "../../src/admin/seed.js";
 import { permissions } from "../../src/auth/permissions.js";
 import { openDatabase } from "../../src/platform/db/database.js";
 import { reachable, type ServerProcess, startServer } from "../helpers/server-process.js";
-import { createPostgresDatabase, usePostgres } from "../helpers/test-app.js";
+import { migratedPostgresDatabase, usePostgres } from "../helpers/test-app.js";
 
 /**
  * Two server processes on one PostgreSQL database, as two replicas behind a load balancer: a
@@ -23,7 +23,7 @@ describe.runIf(run)("Idempotency-Key across replicas, with a replica killed mid-
   let sql: pg.Client;
 
   beforeAll(async () => {
-    const created = await createPostgresDatabase();
+    const created = await migratedPostgresDatabase();
     drop = created.drop;
     url = created.url;
     const database = await openDatabase({ kind: "postgres", url });

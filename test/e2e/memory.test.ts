@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SeedResult, seedDemo } from "../../src/admin/seed.js";
 import { type Database, openDatabase } from "../../src/platform/db/database.js";
 import { reachable, type ServerProcess, startServer } from "../helpers/server-process.js";
-import { createPostgresDatabase } from "../helpers/test-app.js";
+import { migratedPostgresDatabase } from "../helpers/test-app.js";
 
 const MiB = 1024 * 1024;
 const postgresUp = await reachable(5432);
@@ -40,7 +40,7 @@ describe.runIf(postgresUp)("memory under concurrent large bodies", () => {
   let org: SeedResult;
 
   beforeAll(async () => {
-    const created = await createPostgresDatabase();
+    const created = await migratedPostgresDatabase();
     drop = created.drop;
     server = await startServer(
       { NODE_ENV: "production", DATABASE_URL: created.url, REDIS_URL: "", LOG_LEVEL: "warn" },

@@ -13,7 +13,7 @@ import { freshDataDir } from "../helpers/data-dir.js";
 import { reachable, type ServerProcess, startServer } from "../helpers/server-process.js";
 import { pgbouncerMissing, startPgBouncer } from "../helpers/servers.js";
 import { type SmtpServer, startSmtpServer } from "../helpers/smtp.js";
-import { createPostgresDatabase } from "../helpers/test-app.js";
+import { createPostgresDatabase, migratedPostgresDatabase } from "../helpers/test-app.js";
 
 // Service processes as deployed, each working the mail queue, against a real SMTP server: every
 // notification becomes exactly one message, whichever replica made the change and whichever sends it.
@@ -75,7 +75,7 @@ function demoWithMail(smtpOptions?: Parameters<typeof startSmtpServer>[0]) {
   };
   beforeAll(async () => {
     s.smtp = await startSmtpServer(smtpOptions);
-    ({ url: s.url, drop: s.drop } = await createPostgresDatabase());
+    ({ url: s.url, drop: s.drop } = await migratedPostgresDatabase());
     s.database = await openDatabase({ kind: "postgres", url: s.url });
     s.org = await seedDemo(s.database.db);
     s.key = (
@@ -214,6 +214,7 @@ describe("one service process on the embedded database", () => {
 
 describe.runIf(postgresUp && !pgbouncerMissing())("the job queue through PgBouncer in transaction mode", () => {
   it("creates its schema, takes jobs sent in Prisma transactions and works them, two queues on a pool of two server connections", async () => {
+    // Empty: openDatabase migrates it through the direct URL beside PgBouncer's, as the service does.
     const { url: direct, drop } = await createPostgresDatabase();
     const name = new URL(direct).pathname.slice(1);
     // The documented mode, with a pool small enough that every session is shared between clients.

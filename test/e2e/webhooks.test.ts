@@ -5,7 +5,7 @@ import { type SeedResult, seedDemo } from "../../src/admin/seed.js";
 import { permissions } from "../../src/auth/permissions.js";
 import { type Database, openDatabase } from "../../src/platform/db/database.js";
 import { reachable, type ServerProcess, startServer } from "../helpers/server-process.js";
-import { createPostgresDatabase } from "../helpers/test-app.js";
+import { migratedPostgresDatabase } from "../helpers/test-app.js";
 import { startWebhookReceiver, until } from "../helpers/webhook-receiver.js";
 
 // Replicas as deployed (the built server, two processes on one PostgreSQL database), each working
@@ -39,7 +39,7 @@ describe.runIf(postgresUp)("webhooks across replicas on PostgreSQL", () => {
   };
 
   beforeAll(async () => {
-    const created = await createPostgresDatabase();
+    const created = await migratedPostgresDatabase();
     url = created.url;
     drop = created.drop;
     await Promise.all([start(), start()]);

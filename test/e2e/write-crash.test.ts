@@ -5,7 +5,7 @@ import { seedDemo } from "../../src/admin/seed.js";
 import { permissions } from "../../src/auth/permissions.js";
 import { openDatabase } from "../../src/platform/db/database.js";
 import { reachable, type ServerProcess, startServer } from "../helpers/server-process.js";
-import { createPostgresDatabase, usePostgres } from "../helpers/test-app.js";
+import { migratedPostgresDatabase, usePostgres } from "../helpers/test-app.js";
 
 /**
  * A write load on one organization (create comment, with and without Idempotency-Key, 16 at a
@@ -24,7 +24,7 @@ describe.runIf(run)("a SIGKILL in the middle of a write load", () => {
   let sql: pg.Client;
 
   beforeAll(async () => {
-    const created = await createPostgresDatabase();
+    const created = await migratedPostgresDatabase();
     drop = created.drop;
     url = created.url;
     const database = await openDatabase({ kind: "postgres", url });

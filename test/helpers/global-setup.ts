@@ -13,11 +13,11 @@ import {
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { PGlite } from "@electric-sql/pglite";
-import pg from "pg";
 import type { TestProject } from "vitest/node";
 import { openDatabase } from "../../src/platform/db/database.js";
 import { applyMigrations, pgliteMigrationSession, readMigrations } from "../../src/platform/db/migrate.js";
 import { pgliteExtensions } from "../../src/platform/db/pglite-extensions.js";
+import { dropPostgresTemplate, ensurePostgresTemplate } from "./postgres-template.js";
 
 /**
  * Makes once, before any test file starts, the databases that test files would otherwise each
@@ -29,8 +29,10 @@ import { pgliteExtensions } from "../../src/platform/db/pglite-extensions.js";
  * - a migrated cluster, an archive that `createTestApp()` starts each file's database from;
  * - a migrated data directory as the service leaves it in DATA_DIR (without its lock), that
  *   `freshDataDir()` copies for the CLI and the server processes of the e2e tests.
- * PostgreSQL: also a migrated database that `createTestApp()` copies with
- * `CREATE DATABASE ... TEMPLATE` (once per worker), dropped with its copies when the run ends.
+ * PostgreSQL: the name of the run's migrated template database (test/helpers/postgres-template.ts),
+ * that `createTestApp()` (once per worker) and the e2e files copy with `CREATE DATABASE ...
+ * TEMPLATE`. Made here on TEST_DATABASE=postgres runs; on the others by the first file that needs
+ * it, if any does. Dropped with its copies when the run ends.
  */
 declare module "vitest" {
   export interface ProvidedContext {
@@ -40,27 +42,30 @@ declare module "vitest" {
     pgliteEmptySnapshot: string;
     /** A migrated embedded data directory to copy (never to open in place). */
     migratedDataDir: string;
-    /** Name of a migrated database on the test PostgreSQL server, or "" when there is none. */
+    /**
+     * Name of this run's migrated template on the test PostgreSQL server: made before any file on
+     * TEST_DATABASE=postgres runs, else made by `postgresTemplate()` (test-app.ts) on first need.
+     */
     postgresTemplate: string;
   }
 }
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const cacheDir = path.join(root, "node_modules/.cache/gateway-tests");
-export const postgresAdminUrl = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
-
 export default async function setup(project: TestProject) {
   const { empty, migrated, dataDir } = await pgliteCaches();
   project.provide("pgliteEmptySnapshot", empty);
   project.provide("migratedDataDir", dataDir);
-  project.provide("pgliteSnapshot", "");
-  project.provide("postgresTemplate", "");
+  // The run's own name: two runs on one server (two checkouts, other migrations) never share one.
+  const template = `gateway_test_template_${randomBytes(6).toString("hex")}`;
+  project.provide("postgresTemplate", template);
   if (process.env.TEST_DATABASE === "postgres") {
-    const { name, drop } = await createPostgresTemplate();
-    project.provide("postgresTemplate", name);
-    return drop;
+    project.provide("pgliteSnapshot", "");
+    await ensurePostgresTemplate(template);
+  } else {
+    project.provide("pgliteSnapshot", migrated);
   }
-  project.provide("pgliteSnapshot", migrated);
+  return () => dropPostgresTemplate(template);
 }
 
 function hash(...parts: string[]): string {
@@ -159,32 +164,4 @@ async function dump(pglite: PGlite): Promise<Uint8Array> {
   // dumpDataDir() does not wait for the start (initdb) to finish.
   await pglite.waitReady;
   return new Uint8Array(await (await pglite.dumpDataDir("none")).arrayBuffer());
-}
-
-async function createPostgresTemplate(): Promise<{ name: string; drop: () => Promise<void> }> {
-  const name = `gateway_test_template_${randomBytes(6).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: postgresAdminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(postgresAdminUrl);
-  url.pathname = `/${name}`;
-  // The service's own migrator, so the copies are exactly what it would leave.
-  const database = await openDatabase({ kind: "postgres", url: url.toString(), poolSize: 1 });
-  // CREATE DATABASE ... TEMPLATE refuses while anyone is connected to the template.
-  await database.close();
-  return {
-    name,
-    drop: async () => {
-      const client = new pg.Client({ connectionString: postgresAdminUrl });
-      await client.connect();
-      // The workers' databases (copies named after the template, test-app.ts), then the template.
-      const copies = await client.query<{ datname: string }>("SELECT datname FROM pg_database WHERE starts_with(datname, $1)", [
-        `${name}_`,
-      ]);
-      for (const { datname } of copies.rows) await client.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
-      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await client.end();
-    },
-  };
 }

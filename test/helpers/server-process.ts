@@ -1,6 +1,7 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { connect, createServer } from "node:net";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -54,11 +55,82 @@ const ephemeralPortsFrom = (() => {
 })();
 
 /**
- * A free-looking port from 20000 up to the OS's own range (random; the servers bind 127.0.0.1), for
- * a test that needs to know a port before the server starts or to start on the same port again.
- * Tests add small offsets to it, so it stays 10 short of that range.
+ * Ports drawn by randomPort(), one file each naming the process that holds it, in a directory that
+ * every test process on the machine shares (the workers of a run, and the runs of other checkouts).
  */
-export const randomPort = () => 20_000 + Math.floor(Math.random() * Math.max(1_000, ephemeralPortsFrom - 20_010));
+const reservations = path.join(tmpdir(), "gateway-test-ports");
+const reservedHere: string[] = [];
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+let swept = false;
+
+/** Takes `port` for this process unless a live test process holds it. */
+function reserve(port: number): boolean {
+  const file = path.join(reservations, String(port));
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(file, String(process.pid), { flag: "wx" });
+      if (reservedHere.length === 0) {
+        process.on("exit", () => {
+          for (const held of reservedHere) rmSync(held, { force: true });
+        });
+      }
+      reservedHere.push(file);
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      let holder: number;
+      try {
+        holder = Number(readFileSync(file, "utf8").trim() || Number.NaN);
+      } catch {
+        continue; // Released meanwhile: try to take it again.
+      }
+      // Held by a process that is gone (killed before its exit handler ran): free again. A file
+      // without a pid yet is being written by its holder.
+      if (!Number.isInteger(holder) || holder === process.pid || alive(holder)) return false;
+      rmSync(file, { force: true });
+    }
+  }
+  return false;
+}
+
+/**
+ * A port from 20000 up to the OS's own range (random; the servers bind 127.0.0.1), for a test that
+ * needs to know a port before the server starts or to start on the same port again. It is this
+ * process's until it exits: no other test process on the machine draws it meanwhile. Without
+ * that, servers of tests running at once (two workers, or two checkouts' runs) could draw the same
+ * port: a second server failed to start on it (HAProxy, PgBouncer and haproxy.test's replicas
+ * do not try another), and a server stopped for an outage could find its port taken by the other
+ * when it started again on it, or the service reached the other's server in between.
+ */
+export function randomPort(): number {
+  mkdirSync(reservations, { recursive: true });
+  if (!swept) {
+    // Workers are often ended by a signal, before their exit handler: their ports are free again.
+    swept = true;
+    for (const port of readdirSync(reservations)) {
+      const file = path.join(reservations, port);
+      try {
+        const holder = Number(readFileSync(file, "utf8").trim());
+        if (Number.isInteger(holder) && holder > 0 && !alive(holder)) rmSync(file, { force: true });
+      } catch {
+        // Removed by another process meanwhile.
+      }
+    }
+  }
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * Math.max(1_000, ephemeralPortsFrom - 20_000));
+    if (reserve(port)) return port;
+  }
+}
 
 /**
  * A port on 127.0.0.1 that the OS says is free now. Only for something that cannot listen on port 0

@@ -11,9 +11,10 @@ import { listeningPortOf, randomPort, reachable } from "./server-process.js";
  *
  * They cannot listen on port 0 and be started again on the same port, so each takes a random port
  * below the OS's ephemeral range (randomPort): no connection of any process and no `listen(0)` can
- * hold one there, as they could a port `freePort()` found free before the server bound it. Another
- * test that drew the same port is the one collision left: the start then fails on it and tries
- * another.
+ * hold one there, as they could a port `freePort()` found free before the server bound it, and no
+ * other test process draws it while this one lives (randomPort reserves it), even while the server
+ * is stopped for an outage. A process that is not a test's is the one collision left: the start
+ * then fails on it and tries another.
  */
 
 /** `start(port)` on random ports until one is not in use (at most five tries). */

@@ -17,11 +17,11 @@ import type { StoreKind } from "../../src/platform/attachments/store.js";
 import type { AttachmentConfig, Config } from "../../src/platform/config.js";
 import { type Database, openDatabase } from "../../src/platform/db/database.js";
 import type { Events } from "../../src/platform/events.js";
+import { postgresAdminUrl as adminUrl, ensurePostgresTemplate } from "./postgres-template.js";
 import { type S3TestServer, startS3Server } from "./s3-server.js";
 
 /** `TEST_DATABASE=postgres` runs the suite against a throwaway database on the local server. */
 export const usePostgres = process.env.TEST_DATABASE === "postgres";
-const adminUrl = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 
 /**
  * A new empty database on the local PostgreSQL server, and how to drop it; with `template`, a copy
@@ -49,6 +49,35 @@ export async function createPostgresDatabase(
   };
 }
 
+/**
+ * The name of the run's migrated PostgreSQL template (test/helpers/postgres-template.ts), made
+ * now if no process of the run has made it yet: on an embedded run, the first file that needs a
+ * migrated PostgreSQL database makes it, once for the run.
+ */
+let templateMade: Promise<string> | undefined;
+export function postgresTemplate(): Promise<string> {
+  const name = inject("postgresTemplate");
+  templateMade ??= ensurePostgresTemplate(name).then(
+    () => name,
+    (error) => {
+      templateMade = undefined;
+      throw error;
+    },
+  );
+  return templateMade;
+}
+
+/**
+ * A new database on the local PostgreSQL server, migrated as the service leaves it: a copy of the
+ * run's template (`CREATE DATABASE ... TEMPLATE`), named after it so that the global teardown
+ * drops what a test leaves. For the tests that start servers or processes on PostgreSQL, on either
+ * run; a test of migrating itself takes an empty one from `createPostgresDatabase()`.
+ */
+export async function migratedPostgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const template = await postgresTemplate();
+  return createPostgresDatabase(template, `${template}_`);
+}
+
 // A copy of the database that test/helpers/global-setup.ts migrated once for the whole run; openDatabase()
 // still checks the migrations, so a stale copy could only cost time, never hide a migration.
 let pgliteSnapshot: Blob | undefined;
@@ -62,8 +91,7 @@ async function openTestDatabase(): Promise<{ database: Database; drop: () => Pro
     };
   }
   // Named after the template, so that the global teardown drops what a worker leaves behind.
-  const template = inject("postgresTemplate");
-  const { url, drop } = await createPostgresDatabase(template || undefined, template ? `${template}_` : undefined);
+  const { url, drop } = await migratedPostgresDatabase();
   return {
     database: await openDatabase({ kind: "postgres", url, poolSize: 20, countQueries: true, preparedStatements: true }),
     drop,
@@ -79,8 +107,7 @@ export async function openOwnDatabase(): Promise<{ database: Database; url?: str
     const { database } = await openTestDatabase();
     return { database, close: () => database.close() };
   }
-  const template = inject("postgresTemplate");
-  const { url, drop } = await createPostgresDatabase(template || undefined, template ? `${template}_` : undefined);
+  const { url, drop } = await migratedPostgresDatabase();
   const database = await openDatabase({ kind: "postgres", url, poolSize: 10, preparedStatements: true, countQueries: true });
   return {
     database,

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { openDatabase } from "../../src/platform/db/database.js";
 import { emptyCluster } from "../helpers/data-dir.js";
 import { reachable } from "../helpers/server-process.js";
-import { createPostgresDatabase } from "../helpers/test-app.js";
+import { migratedPostgresDatabase } from "../helpers/test-app.js";
 
 describe("openDatabase", () => {
   it("observes statements only when opened to count them", async () => {
@@ -27,7 +27,7 @@ describe("openDatabase", () => {
 
 describe.runIf(await reachable(5432))("prepared statements on PostgreSQL", () => {
   it("prepares each statement Prisma sends once per connection when asked, and not otherwise", async () => {
-    const { url, drop } = await createPostgresDatabase();
+    const { url, drop } = await migratedPostgresDatabase();
     try {
       for (const preparedStatements of [true, false]) {
         // One connection: the statement that reads pg_prepared_statements runs where the others ran.

@@ -48,9 +48,12 @@ async function mention(taskId: string, memberId: string, by = headers.owner) {
 /** The auditor's inbox starts empty in every test: everything before is read and left out by createdAfter. */
 async function freshInbox() {
   await t.db.notification.updateMany({ where: { recipientId: auditor, readAt: null }, data: { readAt: new Date() } });
-  // The database's clock, which stamps createdAt: the embedded one's can run a few ms behind this
-  // process's Date.now() on a loaded machine, and a bound taken from Date.now() then left out a
-  // notification created after it. The pause puts what follows in a later millisecond.
+  // createdAfter is strict and createdAt has a millisecond's resolution (timestamp(3), the time
+  // its transaction began): a notification whose transaction began in the bound's millisecond is
+  // left out. So the bound is taken first and the pause comes after it, before any write. Before
+  // 90c8b97 the pause came first and the bound was taken just before the first request (2 of 3
+  // listed once). The bound is the clock that stamps createdAt; PGlite's is this process's
+  // Date.now() (its CLOCK_REALTIME is Date.now()), PostgreSQL's the machine's.
   const [row] = await t.db.$queryRaw<{ now: Date }[]>`SELECT clock_timestamp() AS "now"`;
   await new Promise((r) => setTimeout(r, 5));
   return (row as { now: Date }).now.toISOString();

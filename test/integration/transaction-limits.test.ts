@@ -5,7 +5,7 @@ import type { SeedResult } from "../../src/admin/seed.js";
 import { loadConfig } from "../../src/platform/config.js";
 import { type Database, openDatabase } from "../../src/platform/db/database.js";
 import type { TransactionLimits } from "../../src/platform/db/transaction-limits.js";
-import { createPostgresDatabase, createTestApp, type TestApp, usePostgres } from "../helpers/test-app.js";
+import { createTestApp, migratedPostgresDatabase, type TestApp, usePostgres } from "../helpers/test-app.js";
 
 /** The settings a server gets with no configuration (pool, timeouts, transaction limits). */
 const defaults = loadConfig({});
@@ -24,8 +24,7 @@ async function appOn(
   let database: Database;
   let url = "";
   if (usePostgres) {
-    const template = inject("postgresTemplate");
-    const created = await createPostgresDatabase(template || undefined, template ? `${template}_` : undefined);
+    const created = await migratedPostgresDatabase();
     url = created.url;
     database = await openDatabase({
       kind: "postgres",

@@ -635,9 +635,11 @@ describe("delivery", () => {
     const again = await t.gql(`mutation($id: ID!) { redeliverWebhook(id: $id) { id status } }`, { id: delivery.id }, { key });
     expect(again.body.errors).toBeUndefined();
     expect(again.body.data.redeliverWebhook.status).toBe("pending");
+    // Its attempt ends first: the worker may claim it at once, and a redeliver then is the 409 below.
+    await until(() => t.db.webhookDelivery.findFirst({ where: { id: delivery.id, status: "succeeded", attempts: 2 } }));
     const rest = await t.rest("POST", `/v1/webhook-deliveries/${delivery.id}/redeliver`, { key });
-    expect(rest.status).toBe(202);
-    await until(() => receiver.at("/redeliver").length >= 2, 10_000, "the redelivery");
+    expect(rest.status, rest.text).toBe(202);
+    await until(() => receiver.at("/redeliver").length >= 3, 10_000, "the redeliveries");
     expect(receiver.at("/redeliver").every((m) => m.id === first.id && m.verified !== null)).toBe(true);
     expect((await t.rest("POST", `/v1/webhook-deliveries/${delivery.id}/redeliver`, { key: other.apiKey })).status).toBe(404);
     // While a replica holds its claim (an attempt in flight), a redeliver would make a second attempt at once: 409.
