@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { readFileSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Redis } from "ioredis";
@@ -17,6 +17,7 @@ import type { StoreKind } from "../../src/platform/attachments/store.js";
 import type { AttachmentConfig, Config } from "../../src/platform/config.js";
 import { type Database, openDatabase } from "../../src/platform/db/database.js";
 import type { Events } from "../../src/platform/events.js";
+import { migratedCluster } from "./data-dir.js";
 import { type S3TestServer, startS3Server } from "./s3-server.js";
 
 /** `TEST_DATABASE=postgres` runs the suite against a throwaway database on the local server. */
@@ -51,13 +52,10 @@ export async function createPostgresDatabase(
 
 // A copy of the database that test/helpers/global-setup.ts migrated once for the whole run; openDatabase()
 // still checks the migrations, so a stale copy could only cost time, never hide a migration.
-let pgliteSnapshot: Blob | undefined;
 async function openTestDatabase(): Promise<{ database: Database; drop: () => Promise<void> }> {
   if (!usePostgres) {
-    const file = inject("pgliteSnapshot");
-    if (file) pgliteSnapshot ??= new Blob([readFileSync(file)]);
     return {
-      database: await openDatabase({ kind: "embedded", countQueries: true, loadDataDir: pgliteSnapshot }),
+      database: await openDatabase({ kind: "embedded", countQueries: true, loadDataDir: migratedCluster() }),
       drop: async () => {},
     };
   }
