@@ -1,9 +1,7 @@
-import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { PutObjectCommand } from "@aws-sdk/client-s3";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -16,7 +14,7 @@ import { objectFile } from "../../src/platform/attachments/filesystem.js";
 import type { StoreKind } from "../../src/platform/attachments/store.js";
 import { type Database, openDatabase } from "../../src/platform/db/database.js";
 import { type StoreFixture, storeFixture } from "../helpers/attachment-stores.js";
-import { runCli } from "../helpers/cli-process.js";
+import { runCli, spawnCli } from "../helpers/cli-process.js";
 import { freshDataDir } from "../helpers/data-dir.js";
 import { createTestApp, openOwnDatabase, type TestApp, usePostgres } from "../helpers/test-app.js";
 
@@ -136,6 +134,12 @@ describe("attachments move", { timeout: 120_000 }, () => {
       const again = await command("attachments move", { to });
       expect(again.json).toEqual({ moved: 0, bytes: 0, skipped: ids.length, failed: [] });
     }
+    // Out of the way of the other tests' moves, which move every attachment: these 4 MiB would go to
+    // and from each store again.
+    for (const row of await database.db.attachment.findMany({ where: { id: { in: ids } }, select: { commentId: true } })) {
+      const deleted = await app.rest("DELETE", `/v1/comments/${row.commentId}?userId=${org.userIds[0]}`, { key: org.apiKey });
+      expect(deleted.status).toBe(204);
+    }
   });
 
   it("refuses files over 10 MiB into the database store, naming them, and exits 1", async () => {
@@ -253,7 +257,6 @@ describe("attachments verify", () => {
 
 // A real process: its exit code, and a move killed while it copies ------------------------------
 
-const root = fileURLToPath(new URL("../..", import.meta.url));
 const { DATABASE_URL: _serverDatabase, ...inheritedEnv } = process.env;
 
 /** A database of its own the CLI process can open: a data directory (closed before the process runs) or a PostgreSQL database. */
@@ -328,16 +331,8 @@ describe("as a process", { timeout: 180_000 }, () => {
       await shared.release();
 
       // Killed as soon as the first copy appears in the target directory.
+      const child = await spawnCli(["attachments", "move", "--to", "filesystem", "--json"], env, "ignore");
       const killed = await new Promise<number | null>((resolve, reject) => {
-        const child = spawn(
-          process.execPath,
-          ["--import", "tsx", path.join(root, "src/cli/main.ts"), "attachments", "move", "--to", "filesystem", "--json"],
-          {
-            cwd: root,
-            env,
-            stdio: "ignore",
-          },
-        );
         const watch = setInterval(() => {
           if (readdirSync(targetDir, { recursive: true }).some((name) => String(name).length > 2)) {
             clearInterval(watch);

@@ -4,11 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createApp } from "../../src/app.js";
-import { type Database, openDatabase } from "../../src/platform/db/database.js";
-import { emptyCluster } from "../helpers/data-dir.js";
+import { createTestApp, type TestApp } from "../helpers/test-app.js";
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -95,20 +92,15 @@ describe("GraphQL codegen (client preset)", () => {
 });
 
 describe("REST codegen (openapi-typescript and openapi-fetch)", () => {
-  let database: Database;
+  // The document is the schema's and the route table's: the worker's database serves it as any other.
+  let t: TestApp;
   beforeAll(async () => {
-    // From the run's empty cluster: the same database as a new one, without running initdb again.
-    database = await openDatabase({ kind: "embedded", loadDataDir: emptyCluster() });
+    t = await createTestApp();
   });
-  afterAll(() => database.close());
+  afterAll(() => t.close());
 
   it("generates types from the served OpenAPI document, and an openapi-fetch call of every operation type-checks", async () => {
-    const app = createApp({
-      database,
-      config: { production: false, bodyLimitBytes: 1024 * 1024 },
-      logger: pino({ level: "silent" }),
-    });
-    const res = await app.fetch(new Request("http://test/v1/openapi.json"));
+    const res = await t.app.fetch(new Request("http://test/v1/openapi.json"));
     expect(res.status).toBe(200);
     const document = await res.text();
 

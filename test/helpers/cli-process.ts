@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -21,6 +21,23 @@ let bundle: Promise<{ main: string }> | undefined;
  * one process and released when it exits). Anything else runs faster through `cliInProcess`.
  */
 export async function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<CliRun> {
+  const child = await spawnCli(args, env);
+  return new Promise((resolve, reject) => {
+    let stdout = "";
+    let stderr = "";
+    child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
+      stdout += chunk;
+    });
+    child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
+      stderr += chunk;
+    });
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** The bundled CLI started as `runCli` starts it, for a test that stops it itself (a command killed midway). */
+export async function spawnCli(args: string[], env: NodeJS.ProcessEnv, stdio: "pipe" | "ignore" = "pipe"): Promise<ChildProcess> {
   bundle ??= (async () => {
     mkdirSync(path.join(root, "dist"), { recursive: true });
     const dir = mkdtempSync(path.join(root, "dist", ".cli-"));
@@ -39,23 +56,7 @@ export async function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<Cl
     return { main: path.join(dir, "cli.js") };
   })();
   const { main } = await bundle;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...testNodeFlags, main, ...args], {
-      cwd: root,
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-      stdout += chunk;
-    });
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
-      stderr += chunk;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+  return spawn(process.execPath, [...testNodeFlags, main, ...args], { cwd: root, env, stdio: ["ignore", stdio, stdio] });
 }
 
 /**

@@ -27,3 +27,17 @@ export function emptyCluster(): Blob {
   empty ??= new Blob([readFileSync(inject("pgliteEmptySnapshot"))]);
   return empty;
 }
+
+let migrated: Blob | undefined;
+
+/**
+ * An archive of the migrated cluster that `createTestApp()` starts its databases from: a database
+ * opened on it has nothing to migrate. Runs on PostgreSQL make none; there it is the empty cluster,
+ * which `openDatabase()` migrates.
+ */
+export function migratedCluster(): Blob {
+  const file = inject("pgliteSnapshot");
+  if (!file) return emptyCluster();
+  migrated ??= new Blob([readFileSync(file)]);
+  return migrated;
+}

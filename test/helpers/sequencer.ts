@@ -33,7 +33,20 @@ const estimates: Record<string, number> = {
   "test/integration/webhooks.test.ts": 18,
   "test/integration/migrations.test.ts": 6,
   "test/integration/user-auth.test.ts": 6,
-  "test/integration/permissions.test.ts": 5,
+  "test/integration/permissions.test.ts": 15,
+  // Added since (issue 45, 2026-11-28: vitest's durations of a whole run at load 10 to 17, halved).
+  "test/integration/audit-export-memory.test.ts": 30,
+  "test/cli/attachments.test.ts": 30,
+  "test/integration/attachment-stores.test.ts": 25,
+  "test/integration/differential.test.ts": 25,
+  "test/e2e/notification-mail.test.ts": 25,
+  "test/integration/schema-contracts.test.ts": 20,
+  "test/integration/attachments.test.ts": 15,
+  "test/integration/notification-mail.test.ts": 12,
+  "test/integration/connections.test.ts": 12,
+  "test/integration/database.test.ts": 10,
+  "test/integration/fresh-embedded.test.ts": 10,
+  "test/unit/layers.test.ts": 10,
 };
 
 /**

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { readFileSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Redis } from "ioredis";
@@ -17,6 +17,7 @@ import type { StoreKind } from "../../src/platform/attachments/store.js";
 import type { AttachmentConfig, Config } from "../../src/platform/config.js";
 import { type Database, openDatabase } from "../../src/platform/db/database.js";
 import type { Events } from "../../src/platform/events.js";
+import { migratedCluster } from "./data-dir.js";
 import { postgresAdminUrl as adminUrl, ensurePostgresTemplate } from "./postgres-template.js";
 import { type S3TestServer, startS3Server } from "./s3-server.js";
 
@@ -80,13 +81,10 @@ export async function migratedPostgresDatabase(): Promise<{ url: string; drop: (
 
 // A copy of the database that test/helpers/global-setup.ts migrated once for the whole run; openDatabase()
 // still checks the migrations, so a stale copy could only cost time, never hide a migration.
-let pgliteSnapshot: Blob | undefined;
 async function openTestDatabase(): Promise<{ database: Database; drop: () => Promise<void> }> {
   if (!usePostgres) {
-    const file = inject("pgliteSnapshot");
-    if (file) pgliteSnapshot ??= new Blob([readFileSync(file)]);
     return {
-      database: await openDatabase({ kind: "embedded", countQueries: true, loadDataDir: pgliteSnapshot }),
+      database: await openDatabase({ kind: "embedded", countQueries: true, loadDataDir: migratedCluster() }),
       drop: async () => {},
     };
   }

@@ -1,19 +1,19 @@
 import { describe, expect, it } from "vitest";
 import { openDatabase } from "../../src/platform/db/database.js";
-import { emptyCluster } from "../helpers/data-dir.js";
+import { migratedCluster } from "../helpers/data-dir.js";
 import { reachable } from "../helpers/server-process.js";
 import { migratedPostgresDatabase } from "../helpers/test-app.js";
 
 describe("openDatabase", () => {
   it("observes statements only when opened to count them", async () => {
-    const plain = await openDatabase({ kind: "embedded", loadDataDir: emptyCluster() });
+    const plain = await openDatabase({ kind: "embedded", loadDataDir: migratedCluster() });
     try {
       expect(() => plain.onQuery(() => {})).toThrow(/countQueries/);
     } finally {
       await plain.close();
     }
 
-    const counted = await openDatabase({ kind: "embedded", countQueries: true, loadDataDir: emptyCluster() });
+    const counted = await openDatabase({ kind: "embedded", countQueries: true, loadDataDir: migratedCluster() });
     try {
       const statements: string[] = [];
       counted.onQuery((sql) => statements.push(sql));
