@@ -1,0 +1,4 @@
+// Every root Query field over GraphQL, the transport cases and the coverage check (graphql-fuzz.ts).
+import { fuzzGraphQL } from "./graphql-fuzz.js";
+
+await fuzzGraphQL("query");
