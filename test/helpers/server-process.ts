@@ -4,6 +4,7 @@ import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { isRunning } from "../../src/platform/db/data-dir-lock.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -61,15 +62,6 @@ const ephemeralPortsFrom = (() => {
 const reservations = path.join(tmpdir(), "gateway-test-ports");
 const reservedHere: string[] = [];
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
 let swept = false;
 
 /** Takes `port` for this process unless a live test process holds it. */
@@ -95,7 +87,7 @@ function reserve(port: number): boolean {
       }
       // Held by a process that is gone (killed before its exit handler ran): free again. A file
       // without a pid yet is being written by its holder.
-      if (!Number.isInteger(holder) || holder === process.pid || alive(holder)) return false;
+      if (!Number.isInteger(holder) || holder === process.pid || isRunning(holder)) return false;
       rmSync(file, { force: true });
     }
   }
@@ -120,7 +112,7 @@ export function randomPort(): number {
       const file = path.join(reservations, port);
       try {
         const holder = Number(readFileSync(file, "utf8").trim());
-        if (Number.isInteger(holder) && holder > 0 && !alive(holder)) rmSync(file, { force: true });
+        if (Number.isInteger(holder) && holder > 0 && !isRunning(holder)) rmSync(file, { force: true });
       } catch {
         // Removed by another process meanwhile.
       }

@@ -3,7 +3,8 @@ import path from "node:path";
 
 export class DataDirLockedError extends Error {}
 
-function isRunning(pid: number): boolean {
+/** Whether a process of this id runs (one of another user's counts). */
+export function isRunning(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
