@@ -38,17 +38,15 @@ export async function activeMemberOn(
   id: string,
   userId: string,
 ): Promise<ActingMember> {
-  const [row] = await db.$queryRawUnsafe<
-    { found: boolean; memberId: string | null; name: string | null; email: string | null; image: string | null }[]
-  >(
-    `SELECT EXISTS (SELECT 1 FROM "${tables[type]}" WHERE "id" = $1 AND "organizationId" = $2) AS "found",
-       m."id" AS "memberId", u."name", u."email", u."image"
-     FROM (SELECT 1) AS one
-     LEFT JOIN "Member" m ON m."organizationId" = $2 AND m."userId" = $3 AND m."isActive"
-     LEFT JOIN "User" u ON u."id" = m."userId"`,
-    id,
-    organizationId,
-    userId,
+  const values: unknown[] = [];
+  const param = (value: unknown) => {
+    values.push(value);
+    return `$${values.length}`;
+  };
+  const [row] = await db.$queryRawUnsafe<ActingRow[]>(
+    `WITH ${actingMemberCtes(param, organizationId, type, id, userId)}
+SELECT ${ACTING_MEMBER_ANSWER} FROM (SELECT 1) AS one LEFT JOIN actor ON TRUE`,
+    ...values,
   );
   if (!row) throw new NotFoundError(labels[type], id);
   return actingMemberOf(row, type, id, userId);
@@ -76,13 +74,18 @@ export function actingMemberCtes(
 )`;
 }
 
-/** The acting member from an answer with `found` (a row in "target") and "actor"'s columns; 404 as activeMemberOn. */
-export function actingMemberOf(
-  row: { found: boolean; memberId: string | null; name: string | null; email: string | null; image: string | null },
-  type: EntityType,
-  id: string,
-  userId: string,
-): ActingMember {
+/** What a statement answers of actingMemberCtes (ACTING_MEMBER_ANSWER, read with "actor" left-joined). */
+export type ActingRow = {
+  found: boolean;
+  memberId: string | null;
+  name: string | null;
+  email: string | null;
+  image: string | null;
+};
+export const ACTING_MEMBER_ANSWER = `EXISTS (SELECT 1 FROM target) AS "found", actor."id" AS "memberId", actor."name", actor."email", actor."image"`;
+
+/** The acting member from an ActingRow; 404 as activeMemberOn. */
+export function actingMemberOf(row: ActingRow, type: EntityType, id: string, userId: string): ActingMember {
   if (!row.found) throw new NotFoundError(labels[type], id);
   if (!row.memberId) throw new NotFoundError("Active member with user id", userId);
   return { id: row.memberId, userId, user: { name: row.name as string, email: row.email as string, image: row.image } };

@@ -22,7 +22,15 @@ import { commonLimits, decodedSize, limit, list, text } from "../../platform/lim
 import { parseInput } from "../../platform/validation.js";
 import { withAuditEvent } from "../audit/audit.chain.js";
 import { auditEvent, writeAuditEvent } from "../audit/audit.service.js";
-import { actingMemberCtes, actingMemberOf, activeMemberOn, assertEntityExists } from "../entities.js";
+import {
+  ACTING_MEMBER_ANSWER,
+  type ActingMember,
+  type ActingRow,
+  actingMemberCtes,
+  actingMemberOf,
+  activeMemberOn,
+  assertEntityExists,
+} from "../entities.js";
 import type { Notifier } from "../notifications/notifications.service.js";
 import { scheduleObjectDeletions } from "./attachments.jobs.js";
 import { type AttachmentService, attachmentFileLimits, type StoredFile, uploadLimits } from "./attachments.service.js";
@@ -89,6 +97,9 @@ function answerWithoutReadBack(query: CommentQuery, files: number): boolean {
     files === 0 && !query.select && Object.keys(query.include ?? {}).every((name) => name === "author" || name === "attachments")
   );
 }
+
+/** An active acting member as `Comment.author` selects it (the Author variant: user id, active, name, e-mail, picture). */
+const asAuthor = (member: ActingMember) => ({ userId: member.userId, isActive: true, user: member.user });
 
 /** Comments by these authors, named by user id as `Comment.author.id` answers. */
 const authorId: FilterRule = ((userIds: readonly string[], { organizationId }) =>
@@ -194,15 +205,15 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier,
   FROM actor WHERE EXISTS (SELECT 1 FROM target)
   RETURNING *
 )`,
-        answer: `SELECT EXISTS (SELECT 1 FROM target) AS "found", actor."id" AS "memberId", actor."name", actor."email", actor."image", change.*
+        answer: `SELECT ${ACTING_MEMBER_ANSWER}, change.*
 FROM (SELECT 1) AS one LEFT JOIN actor ON TRUE LEFT JOIN change ON TRUE`,
       }),
     );
-    const [row] = await db.$queryRawUnsafe<(Comment & Parameters<typeof actingMemberOf>[0])[]>(sql, ...values);
+    const [row] = await db.$queryRawUnsafe<(Comment & ActingRow)[]>(sql, ...values);
     if (!row) throw new Error("createComment: the statement answered no row");
     const author = actingMemberOf(row, input.entityType, input.entityId, input.authorUserId);
     const { found: _found, memberId: _memberId, name: _name, email: _email, image: _image, ...comment } = row;
-    return { ...comment, author: { userId: author.userId, isActive: true, user: author.user }, attachments: [] };
+    return { ...comment, author: asAuthor(author), attachments: [] };
   }
 
   /** Live streams of the record's comments hear of a new one (once it has committed). */
@@ -290,7 +301,7 @@ FROM (SELECT 1) AS one LEFT JOIN actor ON TRUE LEFT JOIN change ON TRUE`,
             const created = answerWithoutReadBack(query, rows.length)
               ? {
                   ...(await tx.comment.create({ data })),
-                  author: { userId: author.userId, isActive: true, user: author.user },
+                  author: asAuthor(author),
                   attachments: [],
                 }
               : await tx.comment.create({
