@@ -46,6 +46,15 @@ const schema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(4000),
   HOST: z.string().min(1).default("127.0.0.1"),
   DATA_DIR: z.string().min(1).default("./.data"),
+  // Read by openDatabase from the environment (database.ts); validated here so a bad size stops the start.
+  EMBEDDED_SHARED_BUFFERS: z
+    .string()
+    .regex(/^[1-9][0-9]*(kB|MB|GB)$/, "must be a size in PostgreSQL's units, such as 16MB or 512kB")
+    .refine((size) => {
+      const kb = Number.parseInt(size, 10) * { kB: 1, MB: 1024, GB: 1024 * 1024 }[size.slice(-2) as "kB" | "MB" | "GB"];
+      return kb >= 128 && kb <= 1024 * 1024;
+    }, "must be between 128kB (PostgreSQL's least) and 1GB")
+    .optional(),
   DATABASE_URL: z
     .string()
     .regex(/^postgres(ql)?:\/\//, "must be a postgres:// or postgresql:// URL")

@@ -40,7 +40,9 @@ export async function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<Cl
 export async function spawnCli(args: string[], env: NodeJS.ProcessEnv, stdio: "pipe" | "ignore" = "pipe"): Promise<ChildProcess> {
   bundle ??= (async () => {
     mkdirSync(path.join(root, "dist"), { recursive: true });
-    const dir = mkdtempSync(path.join(root, "dist", ".cli-"));
+    // Named after the run (vitest's process, this worker's parent): its global teardown removes it,
+    // since a worker is stopped without running its exit handlers.
+    const dir = mkdtempSync(path.join(root, "dist", `.cli-${process.ppid}-`));
     await build({
       entryPoints: { cli: path.join(root, "src/cli/main.ts") },
       outdir: dir,
@@ -52,7 +54,6 @@ export async function spawnCli(args: string[], env: NodeJS.ProcessEnv, stdio: "p
       packages: "external",
       logLevel: "warning",
     });
-    process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
     return { main: path.join(dir, "cli.js") };
   })();
   const { main } = await bundle;

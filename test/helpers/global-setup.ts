@@ -65,7 +65,13 @@ export default async function setup(project: TestProject) {
   } else {
     project.provide("pgliteSnapshot", migrated);
   }
-  return () => dropPostgresTemplate(template);
+  return async () => {
+    // The CLI bundles this run's workers built (spawnCli in cli-process.ts), named after this process.
+    for (const entry of existsSync(path.join(root, "dist")) ? readdirSync(path.join(root, "dist")) : []) {
+      if (entry.startsWith(`.cli-${process.pid}-`)) rmSync(path.join(root, "dist", entry), { recursive: true, force: true });
+    }
+    await dropPostgresTemplate(template);
+  };
 }
 
 function hash(...parts: string[]): string {

@@ -23,6 +23,50 @@ describe("openDatabase", () => {
       await counted.close();
     }
   });
+
+  it("reads bytea back byte for byte on the embedded database, in a transaction and out of one", async () => {
+    // database.ts gives pglite-prisma-adapter Buffer's hex decoder for bytea instead of its own.
+    const database = await openDatabase({ kind: "embedded", loadDataDir: migratedCluster() });
+    try {
+      const every = Uint8Array.from({ length: 256 * 4 }, (_, i) => i % 256);
+      const large = new Uint8Array(1 << 20).map((_, i) => (i * 7919) % 251);
+      for (const bytes of [new Uint8Array(0), every, large]) {
+        const [plain] = await database.db.$queryRaw<{ b: Uint8Array }[]>`SELECT ${bytes}::bytea AS b`;
+        const [inTransaction] = await database.db.$transaction(
+          (tx) => tx.$queryRaw<{ b: Uint8Array }[]>`SELECT ${bytes}::bytea AS b, txid_current()`,
+        );
+        for (const row of [plain, inTransaction]) {
+          expect(row?.b).toBeInstanceOf(Uint8Array);
+          expect(Buffer.compare(Buffer.from(row?.b ?? []), Buffer.from(bytes))).toBe(0);
+        }
+      }
+    } finally {
+      await database.close();
+    }
+  });
+
+  it("gives the embedded database the shared buffers EMBEDDED_SHARED_BUFFERS names, PostgreSQL's 128MB without it", async () => {
+    const before = process.env.EMBEDDED_SHARED_BUFFERS;
+    try {
+      for (const [setting, shown] of [
+        ["8MB", "8MB"],
+        [undefined, "128MB"],
+      ] as const) {
+        if (setting) process.env.EMBEDDED_SHARED_BUFFERS = setting;
+        else delete process.env.EMBEDDED_SHARED_BUFFERS;
+        const database = await openDatabase({ kind: "embedded", loadDataDir: migratedCluster() });
+        try {
+          const [row] = await database.db.$queryRaw<{ shared_buffers: string }[]>`SHOW shared_buffers`;
+          expect(row?.shared_buffers).toBe(shown);
+        } finally {
+          await database.close();
+        }
+      }
+    } finally {
+      if (before === undefined) delete process.env.EMBEDDED_SHARED_BUFFERS;
+      else process.env.EMBEDDED_SHARED_BUFFERS = before;
+    }
+  });
 });
 
 describe.runIf(await reachable(5432))("prepared statements on PostgreSQL", () => {

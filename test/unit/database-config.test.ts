@@ -5,6 +5,16 @@ import { timeoutMismatches } from "../../src/platform/db/session-defaults.js";
 
 const primary = "postgres://app@pgbouncer.internal:6432/app";
 
+describe("EMBEDDED_SHARED_BUFFERS", () => {
+  it("takes a size in PostgreSQL's units from 128kB to 1GB, and refuses anything else at start", () => {
+    for (const size of ["128kB", "16MB", "1GB", "1024MB"])
+      expect(() => loadConfig({ EMBEDDED_SHARED_BUFFERS: size })).not.toThrow();
+    for (const size of ["16 MB", "16mb", "16", "64kB", "2GB", "0MB", "-1MB", "16MB;fsync=off"]) {
+      expect(() => loadConfig({ EMBEDDED_SHARED_BUFFERS: size })).toThrow(/EMBEDDED_SHARED_BUFFERS/);
+    }
+  });
+});
+
 describe("PgBouncer and read-replica configuration", () => {
   it("reads the direct URL, the replicas (comma-separated, spaces trimmed) and the lag bound", () => {
     const config = loadConfig({
