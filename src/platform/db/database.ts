@@ -105,7 +105,10 @@ function decodingByteaFast<T extends object>(queryable: T): T {
           const parsers = options?.parsers;
           if (!parsers) return value.call(target, sql, params, options);
           let fast = withFastBytea.get(parsers);
-          if (!fast) withFastBytea.set(parsers, (fast = { ...parsers, [BYTEA_OID]: decodeBytea }));
+          if (!fast) {
+            fast = { ...parsers, [BYTEA_OID]: decodeBytea };
+            withFastBytea.set(parsers, fast);
+          }
           return value.call(target, sql, params, { ...options, parsers: fast });
         };
       }
