@@ -4,51 +4,62 @@ import path from "node:path";
 import type { TestSequencer, TestSpecification, Vitest } from "vitest/node";
 
 /**
- * Seconds a file took in the whole suite on the 2-core machine (test/results/, issue 12), for
- * the files that take long. Used for a file that vitest has no timing of yet (a fresh install or
- * a new file): vitest would otherwise start the largest files first, and some of the longest are
- * small (the e2e files, codegen), so they started last and the run waited on them alone.
+ * Seconds a file took in a whole run on the 2-core machine, for the files over 5 s: each file's
+ * wall time from import to its last test (TEST_CPU_REPORT, 2026-11-28, third session), on the
+ * embedded database, and on PostgreSQL for the files only `npm run test:postgres` runs. Used for a
+ * file that vitest has no timing of (every file in a fresh clone, as CI runs; a new file): vitest
+ * would otherwise start the largest files first, and some of the longest are small (the e2e
+ * files, codegen), so they started last and the run waited on them alone. The PostgreSQL-only
+ * files have no timing even after `npm test` has run: haproxy (80 s) without its estimate started
+ * last in CI's PostgreSQL run, which waited 48 s on it alone. Only the order matters, not the values.
  */
 const estimates: Record<string, number> = {
-  "test/cli/cli.test.ts": 40,
-  "test/cli/documents.test.ts": 38,
-  "test/e2e/faults.test.ts": 32,
-  "test/e2e/pgbouncer.test.ts": 40,
-  "test/integration/isolation-matrix.test.ts": 25,
-  "test/clients/trusted-documents.test.ts": 25,
-  "test/e2e/memory.test.ts": 25,
-  "test/fuzz/graphql-queries.fuzz.test.ts": 14,
-  "test/fuzz/graphql-mutations.fuzz.test.ts": 12,
-  "test/fuzz/rest-reads.fuzz.test.ts": 10,
-  "test/fuzz/rest-writes.fuzz.test.ts": 10,
-  "test/e2e/shutdown.test.ts": 18,
-  "test/e2e/crash.test.ts": 16,
-  "test/codegen/codegen.test.ts": 14,
-  "test/integration/comments.test.ts": 12,
-  "test/integration/docs-examples.test.ts": 12,
-  "test/integration/live-streams.test.ts": 12,
-  "test/e2e/server.test.ts": 11,
-  "test/integration/hostile-callers.test.ts": 9,
-  "test/integration/trusted-documents.test.ts": 8,
-  "test/e2e/replicas.test.ts": 8,
-  "test/e2e/webhooks.test.ts": 32,
-  "test/integration/webhooks.test.ts": 18,
-  "test/integration/migrations.test.ts": 6,
-  "test/integration/user-auth.test.ts": 6,
-  "test/integration/permissions.test.ts": 15,
-  // Added since (issue 45, 2026-11-28: vitest's durations of a whole run at load 10 to 17, halved).
-  "test/integration/audit-export-memory.test.ts": 30,
-  "test/cli/attachments.test.ts": 30,
-  "test/integration/attachment-stores.test.ts": 25,
-  "test/integration/differential.test.ts": 25,
-  "test/e2e/notification-mail.test.ts": 25,
-  "test/integration/schema-contracts.test.ts": 20,
-  "test/integration/attachments.test.ts": 15,
-  "test/integration/notification-mail.test.ts": 12,
-  "test/integration/connections.test.ts": 12,
-  "test/integration/database.test.ts": 10,
-  "test/integration/fresh-embedded.test.ts": 10,
-  "test/unit/layers.test.ts": 10,
+  "test/e2e/haproxy.test.ts": 80, // PostgreSQL only
+  "test/e2e/notification-mail.test.ts": 63,
+  "test/e2e/faults.test.ts": 55,
+  "test/integration/audit-export-memory.test.ts": 49,
+  "test/cli/cli.test.ts": 49,
+  "test/e2e/server.test.ts": 48,
+  "test/fuzz/graphql-mutations.fuzz.test.ts": 47,
+  "test/cli/attachments.test.ts": 46,
+  "test/integration/isolation-matrix.test.ts": 46,
+  "test/e2e/shutdown.test.ts": 46,
+  "test/e2e/pgbouncer.test.ts": 45,
+  "test/e2e/crash.test.ts": 31,
+  "test/integration/live-streams.test.ts": 29,
+  "test/integration/attachment-stores.test.ts": 28,
+  "test/integration/webhooks.test.ts": 27,
+  "test/e2e/memory.test.ts": 26,
+  "test/fuzz/rest-writes.fuzz.test.ts": 25,
+  "test/integration/list-plans.test.ts": 25, // PostgreSQL only
+  "test/integration/permissions.test.ts": 25,
+  "test/e2e/write-crash.test.ts": 21, // PostgreSQL only
+  "test/integration/attachments.test.ts": 20,
+  "test/integration/notification-mail.test.ts": 19,
+  "test/e2e/webhooks.test.ts": 17,
+  "test/integration/migrations.test.ts": 17,
+  "test/fuzz/graphql-queries.fuzz.test.ts": 16,
+  "test/fuzz/rest-reads.fuzz.test.ts": 16,
+  "test/codegen/codegen.test.ts": 16,
+  "test/integration/connections.test.ts": 15,
+  "test/unit/layers.test.ts": 14,
+  "test/e2e/replicas.test.ts": 13,
+  "test/integration/schema-contracts.test.ts": 11,
+  "test/e2e/idempotency-crash.test.ts": 11, // PostgreSQL only
+  "test/integration/attachment-jobs.test.ts": 11,
+  "test/integration/database.test.ts": 11,
+  "test/integration/transaction-limits.test.ts": 11,
+  "test/integration/hostile-callers.test.ts": 10,
+  "test/clients/trusted-documents.test.ts": 10,
+  "test/integration/differential.test.ts": 8,
+  "test/integration/docs-examples.test.ts": 8,
+  "test/cli/documents.test.ts": 8,
+  "test/integration/native-memory.test.ts": 7,
+  "test/integration/comments.test.ts": 7,
+  "test/integration/audit-chain.test.ts": 7,
+  "test/integration/fresh-embedded.test.ts": 6,
+  "test/unit/build-freshness.test.ts": 6,
+  "test/integration/notifications-inbox.test.ts": 5,
 };
 
 /**
