@@ -1,3 +1,6 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { openFixture } from "../helpers/fixtures.js";
 import { createTestApp, type TestApp, usePostgres } from "../helpers/test-app.js";
@@ -130,6 +133,27 @@ describe("GET /metrics", () => {
     expect(names.size).toBeLessThanOrEqual(102);
     expect(names).toContain("other");
     expect(names).toContain("anonymous");
+  });
+
+  it("collects the process's metrics once per process, whatever number of apps it makes", async () => {
+    // prom-client's default metrics start a garbage-collection observer and an event-loop timer
+    // that nothing stops: made for each app, every app's stayed, running, in a process that makes
+    // many (the tests' workers). Shared, a new app's collections count from the process's start.
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as (options?: { type: "minor"; execution: "sync" }) => void;
+    const first = await appWith();
+    // The observer hears of collections after the fact, and prom-client counts one a notice.
+    for (let i = 0; i < 30; i++) {
+      gc({ type: "minor", execution: "sync" });
+      await sleep(10);
+    }
+    await sleep(100);
+    const seenByFirst = sample(await scrape(first.app), "nodejs_gc_duration_seconds_count", { kind: "minor" }) ?? 0;
+    expect(seenByFirst).toBeGreaterThanOrEqual(10);
+
+    const second = await appWith();
+    const seenBySecond = sample(await scrape(second.app), "nodejs_gc_duration_seconds_count", { kind: "minor" }) ?? 0;
+    expect(seenBySecond).toBeGreaterThanOrEqual(seenByFirst);
   });
 
   it("reports the database pool when there is one", async () => {
