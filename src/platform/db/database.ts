@@ -86,6 +86,14 @@ function embeddedStartParams(defaults: readonly string[], sharedBuffers: string 
 const BYTEA_OID = 17;
 /** PostgreSQL's text form of a bytea (`\x` and two hex digits a byte) decoded by Buffer's hex decoder. */
 const decodeBytea = (text: string): Uint8Array => Buffer.from(text.slice(2), "hex");
+/**
+ * A bytea parameter in that text form, by Buffer's hex encoder: PGlite's own builds an array of a
+ * string a byte and joins it (a 4 MB parameter: 8 million strings).
+ */
+const encodeBytea = (bytes: unknown): string => {
+  if (!(bytes instanceof Uint8Array)) throw new Error("Invalid input for bytea type");
+  return `\\x${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("hex")}`;
+};
 const withFastBytea = new WeakMap<object, Record<number, unknown>>();
 
 /**
@@ -241,6 +249,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       loadDataDir: options.loadDataDir,
       extensions: pgliteExtensions,
       startParams: embeddedStartParams(PGlite.defaultStartParams, process.env.EMBEDDED_SHARED_BUFFERS),
+      serializers: { [BYTEA_OID]: encodeBytea },
     });
     await pglite.waitReady;
     await applyMigrations(pgliteMigrationSession(pglite), readMigrations());
