@@ -121,7 +121,10 @@ describe.runIf(postgresUp)("webhooks across replicas on PostgreSQL", () => {
     expect(received.length).toBeGreaterThan(20);
     expect(overlapping).toBe(0);
     expect(open).toBe(0);
-    // Both replicas sent some: /metrics counts each one's.
+    // Each delivery sent once between the two replicas: /metrics counts each one's. Which replica
+    // sends is whichever claims the job first, and a replica that has just finished an attempt
+    // usually claims the next itself, so one may send them all (seen on 2026-11-28: 20 and 0, on
+    // a loaded machine); that another replica sends what one left is the next test's.
     const sent = await Promise.all(
       [a, b].map(async (r) => {
         const text = await (await fetch(`${r.url}/metrics`)).text();
@@ -129,7 +132,6 @@ describe.runIf(postgresUp)("webhooks across replicas on PostgreSQL", () => {
       }),
     );
     expect((sent[0] ?? 0) + (sent[1] ?? 0)).toBe(20);
-    expect(sent.every((n) => n > 0)).toBe(true);
   }, 60_000);
 
   it("loses nothing when every replica is killed mid-attempt: a new one sends it after the claim lapses", async () => {
