@@ -10,33 +10,39 @@ import { afterAll, expect } from "vitest";
  */
 const report = process.env.TEST_CPU_REPORT as string;
 
-/** /proc/self/stat's fields after the command's name (Linux): field n of proc(5) is index n - 3. */
-function stat(): number[] {
-  return (readFileSync("/proc/self/stat", "utf8").split(") ")[1] ?? "").split(" ").map(Number);
+/**
+ * From /proc/self/stat (Linux), read once: the CPU of waited-for children (cutime + cstime, in
+ * clock ticks of 10 ms) and the minor page faults of this process and of its waited-for children
+ * (minflt, cminflt). Field n of proc(5) is index n - 3 after the command's name.
+ */
+function counters(): { childrenMs: number; faults: number; childrenFaults: number } {
+  const fields = (readFileSync("/proc/self/stat", "utf8").split(") ")[1] ?? "").split(" ").map(Number);
+  return {
+    childrenMs: ((fields[13] ?? 0) + (fields[14] ?? 0)) * 10,
+    faults: fields[7] ?? 0,
+    childrenFaults: fields[8] ?? 0,
+  };
 }
-/** CPU of waited-for children: cutime + cstime, in clock ticks of 10 ms. */
-const childrenMs = () => ((stat()[13] ?? 0) + (stat()[14] ?? 0)) * 10;
-/** Minor page faults of this process and of its waited-for children (minflt, cminflt). */
-const faults = () => ({ own: stat()[7] ?? 0, children: stat()[8] ?? 0 });
 
 const start = process.cpuUsage();
-const startChildren = childrenMs();
+const startCounters = counters();
 const startWall = performance.now();
-const startFaults = faults();
 
 afterAll(() => {
-  // With --expose-gc (TEST_CPU_REPORT_GC=1 in vitest.config.ts): what the worker keeps, not what awaits collection.
-  (globalThis as { gc?: () => void }).gc?.();
   const used = process.cpuUsage(start);
+  const now = counters();
+  // With --expose-gc (`npx vitest run --execArgv=--expose-gc`): the heap below is what the worker
+  // keeps, not what awaits collection. After the CPU is read, so the collection is not the file's.
+  (globalThis as { gc?: () => void }).gc?.();
   const line = {
     file: expect.getState().testPath,
     cpuMs: Math.round((used.user + used.system) / 1000),
-    childrenMs: childrenMs() - startChildren,
+    childrenMs: now.childrenMs - startCounters.childrenMs,
     wallMs: Math.round(performance.now() - startWall),
     worker: process.pid,
     // A first touch of memory is a page fault; on some virtual machines each costs tens of µs.
-    faults: faults().own - startFaults.own,
-    childrenFaults: faults().children - startFaults.children,
+    faults: now.faults - startCounters.faults,
+    childrenFaults: now.childrenFaults - startCounters.childrenFaults,
     // What the worker still holds after the file (isolate: false keeps the worker for the next).
     heapUsedMb: Math.round(process.memoryUsage().heapUsed / 1_048_576),
   };

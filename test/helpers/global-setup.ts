@@ -67,8 +67,9 @@ export default async function setup(project: TestProject) {
   }
   return async () => {
     // The CLI bundles this run's workers built (spawnCli in cli-process.ts), named after this process.
-    for (const entry of existsSync(path.join(root, "dist")) ? readdirSync(path.join(root, "dist")) : []) {
-      if (entry.startsWith(`.cli-${process.pid}-`)) rmSync(path.join(root, "dist", entry), { recursive: true, force: true });
+    const dist = path.join(root, "dist");
+    for (const entry of existsSync(dist) ? readdirSync(dist) : []) {
+      if (entry.startsWith(`.cli-${process.pid}-`)) rmSync(path.join(dist, entry), { recursive: true, force: true });
     }
     await dropPostgresTemplate(template);
   };
