@@ -21,6 +21,8 @@ function run(cli, args, cwd = root) {
       PRISMA_SCHEMA_ENGINE_BINARY: placeholder,
       PRISMA_QUERY_ENGINE_LIBRARY: placeholder,
       PRISMA_HIDE_UPDATE_MESSAGE: "1",
+      // No update check: it starts a process that looks up Prisma's servers, which this offline use never needs.
+      CHECKPOINT_DISABLE: "1",
       DATABASE_URL: "postgresql://unused@127.0.0.1:1/unused",
     },
   });
@@ -48,6 +50,15 @@ function diff(fromSchema) {
       path.join(dir, "prisma.config.mjs"),
       `import { PGlite } from "@electric-sql/pglite";
 import { PrismaPGlite } from "pglite-prisma-adapter";
+// PostgreSQL arms a 10 s timer at start (log_startup_progress_interval, never disarmed in PGlite),
+// and Prisma never closes the adapter's database: the CLI then sat 10 s after printing the diff
+// (13 s instead of 4). PGlite's own timers no longer keep this process alive.
+const setTimeoutOf = globalThis.setTimeout;
+globalThis.setTimeout = (callback, ms, ...args) => {
+  const timer = setTimeoutOf(callback, ms, ...args);
+  if (String(callback).includes("__emscripten_timeout")) timer.unref();
+  return timer;
+};
 export default {
   experimental: { adapter: true },
   engine: "js",

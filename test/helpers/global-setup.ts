@@ -18,6 +18,7 @@ import { openDatabase } from "../../src/platform/db/database.js";
 import { applyMigrations, pgliteMigrationSession, readMigrations } from "../../src/platform/db/migrate.js";
 import { pgliteExtensions } from "../../src/platform/db/pglite-extensions.js";
 import { dropPostgresTemplate, ensurePostgresTemplate } from "./postgres-template.js";
+import { sqlFromEmpty, sqlFromEmptyCacheFile } from "./sql-from-empty.js";
 
 /**
  * Makes once, before any test file starts, the databases that test files would otherwise each
@@ -53,7 +54,11 @@ declare module "vitest" {
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const cacheDir = path.join(root, "node_modules/.cache/gateway-tests");
 export default async function setup(project: TestProject) {
-  const { empty, migrated, dataDir } = await pgliteCaches();
+  const { empty, migrated, dataDir } = await pgliteCaches(
+    // When the PGlite caches are made (a fresh clone, new migrations), Prisma's SQL for
+    // schema-contracts.test.ts is made beside them: their build runs on one core, the CLI on the other.
+    () => (existsSync(sqlFromEmptyCacheFile()) ? undefined : sqlFromEmpty()),
+  );
   project.provide("pgliteEmptySnapshot", empty);
   project.provide("migratedDataDir", dataDir);
   // The run's own name: two runs on one server (two checkouts, other migrations) never share one.
@@ -117,8 +122,13 @@ function markUsed(entry: string) {
   utimesSync(entry, now, now);
 }
 
-/** The three PGlite caches, each made when missing (from one initdb between them). */
-async function pgliteCaches(): Promise<{ empty: string; migrated: string; dataDir: string }> {
+/**
+ * The three PGlite caches, each made when missing (from one initdb between them). `alongside` is
+ * started when any of them is to be made, and awaited with them.
+ */
+async function pgliteCaches(
+  alongside: () => Promise<unknown> | undefined,
+): Promise<{ empty: string; migrated: string; dataDir: string }> {
   const pgliteVersion = JSON.parse(readFileSync(path.join(root, "node_modules/@electric-sql/pglite/package.json"), "utf8"))
     .version as string;
   const migrations = readMigrations()
@@ -130,6 +140,8 @@ async function pgliteCaches(): Promise<{ empty: string; migrated: string; dataDi
   const migrated = path.join(cacheDir, `pglite-${migratedKey}.tar`);
   const dataDir = path.join(cacheDir, `datadir-${migratedKey}`);
   mkdirSync(cacheDir, { recursive: true });
+  const besides = [empty, migrated, dataDir].every((entry) => existsSync(entry)) ? undefined : alongside();
+  besides?.catch(() => {}); // awaited below, after the caches: its failure is thrown there, not reported as unhandled
 
   if (!existsSync(empty)) {
     const pglite = new PGlite();
@@ -160,6 +172,7 @@ async function pgliteCaches(): Promise<{ empty: string; migrated: string; dataDi
       if (!existsSync(dataDir)) throw error;
     }
   }
+  await besides;
   for (const entry of [empty, migrated, dataDir]) markUsed(entry);
   removeStale(/^pglite-empty-[0-9a-f]{16}\.tar$/, path.basename(empty));
   removeStale(/^pglite-[0-9a-f]{16}\.tar$/, path.basename(migrated));

@@ -1,49 +1,11 @@
-import { execFile } from "node:child_process";
-import { createHash, randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
+import { readFileSync } from "node:fs";
 import { PGlite } from "@electric-sql/pglite";
 import { describe, expect, it } from "vitest";
 import { printSchemaFile, schemaFilePath } from "../../src/graphql/schema-file.js";
 import { applyMigrations, pgliteMigrationSession, readMigrations } from "../../src/platform/db/migrate.js";
 import { pgliteExtensions } from "../../src/platform/db/pglite-extensions.js";
 import { emptyCluster } from "../helpers/data-dir.js";
-
-const run = promisify(execFile);
-const root = fileURLToPath(new URL("../..", import.meta.url));
-
-/**
- * `scripts/prisma.mjs sql-from-empty` (Prisma 6's schema engine: 10 s of CPU), cached under a key
- * of everything its output depends on: schema.prisma, the script and the Prisma 6 version. A
- * schema.prisma without a migration changes the key, so the drift is found all the same.
- */
-async function sqlFromEmpty(): Promise<string> {
-  const read = (file: string) => readFileSync(path.join(root, file), "utf8");
-  const key = createHash("sha256")
-    .update(read("prisma/schema.prisma"))
-    .update(read("scripts/prisma.mjs"))
-    .update(JSON.parse(read("node_modules/prisma6/package.json")).version)
-    .digest("hex")
-    .slice(0, 16);
-  const dir = path.join(root, "node_modules/.cache/gateway-tests");
-  const file = path.join(dir, `sql-from-empty-${key}.sql`);
-  if (existsSync(file)) return readFileSync(file, "utf8");
-  const { stdout } = await run(process.execPath, ["scripts/prisma.mjs", "sql-from-empty"], {
-    cwd: root,
-    maxBuffer: 16 * 1024 * 1024,
-  });
-  mkdirSync(dir, { recursive: true });
-  const partial = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.partial`;
-  writeFileSync(partial, stdout);
-  renameSync(partial, file);
-  for (const old of readdirSync(dir)) {
-    if (old.startsWith("sql-from-empty-") && old.endsWith(".sql") && old !== path.basename(file))
-      rmSync(path.join(dir, old), { force: true });
-  }
-  return stdout;
-}
+import { sqlFromEmpty } from "../helpers/sql-from-empty.js";
 
 /** Everything about the public schema that a migration can change, as sorted text. */
 async function catalog(db: PGlite): Promise<string> {
