@@ -24,6 +24,42 @@ describe("openDatabase", () => {
     }
   });
 
+  it("runs the adapter's statements with its parsers in context, not handed to PGlite, and the database's own with PGlite's", async () => {
+    // database.ts: PGlite merged the adapter's parsers with its own ~320 for every statement handed them.
+    const database = await openDatabase({ kind: "embedded", loadDataDir: migratedCluster() });
+    try {
+      const pglite = database.pglite as NonNullable<typeof database.pglite>;
+      const handed: unknown[] = [];
+      const query = pglite.query.bind(pglite);
+      pglite.query = ((sql: string, params?: unknown[], options?: Record<string, unknown>) => {
+        handed.push(options);
+        return query(sql, params, options);
+      }) as typeof pglite.query;
+      const rows = async (client: Pick<typeof database.db, "$queryRaw">) =>
+        client.$queryRaw<{ at: Date; big: bigint; j: unknown; arr: string[]; n: unknown }[]>`
+          SELECT timestamptz '2026-12-01 10:00:00+00' AS at, 9007199254740993::int8 AS big,
+                 '{"a":[1,2]}'::jsonb AS j, ARRAY['x', 'y'] AS arr, 1.50::numeric AS n`;
+      const [plain] = await rows(database.db);
+      const [inTransaction] = await database.db.$transaction((tx) => rows(tx));
+      for (const row of [plain, inTransaction]) {
+        expect(row?.at).toEqual(new Date("2026-12-01T10:00:00Z"));
+        expect(row?.big).toBe(9007199254740993n);
+        expect(row?.j).toEqual({ a: [1, 2] });
+        expect(row?.arr).toEqual(["x", "y"]);
+        expect(String(row?.n)).toBe("1.5");
+      }
+      expect(handed.length).toBeGreaterThan(0);
+      for (const options of handed) expect(options).not.toHaveProperty("parsers");
+      // Not the adapter's: PGlite's own parsers, and the same after the adapter's statements ran.
+      const own = await pglite.query<{ at: Date; n: number; a: number[] }>(
+        "SELECT timestamptz '2026-12-01 10:00:00+00' AS at, 1::int AS n, ARRAY[1, 2] AS a",
+      );
+      expect(own.rows[0]).toEqual({ at: new Date("2026-12-01T10:00:00Z"), n: 1, a: [1, 2] });
+    } finally {
+      await database.close();
+    }
+  });
+
   it("reads bytea back byte for byte on the embedded database, in a transaction and out of one", async () => {
     // database.ts gives pglite-prisma-adapter Buffer's hex decoder for bytea instead of its own.
     const database = await openDatabase({ kind: "embedded", loadDataDir: migratedCluster() });

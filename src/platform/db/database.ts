@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import type { PGlite } from "@electric-sql/pglite";
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
@@ -94,35 +95,71 @@ const encodeBytea = (bytes: unknown): string => {
   if (!(bytes instanceof Uint8Array)) throw new Error("Invalid input for bytea type");
   return `\\x${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("hex")}`;
 };
-const withFastBytea = new WeakMap<object, Record<number, unknown>>();
+/**
+ * The parsers of the statement PGlite is running for pglite-prisma-adapter (see adapterParsing),
+ * in that statement's async context; none for everything else that shares the database.
+ */
+const adapterStatement = new AsyncLocalStorage<Record<number, unknown>>();
 
 /**
- * The PGlite that pglite-prisma-adapter is given, with its bytea parser replaced. The adapter
- * (0.7.2, the latest) hands PGlite a parser per statement that decodes a bytea a byte at a time (a
- * substring and a parseInt each: 97 ms of CPU a MB, 10 s for a 100 MB file read from the database
- * attachment store, the event loop blocked meanwhile); Buffer's decoder gives the same bytes at a
- * fifth of that or less. Every other parser, and everything else of PGlite's, is the adapter's own.
+ * Makes PGlite read its parsers from the statement's context: the adapter's for the adapter's
+ * statements, its own for the others' (migrations, the job queue, the tests' own queries).
+ *
+ * Why: the adapter (0.7.2, the latest) hands PGlite its parsers with every statement, and PGlite
+ * then merges them with its own, some 320 parsers keyed by type OID (a sparse object, slow to copy),
+ * for every statement: about 200 µs of CPU a statement, as much again as a small query costs
+ * without it. PGlite reads `this.parsers` once a statement, inside its lock and in the caller's
+ * async context, so the adapter's statements are sent without parsers and find theirs there; a
+ * lookup the adapter has no parser for falls through to PGlite's own (the prototype), as the merge
+ * did, array types PGlite adds later included.
  */
-function decodingByteaFast<T extends object>(queryable: T): T {
+function adapterParsing(pglite: PGlite): () => PGlite["parsers"] {
+  let own = pglite.parsers;
+  Object.defineProperty(pglite, "parsers", {
+    configurable: true,
+    enumerable: true,
+    get: () => adapterStatement.getStore() ?? own,
+    set: (parsers) => {
+      own = parsers;
+    },
+  });
+  return () => own;
+}
+
+const adapterParsers = new WeakMap<object, Record<number, unknown>>();
+
+/**
+ * The PGlite that pglite-prisma-adapter is given: its statements run with their parsers in context
+ * (adapterParsing) instead of handed to PGlite, and its bytea parser replaced. The adapter
+ * decodes a bytea a byte at a time (a substring and a parseInt each: 97 ms of CPU a MB, 10 s for a
+ * 100 MB file read from the database attachment store, the event loop blocked meanwhile); Buffer's
+ * decoder gives the same bytes at a fifth of that or less. Every other parser, and everything else
+ * of PGlite's, is the adapter's own.
+ */
+function forAdapter<T extends object>(queryable: T, pgliteParsers: () => PGlite["parsers"]): T {
   return new Proxy(queryable, {
     get(target, key) {
       const value = Reflect.get(target, key, target);
       if (typeof value !== "function") return value;
       if (key === "query") {
         return (sql: string, params?: unknown[], options?: { parsers?: Record<number, unknown> }) => {
-          const parsers = options?.parsers;
+          const { parsers, ...rest } = options ?? {};
           if (!parsers) return value.call(target, sql, params, options);
-          let fast = withFastBytea.get(parsers);
-          if (!fast) {
-            fast = { ...parsers, [BYTEA_OID]: decodeBytea };
-            withFastBytea.set(parsers, fast);
+          let inContext = adapterParsers.get(parsers);
+          if (!inContext) {
+            // PGlite's own parsers as the prototype: what the adapter does not parse, PGlite does.
+            inContext = Object.assign(Object.create(pgliteParsers()), parsers, { [BYTEA_OID]: decodeBytea }) as Record<
+              number,
+              unknown
+            >;
+            adapterParsers.set(parsers, inContext);
           }
-          return value.call(target, sql, params, { ...options, parsers: fast });
+          return adapterStatement.run(inContext, () => value.call(target, sql, params, rest));
         };
       }
       // The adapter's transactions query through the transaction PGlite hands its callback.
       if (key === "transaction") {
-        return (callback: (tx: object) => unknown) => value.call(target, (tx: object) => callback(decodingByteaFast(tx)));
+        return (callback: (tx: object) => unknown) => value.call(target, (tx: object) => callback(forAdapter(tx, pgliteParsers)));
       }
       return value.bind(target);
     },
@@ -257,7 +294,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     unlock();
     throw error;
   }
-  const db = joinRequestTransactions(createClient(new PrismaPGlite(decodingByteaFast(pglite))));
+  const pgliteParsers = adapterParsing(pglite);
+  const db = joinRequestTransactions(createClient(new PrismaPGlite(forAdapter(pglite, pgliteParsers))));
   return {
     db,
     kind: "embedded",
