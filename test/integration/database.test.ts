@@ -60,6 +60,21 @@ describe("openDatabase", () => {
     }
   });
 
+  it("falls through to the parsers of the adapter's own database, with two open in one process", async () => {
+    const open = () => openDatabase({ kind: "embedded", loadDataDir: migratedCluster() });
+    const [first, second] = await Promise.all([open(), open()]);
+    try {
+      // int4 (OID 23), which the adapter leaves to PGlite: a parser of the second database's own.
+      (second.pglite as NonNullable<typeof second.pglite>).parsers[23] = () => 42;
+      const one = async (database: typeof first) => (await database.db.$queryRaw<{ n: number }[]>`SELECT 1::int4 AS n`)[0]?.n;
+      expect(await one(first)).toBe(1);
+      expect(await one(second)).toBe(42);
+      expect(await one(first)).toBe(1);
+    } finally {
+      await Promise.all([first.close(), second.close()]);
+    }
+  });
+
   it("reads bytea back byte for byte on the embedded database, in a transaction and out of one", async () => {
     // database.ts gives pglite-prisma-adapter Buffer's hex decoder for bytea instead of its own.
     const database = await openDatabase({ kind: "embedded", loadDataDir: migratedCluster() });

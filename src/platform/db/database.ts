@@ -96,14 +96,15 @@ const encodeBytea = (bytes: unknown): string => {
   return `\\x${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("hex")}`;
 };
 /**
- * The parsers of the statement PGlite is running for pglite-prisma-adapter (see adapterParsing),
- * in that statement's async context; none for everything else that shares the database.
+ * The statement PGlite is running for pglite-prisma-adapter (see adapterParsing): its database and
+ * parsers, in that statement's async context; none for everything else that shares the database.
  */
-const adapterStatement = new AsyncLocalStorage<Record<number, unknown>>();
+const adapterStatement = new AsyncLocalStorage<{ pglite: PGlite; parsers: Record<number, unknown> }>();
 
 /**
  * Makes PGlite read its parsers from the statement's context: the adapter's for the adapter's
- * statements, its own for the others' (migrations, the job queue, the tests' own queries).
+ * statements, its own for the others' (migrations, the job queue, the tests' own queries). Answers
+ * the parsers an adapter's statement runs with, given those the adapter hands it.
  *
  * Why: the adapter (0.7.2, the latest) hands PGlite its parsers with every statement, and PGlite
  * then merges them with its own, some 320 parsers keyed by type OID (a sparse object, slow to copy),
@@ -111,22 +112,32 @@ const adapterStatement = new AsyncLocalStorage<Record<number, unknown>>();
  * without it. PGlite reads `this.parsers` once a statement, inside its lock and in the caller's
  * async context, so the adapter's statements are sent without parsers and find theirs there; a
  * lookup the adapter has no parser for falls through to PGlite's own (the prototype), as the merge
- * did, array types PGlite adds later included.
+ * did, array types PGlite adds later included. Each database has its own.
  */
-function adapterParsing(pglite: PGlite): () => PGlite["parsers"] {
+function adapterParsing(pglite: PGlite): (handed: Record<number, unknown>) => Record<number, unknown> {
   let own = pglite.parsers;
   Object.defineProperty(pglite, "parsers", {
     configurable: true,
     enumerable: true,
-    get: () => adapterStatement.getStore() ?? own,
+    get: () => {
+      const statement = adapterStatement.getStore();
+      return statement?.pglite === pglite ? statement.parsers : own;
+    },
     set: (parsers) => {
       own = parsers;
     },
   });
-  return () => own;
+  const withOwn = new WeakMap<object, Record<number, unknown>>();
+  return (handed) => {
+    let parsers = withOwn.get(handed);
+    if (!parsers) {
+      // PGlite's own parsers as the prototype: what the adapter does not parse, PGlite does.
+      parsers = Object.assign(Object.create(own), handed, { [BYTEA_OID]: decodeBytea }) as Record<number, unknown>;
+      withOwn.set(handed, parsers);
+    }
+    return parsers;
+  };
 }
-
-const adapterParsers = new WeakMap<object, Record<number, unknown>>();
 
 /**
  * The PGlite that pglite-prisma-adapter is given: its statements run with their parsers in context
@@ -136,7 +147,11 @@ const adapterParsers = new WeakMap<object, Record<number, unknown>>();
  * decoder gives the same bytes at a fifth of that or less. Every other parser, and everything else
  * of PGlite's, is the adapter's own.
  */
-function forAdapter<T extends object>(queryable: T, pgliteParsers: () => PGlite["parsers"]): T {
+function forAdapter<T extends object>(
+  queryable: T,
+  pglite: PGlite,
+  parsersFor: (handed: Record<number, unknown>) => Record<number, unknown>,
+): T {
   return new Proxy(queryable, {
     get(target, key) {
       const value = Reflect.get(target, key, target);
@@ -145,21 +160,13 @@ function forAdapter<T extends object>(queryable: T, pgliteParsers: () => PGlite[
         return (sql: string, params?: unknown[], options?: { parsers?: Record<number, unknown> }) => {
           const { parsers, ...rest } = options ?? {};
           if (!parsers) return value.call(target, sql, params, options);
-          let inContext = adapterParsers.get(parsers);
-          if (!inContext) {
-            // PGlite's own parsers as the prototype: what the adapter does not parse, PGlite does.
-            inContext = Object.assign(Object.create(pgliteParsers()), parsers, { [BYTEA_OID]: decodeBytea }) as Record<
-              number,
-              unknown
-            >;
-            adapterParsers.set(parsers, inContext);
-          }
-          return adapterStatement.run(inContext, () => value.call(target, sql, params, rest));
+          return adapterStatement.run({ pglite, parsers: parsersFor(parsers) }, () => value.call(target, sql, params, rest));
         };
       }
       // The adapter's transactions query through the transaction PGlite hands its callback.
       if (key === "transaction") {
-        return (callback: (tx: object) => unknown) => value.call(target, (tx: object) => callback(forAdapter(tx, pgliteParsers)));
+        return (callback: (tx: object) => unknown) =>
+          value.call(target, (tx: object) => callback(forAdapter(tx, pglite, parsersFor)));
       }
       return value.bind(target);
     },
@@ -294,8 +301,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     unlock();
     throw error;
   }
-  const pgliteParsers = adapterParsing(pglite);
-  const db = joinRequestTransactions(createClient(new PrismaPGlite(forAdapter(pglite, pgliteParsers))));
+  const db = joinRequestTransactions(createClient(new PrismaPGlite(forAdapter(pglite, pglite, adapterParsing(pglite)))));
   return {
     db,
     kind: "embedded",
