@@ -1,15 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import {
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  statSync,
-  utimesSync,
-  writeFileSync,
-} from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { PGlite } from "@electric-sql/pglite";
@@ -18,7 +8,8 @@ import { openDatabase } from "../../src/platform/db/database.js";
 import { applyMigrations, pgliteMigrationSession, readMigrations } from "../../src/platform/db/migrate.js";
 import { pgliteExtensions } from "../../src/platform/db/pglite-extensions.js";
 import { dropPostgresTemplate, ensurePostgresTemplate } from "./postgres-template.js";
-import { sqlFromEmpty, sqlFromEmptyCacheFile } from "./sql-from-empty.js";
+import { sqlFromEmpty } from "./sql-from-empty.js";
+import { testCacheDir as cacheDir, partialOf, writeAtomically } from "./test-cache.js";
 
 /**
  * Makes once, before any test file starts, the databases that test files would otherwise each
@@ -52,12 +43,11 @@ declare module "vitest" {
 }
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
-const cacheDir = path.join(root, "node_modules/.cache/gateway-tests");
 export default async function setup(project: TestProject) {
   const { empty, migrated, dataDir } = await pgliteCaches(
     // When the PGlite caches are made (a fresh clone, new migrations), Prisma's SQL for
-    // schema-contracts.test.ts is made beside them: their build runs on one core, the CLI on the other.
-    () => (existsSync(sqlFromEmptyCacheFile()) ? undefined : sqlFromEmpty()),
+    // schema-contracts.test.ts is made beside them (when not cached): their build runs on one core, the CLI on the other.
+    sqlFromEmpty,
   );
   project.provide("pgliteEmptySnapshot", empty);
   project.provide("migratedDataDir", dataDir);
@@ -84,15 +74,6 @@ function hash(...parts: string[]): string {
   const h = createHash("sha256");
   for (const part of parts) h.update(part).update("\0");
   return h.digest("hex").slice(0, 16);
-}
-
-/** A unique name beside `file`, to write under and rename, so a concurrent run never reads half of it. */
-const partialOf = (file: string) => `${file}.${process.pid}.${randomBytes(4).toString("hex")}.partial`;
-
-function writeAtomically(file: string, data: Uint8Array) {
-  const partial = partialOf(file);
-  writeFileSync(partial, data);
-  renameSync(partial, file);
 }
 
 /**
@@ -126,9 +107,7 @@ function markUsed(entry: string) {
  * The three PGlite caches, each made when missing (from one initdb between them). `alongside` is
  * started when any of them is to be made, and awaited with them.
  */
-async function pgliteCaches(
-  alongside: () => Promise<unknown> | undefined,
-): Promise<{ empty: string; migrated: string; dataDir: string }> {
+async function pgliteCaches(alongside: () => Promise<unknown>): Promise<{ empty: string; migrated: string; dataDir: string }> {
   const pgliteVersion = JSON.parse(readFileSync(path.join(root, "node_modules/@electric-sql/pglite/package.json"), "utf8"))
     .version as string;
   const migrations = readMigrations()

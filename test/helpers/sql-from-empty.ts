@@ -1,13 +1,13 @@
 import { execFile } from "node:child_process";
-import { createHash, randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { testCacheDir as cacheDir, writeAtomically } from "./test-cache.js";
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL("../..", import.meta.url));
-const cacheDir = path.join(root, "node_modules/.cache/gateway-tests");
 
 /**
  * Where `scripts/prisma.mjs sql-from-empty` (Prisma 6's schema engine: about 6 s of CPU) keeps its
@@ -15,7 +15,7 @@ const cacheDir = path.join(root, "node_modules/.cache/gateway-tests");
  * version). A schema.prisma without a migration changes the key, so the drift test finds it all
  * the same.
  */
-export function sqlFromEmptyCacheFile(): string {
+function sqlFromEmptyCacheFile(): string {
   const read = (file: string) => readFileSync(path.join(root, file), "utf8");
   const key = createHash("sha256")
     .update(read("prisma/schema.prisma"))
@@ -39,10 +39,7 @@ export async function sqlFromEmpty(): Promise<string> {
     maxBuffer: 16 * 1024 * 1024,
   });
   mkdirSync(cacheDir, { recursive: true });
-  // Written beside and renamed: a concurrent run never reads half of it.
-  const partial = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.partial`;
-  writeFileSync(partial, stdout);
-  renameSync(partial, file);
+  writeAtomically(file, stdout);
   for (const old of readdirSync(cacheDir)) {
     if (old.startsWith("sql-from-empty-") && old.endsWith(".sql") && old !== path.basename(file))
       rmSync(path.join(cacheDir, old), { force: true });

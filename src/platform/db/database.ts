@@ -99,12 +99,16 @@ const encodeBytea = (bytes: unknown): string => {
  * The statement PGlite is running for pglite-prisma-adapter (see adapterParsing): its database and
  * parsers, in that statement's async context; none for everything else that shares the database.
  */
-const adapterStatement = new AsyncLocalStorage<{ pglite: PGlite; parsers: Record<number, unknown> }>();
+type AdapterStatement = { pglite: PGlite; parsers: Record<number, unknown> };
+const adapterStatement = new AsyncLocalStorage<AdapterStatement>();
+
+/** Runs one of the adapter's statements with the parsers the adapter handed it (adapterParsing). */
+type AsAdapterStatement = <R>(handed: Record<number, unknown>, statement: () => R) => R;
 
 /**
  * Makes PGlite read its parsers from the statement's context: the adapter's for the adapter's
  * statements, its own for the others' (migrations, the job queue, the tests' own queries). Answers
- * the parsers an adapter's statement runs with, given those the adapter hands it.
+ * how to run an adapter's statement in that context.
  *
  * Why: the adapter (0.7.2, the latest) hands PGlite its parsers with every statement, and PGlite
  * then merges them with its own, some 320 parsers keyed by type OID (a sparse object, slow to copy),
@@ -114,7 +118,7 @@ const adapterStatement = new AsyncLocalStorage<{ pglite: PGlite; parsers: Record
  * lookup the adapter has no parser for falls through to PGlite's own (the prototype), as the merge
  * did, array types PGlite adds later included. Each database has its own.
  */
-function adapterParsing(pglite: PGlite): (handed: Record<number, unknown>) => Record<number, unknown> {
+function adapterParsing(pglite: PGlite): AsAdapterStatement {
   let own = pglite.parsers;
   Object.defineProperty(pglite, "parsers", {
     configurable: true,
@@ -127,15 +131,17 @@ function adapterParsing(pglite: PGlite): (handed: Record<number, unknown>) => Re
       own = parsers;
     },
   });
-  const withOwn = new WeakMap<object, Record<number, unknown>>();
-  return (handed) => {
-    let parsers = withOwn.get(handed);
-    if (!parsers) {
+  /** The context of each parsers object the adapter hands (it hands the same one every time). */
+  const contexts = new WeakMap<object, AdapterStatement>();
+  return (handed, statement) => {
+    let context = contexts.get(handed);
+    if (!context) {
       // PGlite's own parsers as the prototype: what the adapter does not parse, PGlite does.
-      parsers = Object.assign(Object.create(own), handed, { [BYTEA_OID]: decodeBytea }) as Record<number, unknown>;
-      withOwn.set(handed, parsers);
+      const parsers = Object.assign(Object.create(own), handed, { [BYTEA_OID]: decodeBytea }) as Record<number, unknown>;
+      context = { pglite, parsers };
+      contexts.set(handed, context);
     }
-    return parsers;
+    return adapterStatement.run(context, statement);
   };
 }
 
@@ -147,11 +153,7 @@ function adapterParsing(pglite: PGlite): (handed: Record<number, unknown>) => Re
  * decoder gives the same bytes at a fifth of that or less. Every other parser, and everything else
  * of PGlite's, is the adapter's own.
  */
-function forAdapter<T extends object>(
-  queryable: T,
-  pglite: PGlite,
-  parsersFor: (handed: Record<number, unknown>) => Record<number, unknown>,
-): T {
+function forAdapter<T extends object>(queryable: T, asAdapterStatement: AsAdapterStatement): T {
   return new Proxy(queryable, {
     get(target, key) {
       const value = Reflect.get(target, key, target);
@@ -160,13 +162,13 @@ function forAdapter<T extends object>(
         return (sql: string, params?: unknown[], options?: { parsers?: Record<number, unknown> }) => {
           const { parsers, ...rest } = options ?? {};
           if (!parsers) return value.call(target, sql, params, options);
-          return adapterStatement.run({ pglite, parsers: parsersFor(parsers) }, () => value.call(target, sql, params, rest));
+          return asAdapterStatement(parsers, () => value.call(target, sql, params, rest));
         };
       }
       // The adapter's transactions query through the transaction PGlite hands its callback.
       if (key === "transaction") {
         return (callback: (tx: object) => unknown) =>
-          value.call(target, (tx: object) => callback(forAdapter(tx, pglite, parsersFor)));
+          value.call(target, (tx: object) => callback(forAdapter(tx, asAdapterStatement)));
       }
       return value.bind(target);
     },
@@ -301,7 +303,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     unlock();
     throw error;
   }
-  const db = joinRequestTransactions(createClient(new PrismaPGlite(forAdapter(pglite, pglite, adapterParsing(pglite)))));
+  const db = joinRequestTransactions(createClient(new PrismaPGlite(forAdapter(pglite, adapterParsing(pglite)))));
   return {
     db,
     kind: "embedded",
