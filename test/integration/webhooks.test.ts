@@ -68,8 +68,11 @@ afterAll(async () => {
 const key = org.apiKey;
 const author = org.userIds[0] as string;
 
-async function endpoint(path: string, extra: Record<string, unknown> = {}) {
-  const res = await t.rest("POST", "/v1/webhook-endpoints", { key, body: { url: receiver.url(path), ...extra } });
+async function endpoint(path: string, extra: Record<string, unknown> = {}, organization = org) {
+  const res = await t.rest("POST", "/v1/webhook-endpoints", {
+    key: organization.apiKey,
+    body: { url: receiver.url(path), ...extra },
+  });
   expect(res.status, res.text).toBe(201);
   receiver.secret(path, res.body.secret);
   return res.body as { id: string; secret: string; url: string };
@@ -324,10 +327,14 @@ describe("delivery", () => {
     expect(receiver.at("/policies-only")).toHaveLength(0);
   });
 
-  it("retries 5xx on the schedule with the same webhook-id until a 2xx", async () => {
+  // The retry, timeout and failure tests below wait on the schedule, the timeout and the failure
+  // window rather than work: they run at once (vitest runs consecutive concurrent tests together),
+  // each in an organization of its own, so that no other test's comment reaches its endpoints.
+  it.concurrent("retries 5xx on the schedule with the same webhook-id until a 2xx", async ({ expect }) => {
+    const own = await t.seedOrg();
     receiver.on("/flaky", (res, nth) => res.writeHead(nth === 1 ? 500 : 200).end(nth === 1 ? "down" : "ok"));
-    const hook = await endpoint("/flaky", { eventTypes: ["comment.created"] });
-    const created = await comment("Flaky");
+    const hook = await endpoint("/flaky", { eventTypes: ["comment.created"] }, own);
+    const created = await comment("Flaky", own);
     const event = await eventOf(created.id, "comment.created");
     await until(() => receiver.at("/flaky").length >= 2, 10_000, "the retry");
     const messages = receiver.at("/flaky");
@@ -342,10 +349,11 @@ describe("delivery", () => {
     expect(delivery.attempts).toBe(2);
   });
 
-  it("honours Retry-After on 503 when it is longer than the schedule", async () => {
+  it.concurrent("honours Retry-After on 503 when it is longer than the schedule", async ({ expect }) => {
+    const own = await t.seedOrg();
     receiver.on("/busy", (res) => res.writeHead(503, { "retry-after": "30" }).end("busy"));
-    const hook = await endpoint("/busy", { eventTypes: ["comment.created"] });
-    await comment("Busy");
+    const hook = await endpoint("/busy", { eventTypes: ["comment.created"] }, own);
+    await comment("Busy", own);
     const delivery = await until(async () => {
       const d = await t.db.webhookDelivery.findFirst({ where: { endpointId: hook.id } });
       return d?.status === "retrying" && d;
@@ -356,10 +364,11 @@ describe("delivery", () => {
     );
   });
 
-  it("treats a 3xx as a failure and never follows it", async () => {
+  it.concurrent("treats a 3xx as a failure and never follows it", async ({ expect }) => {
+    const own = await t.seedOrg();
     receiver.on("/moved", (res) => res.writeHead(302, { location: receiver.url("/moved-target") }).end());
-    const hook = await endpoint("/moved", { eventTypes: ["comment.created"] });
-    await comment("Moved");
+    const hook = await endpoint("/moved", { eventTypes: ["comment.created"] }, own);
+    await comment("Moved", own);
     const delivery = await until(async () => {
       const d = await t.db.webhookDelivery.findFirst({ where: { endpointId: hook.id } });
       return d && d.attempts >= 1 && d;
@@ -370,16 +379,19 @@ describe("delivery", () => {
     expect(receiver.at("/moved-target")).toHaveLength(0);
   });
 
-  it("ends an attempt at WEBHOOK_TIMEOUT_MS when the receiver trickles bytes, and reads at most 1 KB of an answer", async () => {
+  it.concurrent("ends an attempt at WEBHOOK_TIMEOUT_MS when the receiver trickles bytes, and reads at most 1 KB of an answer", async ({
+    expect,
+  }) => {
+    const own = await t.seedOrg();
     receiver.on("/trickle", (res) => {
       res.writeHead(200);
       const timer = setInterval(() => (res.destroyed ? clearInterval(timer) : res.write(".")), 100);
       res.on("close", () => clearInterval(timer));
     });
     receiver.on("/chatty", (res) => res.writeHead(200).end("x".repeat(100_000)));
-    const slow = await endpoint("/trickle", { eventTypes: ["comment.created"] });
-    const chatty = await endpoint("/chatty", { eventTypes: ["comment.created"] });
-    await comment("Slow");
+    const slow = await endpoint("/trickle", { eventTypes: ["comment.created"] }, own);
+    const chatty = await endpoint("/chatty", { eventTypes: ["comment.created"] }, own);
+    await comment("Slow", own);
     const delivery = await until(async () => {
       const d = await t.db.webhookDelivery.findFirst({ where: { endpointId: slow.id } });
       return d && d.attempts >= 1 && d;
@@ -395,10 +407,14 @@ describe("delivery", () => {
     expect(answered.responseBody).toHaveLength(1024);
   });
 
-  it("records any answer (NUL, invalid UTF-8, control bytes) escaped, and sends the message once", async () => {
+  it.concurrent("records any answer (NUL, invalid UTF-8, control bytes) escaped, and sends the message once", async ({
+    expect,
+  }) => {
+    const own = await t.seedOrg();
+    const key = own.apiKey;
     receiver.on("/binary", (res) => res.writeHead(200).end(Buffer.from([0x41, 0x00, 0xff, 0xfe, 0x00, 0x42, 0x07, 0xe2, 0x82])));
-    const hook = await endpoint("/binary", { eventTypes: ["comment.created"] });
-    const event = await eventOf((await comment("Binary answer")).id, "comment.created");
+    const hook = await endpoint("/binary", { eventTypes: ["comment.created"] }, own);
+    const event = await eventOf((await comment("Binary answer", own)).id, "comment.created");
     const delivery = await until(async () => {
       const d = await t.db.webhookDelivery.findFirst({ where: { endpointId: hook.id } });
       return d?.status === "succeeded" && d;
@@ -414,7 +430,10 @@ describe("delivery", () => {
     expect(listed.body.items[0].responseBody).toBe("A\\x00\\xff\\xfe\\x00B\\x07\\xe2\\x82");
   });
 
-  it("counts an attempt whose record cannot be written as a failed one on the schedule, never sent again at once", async () => {
+  it.concurrent("counts an attempt whose record cannot be written as a failed one on the schedule, never sent again at once", async ({
+    expect,
+  }) => {
+    const own = await t.seedOrg();
     // The database refuses to record this answer (as PostgreSQL refused a NUL byte before it was escaped).
     await t.db.$executeRawUnsafe(`
       CREATE FUNCTION refuse_unrecordable() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -427,8 +446,8 @@ describe("delivery", () => {
     );
     try {
       receiver.on("/unrecordable", (res, nth) => res.writeHead(200).end(nth === 1 ? "unrecordable" : "ok"));
-      const hook = await endpoint("/unrecordable", { eventTypes: ["comment.created"] });
-      const event = await eventOf((await comment("Unrecordable answer")).id, "comment.created");
+      const hook = await endpoint("/unrecordable", { eventTypes: ["comment.created"] }, own);
+      const event = await eventOf((await comment("Unrecordable answer", own)).id, "comment.created");
       const retrying = await until(async () => {
         const d = await t.db.webhookDelivery.findFirst({ where: { endpointId: hook.id } });
         return d?.status === "retrying" && d;
@@ -461,10 +480,12 @@ describe("delivery", () => {
     }
   });
 
-  it("disables at once on 410, with an audit event, and does not retry", async () => {
+  it.concurrent("disables at once on 410, with an audit event, and does not retry", async ({ expect }) => {
+    const own = await t.seedOrg();
+    const key = own.apiKey;
     receiver.on("/gone", (res) => res.writeHead(410).end("gone"));
-    const hook = await endpoint("/gone", { eventTypes: ["comment.created"] });
-    await comment("Gone");
+    const hook = await endpoint("/gone", { eventTypes: ["comment.created"] }, own);
+    await comment("Gone", own);
     const disabled = await until(async () => {
       const e = await t.db.webhookEndpoint.findUnique({ where: { id: hook.id } });
       return e?.enabled === false && e;
@@ -476,7 +497,7 @@ describe("delivery", () => {
     expect(audit?.data).toMatchObject({ reason: "gone" });
     // The owner and the admin hear of it (inbox, reason webhook_disabled); the auditor and the employee do not.
     const told = await t.db.notification.findMany({ where: { entityId: hook.id, reason: "webhook_disabled" } });
-    expect(told.map((n) => n.recipientId).sort()).toEqual([org.memberIds[0], org.memberIds[1]].sort());
+    expect(told.map((n) => n.recipientId).sort()).toEqual([own.memberIds[0], own.memberIds[1]].sort());
     expect(told.every((n) => n.entityType === "webhook_endpoint")).toBe(true);
     // And by e-mail: one message each, naming the endpoint.
     expect(mailed).toEqual(expect.arrayContaining(told.map((n) => n.id)));
@@ -524,10 +545,11 @@ describe("delivery", () => {
     expect(receiver.at("/gone")[1]?.id).toBe(delivery.eventId);
   });
 
-  it("disables an endpoint whose every delivery failed for the failure window", async () => {
+  it.concurrent("disables an endpoint whose every delivery failed for the failure window", async ({ expect }) => {
+    const own = await t.seedOrg();
     receiver.on("/down", (res) => res.writeHead(500).end("down"));
-    const hook = await endpoint("/down", { eventTypes: ["comment.created"] });
-    await comment("Down");
+    const hook = await endpoint("/down", { eventTypes: ["comment.created"] }, own);
+    await comment("Down", own);
     const disabled = await until(
       async () => {
         const e = await t.db.webhookEndpoint.findUnique({ where: { id: hook.id } });
