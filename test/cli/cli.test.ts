@@ -35,7 +35,8 @@ function sortedKeys(value: object): string[] {
 
 const { DATABASE_URL: _serverDatabase, ...inheritedEnv } = process.env;
 
-describe("operator CLI on the embedded database", () => {
+// Each run its own part: `npm test` the embedded database, `npm run test:postgres` PostgreSQL (vitest.config.ts).
+describe.skipIf(usePostgres)("operator CLI on the embedded database", () => {
   let dataDir: string;
   let env: NodeJS.ProcessEnv;
   let orgId: string;

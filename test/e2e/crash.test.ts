@@ -5,10 +5,8 @@ import { seedDemo } from "../../src/admin/seed.js";
 import { permissions } from "../../src/auth/permissions.js";
 import { openDatabase } from "../../src/platform/db/database.js";
 import { freshDataDir } from "../helpers/data-dir.js";
-import { reachable, startServer } from "../helpers/server-process.js";
-import { migratedPostgresDatabase } from "../helpers/test-app.js";
-
-const postgresUp = await reachable(5432);
+import { startServer } from "../helpers/server-process.js";
+import { migratedPostgresDatabase, usePostgres } from "../helpers/test-app.js";
 
 const start = (env: Record<string, string>) => startServer({ LOG_LEVEL: "warn", REDIS_URL: "", ...env }, { until: "ready" });
 
@@ -60,7 +58,8 @@ async function crashDuringWrites(env: Record<string, string>, key: string) {
 }
 
 describe("crash safety", () => {
-  describe("on the embedded database", () => {
+  // Each run its own part: `npm test` the embedded database, `npm run test:postgres` PostgreSQL (vitest.config.ts).
+  describe.skipIf(usePostgres)("on the embedded database", () => {
     let dataDir: string;
     afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
@@ -73,7 +72,7 @@ describe("crash safety", () => {
     });
   });
 
-  describe.runIf(postgresUp)("on PostgreSQL", () => {
+  describe.runIf(usePostgres)("on PostgreSQL", () => {
     let drop: () => Promise<void>;
     afterAll(() => drop?.());
 

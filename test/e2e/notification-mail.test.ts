@@ -10,10 +10,10 @@ import { permissions } from "../../src/auth/permissions.js";
 import { type Database, openDatabase } from "../../src/platform/db/database.js";
 import { startJobQueue } from "../../src/platform/jobs.js";
 import { freshDataDir } from "../helpers/data-dir.js";
-import { reachable, type ServerProcess, startServer } from "../helpers/server-process.js";
+import { type ServerProcess, startServer } from "../helpers/server-process.js";
 import { pgbouncerMissing, startPgBouncer } from "../helpers/servers.js";
 import { type SmtpServer, startSmtpServer } from "../helpers/smtp.js";
-import { createPostgresDatabase, migratedPostgresDatabase } from "../helpers/test-app.js";
+import { createPostgresDatabase, migratedPostgresDatabase, usePostgres } from "../helpers/test-app.js";
 
 // Service processes as deployed, each working the mail queue, against a real SMTP server: every
 // notification becomes exactly one message, whichever replica made the change and whichever sends it.
@@ -56,8 +56,6 @@ async function sentBy(server: ServerProcess): Promise<number> {
   return Number(/^notification_mail_sent_total (\d+)/m.exec(metrics)?.[1] ?? "0");
 }
 
-const postgresUp = await reachable(5432);
-
 /**
  * For the describe it is called in: an SMTP server, a PostgreSQL database with the demo
  * organization and an all-scopes API key, and the replicas the tests start into `replicas`, all
@@ -91,7 +89,8 @@ function demoWithMail(smtpOptions?: Parameters<typeof startSmtpServer>[0]) {
   return s;
 }
 
-describe.runIf(postgresUp)("two service processes on one PostgreSQL database", () => {
+// Each run its own part: `npm test` the embedded database, `npm run test:postgres` PostgreSQL (vitest.config.ts).
+describe.runIf(usePostgres)("two service processes on one PostgreSQL database", () => {
   // A little slow, as real servers are: a replica busy sending leaves jobs to the other.
   const s = demoWithMail({ delayMs: 30 });
 
@@ -137,7 +136,7 @@ describe.runIf(postgresUp)("two service processes on one PostgreSQL database", (
   });
 });
 
-describe.runIf(postgresUp)("a web replica with MAIL_WORKER=false beside a mail replica", () => {
+describe.runIf(usePostgres)("a web replica with MAIL_WORKER=false beside a mail replica", () => {
   const s = demoWithMail();
 
   it("the web replica enqueues in the change's transaction and sends nothing; the mail replica sends every message", async () => {
@@ -170,7 +169,7 @@ describe.runIf(postgresUp)("a web replica with MAIL_WORKER=false beside a mail r
   });
 });
 
-describe("one service process on the embedded database", () => {
+describe.skipIf(usePostgres)("one service process on the embedded database", () => {
   let smtp: SmtpServer;
   let server: ServerProcess;
   let dataDir: string;
@@ -212,7 +211,7 @@ describe("one service process on the embedded database", () => {
   });
 });
 
-describe.runIf(postgresUp && !pgbouncerMissing())("the job queue through PgBouncer in transaction mode", () => {
+describe.runIf(usePostgres && !pgbouncerMissing())("the job queue through PgBouncer in transaction mode", () => {
   it("creates its schema, takes jobs sent in Prisma transactions and works them, two queues on a pool of two server connections", async () => {
     // Empty: openDatabase migrates it through the direct URL beside PgBouncer's, as the service does.
     const { url: direct, drop } = await createPostgresDatabase();

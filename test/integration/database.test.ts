@@ -1,8 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { openDatabase } from "../../src/platform/db/database.js";
 import { migratedCluster } from "../helpers/data-dir.js";
-import { reachable } from "../helpers/server-process.js";
-import { migratedPostgresDatabase } from "../helpers/test-app.js";
+import { migratedPostgresDatabase, usePostgres } from "../helpers/test-app.js";
 
 describe("openDatabase", () => {
   it("observes statements only when opened to count them", async () => {
@@ -120,7 +119,7 @@ describe("openDatabase", () => {
   });
 });
 
-describe.runIf(await reachable(5432))("prepared statements on PostgreSQL", () => {
+describe.runIf(usePostgres)("prepared statements on PostgreSQL", () => {
   it("prepares each statement Prisma sends once per connection when asked, and not otherwise", async () => {
     const { url, drop } = await migratedPostgresDatabase();
     try {
