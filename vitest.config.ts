@@ -88,8 +88,10 @@ export default defineConfig({
     // Vitest's default is one worker fewer than there are cores: one worker on a 2-core machine.
     // One more worker than cores: the e2e files wait on their servers' outages and recoveries and
     // on memory returning (faults, memory, shutdown: a third to half of their time), and a third
-    // worker runs other files meanwhile (2 cores: 138 -> 122 s for npm test, the same CPU).
-    maxWorkers: availableParallelism() + 1,
+    // worker runs other files meanwhile (2 cores: 138 -> 122 s for npm test, the same CPU). The
+    // PostgreSQL run, with most of the e2e files (HAProxy's idle connections, PostgreSQL's outages,
+    // PgBouncer's replica lag: waits), two more (2 cores: 134 -> 123 s, the same CPU).
+    maxWorkers: availableParallelism() + (onPostgres ? 2 : 1),
     // A worker keeps the modules it loaded from one test file to the next instead of importing the
     // app again for every file (measured: less than half the CPU). Each file still gets its own
     // app and database from createTestApp(); module-level state of src/ must stay per app.
