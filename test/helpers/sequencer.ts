@@ -16,7 +16,7 @@ import type { TestSequencer, TestSpecification, Vitest } from "vitest/node";
 const estimates: Record<string, number> = {
   "test/e2e/haproxy.test.ts": 80, // PostgreSQL only
   "test/e2e/notification-mail.test.ts": 63,
-  "test/e2e/faults.test.ts": 55,
+  "test/e2e/faults.test.ts": 55, // PostgreSQL only
   "test/integration/audit-export-memory.test.ts": 49,
   "test/cli/cli.test.ts": 49,
   "test/e2e/server.test.ts": 48,
@@ -24,26 +24,26 @@ const estimates: Record<string, number> = {
   "test/cli/attachments.test.ts": 46,
   "test/integration/isolation-matrix.test.ts": 46,
   "test/e2e/shutdown.test.ts": 46,
-  "test/e2e/pgbouncer.test.ts": 45,
+  "test/e2e/pgbouncer.test.ts": 45, // PostgreSQL only
   "test/e2e/crash.test.ts": 31,
   "test/integration/live-streams.test.ts": 29,
   "test/integration/attachment-stores.test.ts": 28,
   "test/integration/webhooks.test.ts": 27,
-  "test/e2e/memory.test.ts": 26,
+  "test/e2e/memory.test.ts": 26, // PostgreSQL only
   "test/fuzz/rest-writes.fuzz.test.ts": 25,
   "test/integration/list-plans.test.ts": 25, // PostgreSQL only
   "test/integration/permissions.test.ts": 25,
   "test/e2e/write-crash.test.ts": 21, // PostgreSQL only
   "test/integration/attachments.test.ts": 20,
   "test/integration/notification-mail.test.ts": 19,
-  "test/e2e/webhooks.test.ts": 17,
+  "test/e2e/webhooks.test.ts": 17, // PostgreSQL only
   "test/integration/migrations.test.ts": 17,
   "test/fuzz/graphql-queries.fuzz.test.ts": 16,
   "test/fuzz/rest-reads.fuzz.test.ts": 16,
   "test/codegen/codegen.test.ts": 16,
   "test/integration/connections.test.ts": 15,
   "test/unit/layers.test.ts": 14,
-  "test/e2e/replicas.test.ts": 13,
+  "test/e2e/replicas.test.ts": 13, // PostgreSQL only
   "test/integration/schema-contracts.test.ts": 11,
   "test/e2e/idempotency-crash.test.ts": 11, // PostgreSQL only
   "test/integration/attachment-jobs.test.ts": 11,
