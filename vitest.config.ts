@@ -40,9 +40,6 @@ const sameOnEveryDatabase = [
   "test/integration/subscriptions.test.ts",
   "test/integration/tracing.test.ts",
 ];
-for (const path of sameOnEveryDatabase) {
-  if (!path.endsWith("**") && !existsSync(path)) throw new Error(`vitest.config.ts names ${path}, which does not exist`);
-}
 const onPostgres = process.env.TEST_DATABASE === "postgres";
 // `npm test` needs no PostgreSQL server: the end-to-end files about the service on PostgreSQL run in
 // `npm run test:postgres` only. Those whose every test needs it (replicas behind HAProxy or PgBouncer,
@@ -50,11 +47,20 @@ const onPostgres = process.env.TEST_DATABASE === "postgres";
 // of `npm test`; those with a part on each database run in both, each run its own part
 // (`describe.skipIf(usePostgres)` / `describe.runIf(usePostgres)` in the file). So each test still
 // runs once in CI, and `npm test` runs the same tests whether or not a PostgreSQL server answers.
-const postgresOnlyE2e = ["faults", "haproxy", "idempotency-crash", "memory", "pgbouncer", "replicas", "webhooks", "write-crash"];
+const postgresOnlyE2e = [
+  "faults",
+  "haproxy",
+  "idempotency-crash",
+  "memory",
+  "pgbouncer",
+  "replicas",
+  "webhooks",
+  "write-crash",
+].map((name) => `test/e2e/${name}.test.ts`);
 const bothDatabases = ["test/e2e/crash.test.ts", "test/e2e/notification-mail.test.ts", "test/cli/cli.test.ts"];
-const onPostgresRun = [...postgresOnlyE2e.map((name) => `test/e2e/${name}.test.ts`), ...bothDatabases];
-for (const path of onPostgresRun) {
-  if (!existsSync(path)) throw new Error(`vitest.config.ts names ${path}, which does not exist`);
+const onPostgresRun = [...postgresOnlyE2e, ...bothDatabases];
+for (const path of [...sameOnEveryDatabase, ...onPostgresRun]) {
+  if (!path.endsWith("**") && !existsSync(path)) throw new Error(`vitest.config.ts names ${path}, which does not exist`);
 }
 // The PostgreSQL run leaves out what is the same on every database, except the files above.
 const exceptOnPostgresRun = (path: string) => {
@@ -73,7 +79,7 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     exclude: onPostgres
       ? [...configDefaults.exclude, ...sameOnEveryDatabase.map(exceptOnPostgresRun)]
-      : [...configDefaults.exclude, ...postgresOnlyE2e.map((name) => `test/e2e/${name}.test.ts`)],
+      : [...configDefaults.exclude, ...postgresOnlyE2e],
     // Every embedded database the tests open (in the workers, and in the servers and CLI processes
     // they start, which inherit it) with 16MB of shared buffers instead of 128MB: PostgreSQL
     // zero-fills them at every start, and the suite starts a few hundred. On a machine whose page

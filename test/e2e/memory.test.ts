@@ -9,11 +9,10 @@ import { Agent, type ClientRequest, request as httpRequest, type IncomingMessage
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SeedResult, seedDemo } from "../../src/admin/seed.js";
 import { type Database, openDatabase } from "../../src/platform/db/database.js";
-import { reachable, type ServerProcess, startServer } from "../helpers/server-process.js";
-import { migratedPostgresDatabase } from "../helpers/test-app.js";
+import { type ServerProcess, startServer } from "../helpers/server-process.js";
+import { migratedPostgresDatabase, usePostgres } from "../helpers/test-app.js";
 
 const MiB = 1024 * 1024;
-const postgresUp = await reachable(5432);
 
 const rssOf = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) * 1024;
 
@@ -33,7 +32,8 @@ function post(port: number, pathname: string, headers: Record<string, string>, b
   });
 }
 
-describe.runIf(postgresUp)("memory under concurrent large bodies", () => {
+// `npm run test:postgres` only (vitest.config.ts).
+describe.runIf(usePostgres)("memory under concurrent large bodies", () => {
   let server: ServerProcess | undefined;
   let database: Database;
   let drop: () => Promise<void>;

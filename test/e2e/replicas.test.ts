@@ -6,11 +6,12 @@ import { type SeedResult, seedDemo } from "../../src/admin/seed.js";
 import { permissions } from "../../src/auth/permissions.js";
 import { type Database, openDatabase } from "../../src/platform/db/database.js";
 import { reachable, type ServerProcess, startServer } from "../helpers/server-process.js";
-import { createPostgresDatabase } from "../helpers/test-app.js";
+import { createPostgresDatabase, usePostgres } from "../helpers/test-app.js";
 
 const redisUrl = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 
-const servicesUp = (await reachable(5432)) && (await reachable(6379));
+// `npm run test:postgres` only (vitest.config.ts), with Redis.
+const servicesUp = usePostgres && (await reachable(6379));
 
 type Replica = ServerProcess;
 

@@ -4,15 +4,13 @@ import { createApiKey } from "../../src/admin/admin.service.js";
 import { type SeedResult, seedDemo } from "../../src/admin/seed.js";
 import { permissions } from "../../src/auth/permissions.js";
 import { type Database, openDatabase } from "../../src/platform/db/database.js";
-import { reachable, type ServerProcess, startServer } from "../helpers/server-process.js";
-import { migratedPostgresDatabase } from "../helpers/test-app.js";
+import { type ServerProcess, startServer } from "../helpers/server-process.js";
+import { migratedPostgresDatabase, usePostgres } from "../helpers/test-app.js";
 import { startWebhookReceiver, until } from "../helpers/webhook-receiver.js";
 
 // Replicas as deployed (the built server, two processes on one PostgreSQL database), each working
 // the webhook queue, against a real receiver that checks every message with the official
 // `standardwebhooks` verifier. Schedules are 1 s and the attempt timeout 2 s.
-
-const postgresUp = await reachable(5432);
 
 const webhookEnv = {
   NODE_ENV: "production",
@@ -24,7 +22,8 @@ const webhookEnv = {
   LOG_LEVEL: "warn",
 };
 
-describe.runIf(postgresUp)("webhooks across replicas on PostgreSQL", () => {
+// `npm run test:postgres` only (vitest.config.ts).
+describe.runIf(usePostgres)("webhooks across replicas on PostgreSQL", () => {
   const receiver = startWebhookReceiver();
   let url: string;
   let drop: () => Promise<void>;
