@@ -92,11 +92,12 @@ export default defineConfig({
     setupFiles: process.env.TEST_CPU_REPORT ? ["test/helpers/cpu-report.ts"] : [],
     pool: "forks",
     // Vitest's default is one worker fewer than there are cores: one worker on a 2-core machine.
-    // One more worker than cores: the e2e files wait on their servers' outages and recoveries and
-    // on memory returning (faults, memory, shutdown: a third to half of their time), and a third
-    // worker runs other files meanwhile (2 cores: 138 -> 122 s for npm test, the same CPU). The
-    // PostgreSQL run, with most of the e2e files (HAProxy's idle connections, PostgreSQL's outages,
-    // PgBouncer's replica lag: waits), two more (2 cores: 134 -> 123 s, the same CPU).
+    // One more worker than cores: files wait on their servers (shutdown's drains, server's idle
+    // keep-alive, S3 URLs expiring, mail retries), and a third worker runs other files meanwhile
+    // (2 cores, warm, alternated, 2026-12-02: 161 and 156 s with two, 131 and 136 s with three, the
+    // same CPU). The PostgreSQL run, with most of the e2e files (HAProxy's idle connections,
+    // PostgreSQL's outages, PgBouncer's replica lag: waits), two more (2 cores: 134 -> 123 s, the
+    // same CPU).
     maxWorkers: availableParallelism() + (onPostgres ? 2 : 1),
     // A worker keeps the modules it loaded from one test file to the next instead of importing the
     // app again for every file (measured: less than half the CPU). Each file still gets its own
