@@ -39,6 +39,10 @@ export function loadersFor(db: Db, auth: AuthState): Loaders {
 /** The kinds of record an `entityType` + `entityId` reference can name (comments, task items, notifications). */
 export type ReferencedType = "task" | "task_item" | "vendor" | "risk" | "policy";
 
+export function isReferencedType(type: string): type is ReferencedType {
+  return Object.hasOwn(referenceReadPermission, type);
+}
+
 /** The permission that reads a referenced record of each kind. */
 export const referenceReadPermission: Record<ReferencedType, Permission> = {
   task: "task:read",

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type Mail from "nodemailer/lib/mailer/index.js";
 import type { JobWithMetadata, PgBoss } from "pg-boss";
 import type { Logger } from "pino";
-import { rolePermissions } from "../../auth/permissions.js";
+import { type Permission, rolePermissions } from "../../auth/permissions.js";
 import type { NotificationEntityType, NotificationReason, Prisma } from "../../generated/prisma/client.js";
 import type { MailConfig } from "../../platform/config.js";
 import type { Db } from "../../platform/db/database.js";
@@ -146,6 +146,13 @@ export async function createNotificationMailer(options: NotificationMailerOption
   };
 }
 
+const notificationReadPermission: Record<NotificationEntityType, Permission> = {
+  ...referenceReadPermission,
+  webhook_endpoint: "webhook:manage",
+  control: "control:read",
+  evidence_request: "control:read",
+};
+
 const entityNames: Record<NotificationEntityType, string> = {
   task: "task",
   task_item: "task item",
@@ -153,6 +160,8 @@ const entityNames: Record<NotificationEntityType, string> = {
   risk: "risk",
   policy: "policy",
   webhook_endpoint: "webhook endpoint",
+  control: "control",
+  evidence_request: "evidence request",
 };
 
 const reasonNames: Record<NotificationReason, string> = {
@@ -161,6 +170,9 @@ const reasonNames: Record<NotificationReason, string> = {
   review_requested: "review requests",
   review_completed: "completed reviews",
   webhook_disabled: "disabled webhook endpoints",
+  control_not_ready: "controls that are not ready",
+  evidence_due: "evidence coming due",
+  evidence_submitted: "submitted evidence",
 };
 
 async function titleOf(db: Db, organizationId: string, type: NotificationEntityType, id: string): Promise<string | undefined> {
@@ -178,6 +190,12 @@ async function titleOf(db: Db, organizationId: string, type: NotificationEntityT
       return (await db.policy.findFirst({ where, select: { name: true } }))?.name;
     case "webhook_endpoint":
       return (await db.webhookEndpoint.findFirst({ where, select: { url: true } }))?.url;
+    case "control": {
+      const control = await db.control.findFirst({ where, select: { code: true, name: true } });
+      return control ? `${control.code} ${control.name}` : undefined;
+    }
+    case "evidence_request":
+      return (await db.evidenceRequest.findFirst({ where, select: { title: true } }))?.title;
   }
 }
 
@@ -234,8 +252,7 @@ export async function composeMessage(
   const kind = entityNames[notification.entityType];
   // A subject and body name the record only to a recipient whose role may read it: a mention on a
   // vendor reaches a contractor, who has no `vendor:read`, as "a vendor".
-  const readPermission =
-    notification.entityType === "webhook_endpoint" ? "webhook:manage" : referenceReadPermission[notification.entityType];
+  const readPermission = notificationReadPermission[notification.entityType];
   const mayRead = rolePermissions[recipient.role].includes(readPermission);
   const quoted = mayRead ? `the ${kind} "${short(title)}"` : `a ${kind}`;
   const what = {
@@ -245,6 +262,9 @@ export async function composeMessage(
     // Notifications written before the outcome was recorded have none: "reviewed" then.
     review_completed: `${actor} ${notification.outcome ?? "reviewed"} your version of ${quoted}`,
     webhook_disabled: `${quoted.charAt(0).toUpperCase()}${quoted.slice(1)} was disabled: it answered 410 Gone or kept failing`,
+    control_not_ready: `${quoted.charAt(0).toUpperCase()}${quoted.slice(1)}, which you own, is no longer ready`,
+    evidence_due: `The evidence of ${quoted}, which you own, expires within 14 days`,
+    evidence_submitted: `Evidence was submitted for ${quoted}`,
   }[notification.reason];
   const unsubscribe = await unsubscribeUrl(config, {
     memberId: notification.recipientId,

@@ -10,7 +10,7 @@ import { anyOf, dateBounds, defineConnection, itemsQuery, listArgs } from "../..
 import { nodeTypeOf } from "../../platform/ids.js";
 import { limited } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
-import { referencedRecord } from "../request-loaders.js";
+import { isReferencedType, referencedRecord } from "../request-loaders.js";
 import { Viewer } from "../viewer/viewer.schema.js";
 import { type NotificationPreferences, notificationLimits, notificationList } from "./notifications.service.js";
 
@@ -26,6 +26,9 @@ export const NotificationReason = builder.enumType(NotificationReasonValues, {
     review_requested: { description: "A policy version was submitted naming the member as its approver" },
     review_completed: { description: "A policy version the member submitted was approved or rejected" },
     webhook_disabled: { description: "A webhook endpoint was disabled after a 410 or its failure window (owners and admins)" },
+    control_not_ready: { description: "A control the member owns stopped being ready" },
+    evidence_due: { description: "The evidence of a control the member owns expires within 14 days" },
+    evidence_submitted: { description: "Evidence was submitted through an evidence request the member created" },
   },
 });
 
@@ -48,6 +51,8 @@ const NotificationEntityType = builder.enumType(NotificationEntityTypeValues, {
     risk: { description: "A risk (rsk_...)" },
     policy: { description: "A policy (pol_...)" },
     webhook_endpoint: { description: "A webhook endpoint (whe_...); reason webhook_disabled" },
+    control: { description: "A control (ctl_...); reasons control_not_ready and evidence_due" },
+    evidence_request: { description: "An evidence request (erq_...); reason evidence_submitted" },
   },
 });
 
@@ -71,7 +76,7 @@ const Notification = builder.prismaObject("Notification", {
       description:
         "The task, task item, vendor, risk or policy it is about, as it is now; null once deleted, and for a webhook endpoint (see webhookEndpoint). Needs that type's `:read` permission (`task:read` for a task item): without it, null with FORBIDDEN here",
       select: { entityType: true, entityId: true },
-      resolve: (n, _args, ctx) => (n.entityType === "webhook_endpoint" ? null : referencedRecord(ctx, n.entityType, n.entityId)),
+      resolve: (n, _args, ctx) => (isReferencedType(n.entityType) ? referencedRecord(ctx, n.entityType, n.entityId) : null),
     }),
     actorId: t.exposeID("actorId", {
       nullable: true,

@@ -60,6 +60,8 @@ const fallbackSegment: Record<Exclude<NotificationEntityType, "task_item">, stri
   risk: "risk",
   policy: "policies",
   webhook_endpoint: "settings/webhooks",
+  control: "controls",
+  evidence_request: "evidence-requests",
 };
 
 /**
@@ -109,6 +111,9 @@ export const emailColumn = {
   review_requested: "emailReviewRequested",
   review_completed: "emailReviewCompleted",
   webhook_disabled: "emailWebhookDisabled",
+  control_not_ready: "emailControlNotReady",
+  evidence_due: "emailEvidenceDue",
+  evidence_submitted: "emailEvidenceSubmitted",
 } as const satisfies Record<NotificationReason, string>;
 
 type PreferenceRow = Record<(typeof emailColumn)[NotificationReason], boolean>;
