@@ -22,7 +22,13 @@ export type IdPrefix =
   | "ntf"
   | "whe"
   | "whd"
-  | "msg";
+  | "msg"
+  | "fw"
+  | "req"
+  | "rmp"
+  | "ctl"
+  | "evd"
+  | "erq";
 
 // Time-ordered (48-bit millisecond clock, then 80 random bits) so ids sort like creation order;
 // but a user id is 128 random bits: accounts are shared between organizations, and `createMember`
