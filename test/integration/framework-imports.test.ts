@@ -128,7 +128,7 @@ describe("importFramework", () => {
     });
     const requirements = await requirementsOf(framework.id);
     expect(requirements.map((r) => [r.ref, r.assessable, r.description])).toEqual([
-      ["xx", false, null],
+      ["XX", false, null],
       ["XX-1", true, "Do the first thing.\n  a. Review it [organization-defined frequency]."],
       ["XX-1(1)", true, null],
     ]);

@@ -170,17 +170,17 @@ describe("OSCAL", () => {
     const catalog = await readOscal(JSON.stringify(sample));
     expect(catalog).toMatchObject({ key: "sample-security-catalog", name: "Sample Security Catalog", version: "5.1.1" });
     expect(catalog.requirements).toEqual([
-      { ref: "ac", title: "Access Control", description: null, parentRef: null, assessable: false, position: 1 },
+      { ref: "AC", title: "Access Control", description: null, parentRef: null, assessable: false, position: 1 },
       {
         ref: "AC-1",
         title: "Policy and Procedures",
         description: "Develop an access control policy.\n  a. Review it [organization-defined frequency].",
-        parentRef: "ac",
+        parentRef: "AC",
         assessable: true,
         position: 2,
       },
       { ref: "AC-1(1)", title: "Automated Reviews", description: null, parentRef: "AC-1", assessable: true, position: 3 },
-      { ref: "ac-3", title: "No label", description: null, parentRef: "ac", assessable: true, position: 4 },
+      { ref: "ac-3", title: "No label", description: null, parentRef: "AC", assessable: true, position: 4 },
     ]);
   });
 

@@ -60,8 +60,8 @@ function statementText(control: Control, params: Map<string, Param>): string | n
 
 /**
  * An OSCAL catalog in JSON (a resolved profile is one), checked against NIST's schema: groups are
- * requirements that are not assessed, controls and their enhancements are; refs are the controls'
- * labels (AC-2(1)), else their ids; descriptions are the statements' prose; withdrawn controls
+ * requirements that are not assessed, controls and their enhancements are; refs are the labels
+ * (AC-2(1)), else a control's id or a group's id in upper case (AC, as the shipped outlines have it); descriptions are the statements' prose; withdrawn controls
  * are left out. Key, name and version come from the metadata (the key made from the title).
  */
 export async function readOscal(documentText: string): Promise<Catalog> {
@@ -105,7 +105,8 @@ export async function readOscal(documentText: string): Promise<Catalog> {
   };
   const visitGroup = (group: Group, parentRef: string | null, path: PropertyKey[]) => {
     if (withdrawn(group) || full()) return;
-    const ref = propOf(group, "label") ?? group.id ?? group.title;
+    // As the shipped outlines write them: NIST's families carry no label, their ids are lower case (ac).
+    const ref = propOf(group, "label") ?? group.id?.toUpperCase() ?? group.title;
     raw.push({
       ref,
       title: group.title,
