@@ -448,6 +448,114 @@ const documentsList: Command = {
   },
 };
 
+const frameworkFormats = ["oscal", "json", "csv"] as const;
+type FrameworkFormatName = (typeof frameworkFormats)[number];
+
+/** The format a file is in when --format is not given: CSV by its extension, OSCAL when its JSON holds a catalog. */
+function formatOf(file: string, content: string): FrameworkFormatName {
+  if (file.toLowerCase().endsWith(".csv")) return "csv";
+  try {
+    const value = JSON.parse(content) as unknown;
+    return value && typeof value === "object" && "catalog" in value ? "oscal" : "json";
+  } catch {
+    return "json";
+  }
+}
+
+function readDocument(services: Services, file: string): string {
+  try {
+    return services.readFileSync(file, "utf8");
+  } catch (error) {
+    throw new services.AppError("BAD_USER_INPUT", `Cannot read ${file}: ${(error as Error).message}`);
+  }
+}
+
+const frameworksImport: Command = {
+  path: ["frameworks", "import"],
+  summary: "Import a framework for every organization (shipped), or fill in a shipped framework's descriptions",
+  description:
+    "FILE is an OSCAL catalog in JSON (NIST's; a resolved profile is a catalog), or the plain format in JSON or CSV (docs/frameworks.md). " +
+    "All or nothing: a bad file names its first bad JSON pointer or CSV line and exits 1. " +
+    "A key and version that match a shipped framework fill in its requirements' descriptions (by ref) and change nothing else; " +
+    "a shipped key with another version is refused (a new version needs a key of its own). " +
+    "Prints {id, key, name, version, requirementCount, created, descriptionsFilled, unmatched}.",
+  options: {
+    format: {
+      type: "string",
+      valueName: "FORMAT",
+      description: `${frameworkFormats.join(", ")} (default: csv for a .csv file, oscal for JSON holding a catalog, else json)`,
+    },
+    key: { type: "string", valueName: "KEY", description: "the framework's key (default: the file's; required for CSV)" },
+    name: { type: "string", valueName: "NAME", description: "the framework's name (default: the file's; required for CSV)" },
+    version: { type: "string", valueName: "V", description: "the framework's version (default: the file's; required for CSV)" },
+  },
+  positional: { name: "file", valueName: "FILE", description: "the framework document" },
+  examples: [
+    "frameworks import NIST_SP-800-53_rev5_catalog.json --key nist-sp-800-53-rev5 --version 5.0.1 --json",
+    "frameworks import iso-27001-licensed.csv --key iso-iec-27001-2022 --name 'ISO/IEC 27001:2022 Annex A' --version 2022 --json",
+  ],
+  prepare(values, services) {
+    const format = str(values, "format");
+    if (format !== undefined && !(frameworkFormats as readonly string[]).includes(format)) {
+      throw new UsageError(`Unknown format ${JSON.stringify(format)}; use one of ${frameworkFormats.join(", ")}`, this);
+    }
+    const file = str(values, "file") as string;
+    return async (db) => {
+      const document = readDocument(services, file);
+      const result = await services.createFrameworkImportService(db).importShipped({
+        format: (format as FrameworkFormatName | undefined) ?? formatOf(file, document),
+        document,
+        key: str(values, "key"),
+        name: str(values, "name"),
+        version: str(values, "version"),
+      });
+      const text = result.created
+        ? `Imported ${result.key} ${result.version} (${result.id}): ${result.requirementCount} requirements, shipped to every organization`
+        : `Filled in ${result.descriptionsFilled} descriptions of the shipped ${result.key} ${result.version} (${result.id})` +
+          (result.unmatched.length
+            ? `; ${count(result.unmatched, "ref")} of the file it does not have: ${result.unmatched.slice(0, 10).join(", ")}`
+            : "");
+      return { json: result, text };
+    };
+  },
+};
+
+const frameworksMap: Command = {
+  path: ["frameworks", "map"],
+  summary: "Import a mapping set between two frameworks, for every organization",
+  description:
+    "FILE is {source, target, mappings: [{sourceRef, targetRef, relationship}]} in JSON, source and target framework keys, relationship equal, subset, superset or intersect. " +
+    "All or nothing: unknown keys or refs are named and the exit code is 1. A pair imported again takes the new relationship. " +
+    "Prints {sourceKey, targetKey, sourceFrameworkId, targetFrameworkId, mappingCount}.",
+  options: {},
+  positional: { name: "file", valueName: "FILE", description: "the mapping set" },
+  examples: ["frameworks map csf-to-800-53.json --json"],
+  prepare(values, services) {
+    const file = str(values, "file") as string;
+    return async (db) => {
+      const result = await services.createFrameworkImportService(db).importShippedMappingSet(readDocument(services, file));
+      return {
+        json: result,
+        text: `Mapped ${result.sourceKey} to ${result.targetKey}: ${result.mappingCount} mappings, for every organization`,
+      };
+    };
+  },
+};
+
+const frameworksList: Command = {
+  path: ["frameworks", "list"],
+  summary: "List the shipped frameworks (those every organization sees), by key",
+  options: {},
+  examples: ["frameworks list --json"],
+  prepare(_values, services) {
+    return async (db) => {
+      const frameworks = await services.createFrameworkImportService(db).listShipped();
+      const text = frameworks.map((f) => `${f.key}  ${f.version}  ${f.requirementCount} requirements  ${f.name}`).join("\n");
+      return { json: { frameworks }, text: text || "No shipped frameworks." };
+    };
+  },
+};
+
 // Written out rather than imported from the store port, which pulls in graphql (through the errors).
 const storeKinds: StoreKind[] = ["s3", "filesystem", "database"];
 
@@ -514,6 +622,9 @@ export const commands: Command[] = [
   auditPurge,
   documentsPublish,
   documentsList,
+  frameworksImport,
+  frameworksMap,
+  frameworksList,
   attachmentsVerify,
   attachmentsMove,
 ];

@@ -21,6 +21,7 @@ export {
 } from "../admin/trusted-documents.js";
 export { createSession } from "../auth/sessions.js";
 export { createAuditTrail } from "../modules/audit/audit.trail.js";
+export { createFrameworkImportService } from "../modules/frameworks/frameworks.import.js";
 export { AppError } from "../platform/errors.js";
 export { failedJobs, QUEUES, retryFailedJobs } from "../platform/jobs.js";
 export { schema } from "../schema.js";

@@ -4,6 +4,7 @@ import type { AuditSigner } from "./audit/audit.keys.js";
 import { createAuditService } from "./audit/audit.service.js";
 import { type AttachmentSettings, createAttachmentService } from "./comments/attachments.service.js";
 import { createCommentService } from "./comments/comments.service.js";
+import { createFrameworkImportService } from "./frameworks/frameworks.import.js";
 import type { DeviceManagement } from "./members/device-management.js";
 import { createMemberService } from "./members/members.service.js";
 import {
@@ -44,6 +45,7 @@ export function createServices(db: Db, options: ServiceOptions) {
     /** For plugin-prisma's relation loading only; resolvers call the services. */
     db,
     audit: createAuditService(db, options.auditSigner),
+    frameworkImports: createFrameworkImportService(db),
     comments: createCommentService(db, events, notifier, createAttachmentService(db, options.attachments)),
     members: createMemberService(db, options.deviceManagement),
     notifications: createNotificationService(db, events),

@@ -78,6 +78,7 @@ const errorResponses: Record<number, { name: string; description: string }> = {
 const tagDescriptions: Record<string, string> = {
   Audit: "The audit trail: every create and change, newest first",
   Comments: "Comments on tasks, vendors, risks and policies, and their attachments",
+  Frameworks: "Frameworks (catalogs of requirements), shipped and the organization's own, and mapping sets between them",
   People: "Members of the organization and their managed devices",
   Policies: "Policies and their numbered versions",
   Risks: "Risks the organization tracks",

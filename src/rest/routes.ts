@@ -43,6 +43,13 @@ export const restRoutes: Record<string, RestRoute> = {
   "Mutation.createTask": { method: "POST", path: "/tasks", responseStatus: 201, tags: ["Tasks"] },
   "Query.tasks": { method: "GET", path: "/tasks", responseStatus: 200, tags: ["Tasks"] },
   "Mutation.updateTask": { method: "PATCH", path: "/tasks/:taskId", responseStatus: 200, tags: ["Tasks"] },
+  "Mutation.importFramework": { method: "POST", path: "/frameworks", responseStatus: 201, tags: ["Frameworks"] },
+  "Mutation.importRequirementMapping": {
+    method: "POST",
+    path: "/frameworks/mappings",
+    responseStatus: 201,
+    tags: ["Frameworks"],
+  },
   "Mutation.createVendor": { method: "POST", path: "/vendors", responseStatus: 201, tags: ["Vendors"] },
   "Mutation.createRisk": { method: "POST", path: "/risks", responseStatus: 201, tags: ["Risks"] },
   "Query.comments": { method: "GET", path: "/comments", responseStatus: 200, tags: ["Comments"] },

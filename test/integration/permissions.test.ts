@@ -140,6 +140,47 @@ const operations: Record<
       gql: ["mutation($id: ID!) { updateTask(taskId: $id, status: todo) { id } }", { id: org.taskIds[1] }],
     }),
   },
+  "Mutation.importFramework": {
+    permission: "framework:manage",
+    call: () => {
+      const document = (key: string) =>
+        JSON.stringify({ key, name: "Own", version: "1", requirements: [{ ref: "A", title: "A" }] });
+      const key = `own-${unique()}`;
+      return {
+        rest: ["POST", "/v1/frameworks", { format: "json", document: document(key) }],
+        gql: [
+          "mutation($document: String!) { importFramework(format: json, document: $document) { id } }",
+          { document: document(`${key}-g`) },
+        ],
+      };
+    },
+  },
+  "Mutation.importRequirementMapping": {
+    permission: "framework:manage",
+    call: async () => {
+      const key = `own-mapped-${unique()}`;
+      await t.db.framework.create({
+        data: {
+          id: `fw_${key}`,
+          organizationId: org.organizationId,
+          key,
+          name: "Own",
+          version: "1",
+          requirementCount: 1,
+          requirements: { create: [{ id: `req_${key}`, ref: "A", title: "A", position: 1 }] },
+        },
+      });
+      const document = JSON.stringify({
+        source: key,
+        target: "soc2-tsc-2017",
+        mappings: [{ sourceRef: "A", targetRef: "CC1.1", relationship: "equal" }],
+      });
+      return {
+        rest: ["POST", "/v1/frameworks/mappings", { document }],
+        gql: ["mutation($document: String!) { importRequirementMapping(document: $document) { mappingCount } }", { document }],
+      };
+    },
+  },
   "Mutation.createVendor": {
     permission: "vendor:create",
     call: () => ({ rest: ["POST", "/v1/vendors", { name: "V" }], gql: ['mutation { createVendor(name: "V") { id } }', {}] }),

@@ -162,6 +162,26 @@ async function callEveryRoute(): Promise<Record<string, { status: number; shape:
       return t.rest("POST", `/v1/webhook-deliveries/${delivery.id}/redeliver`, { key });
     },
     "Mutation.deleteWebhookEndpoint": () => t.rest("DELETE", `/v1/webhook-endpoints/${hook.body.id}`, { key }),
+    // Last: their audit events would otherwise be the newest that Query.auditEvents shows.
+    "Mutation.importFramework": () =>
+      t.rest("POST", "/v1/frameworks", {
+        key,
+        body: {
+          format: "json",
+          document: JSON.stringify({ key: "own", name: "Own", version: "1", requirements: [{ ref: "A", title: "A" }] }),
+        },
+      }),
+    "Mutation.importRequirementMapping": () =>
+      t.rest("POST", "/v1/frameworks/mappings", {
+        key,
+        body: {
+          document: JSON.stringify({
+            source: "own",
+            target: "soc2-tsc-2017",
+            mappings: [{ sourceRef: "A", targetRef: "CC1.1", relationship: "equal" }],
+          }),
+        },
+      }),
   };
   const answers: Record<string, { status: number; shape: unknown }> = {};
   let hook = { body: { id: "" } } as Awaited<ReturnType<TestApp["rest"]>>;

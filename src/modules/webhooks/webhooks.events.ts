@@ -5,6 +5,9 @@ export const webhookEventTypes: Record<string, string> = {
   "comment.created": "A comment was written",
   "comment.updated": "A comment's text was changed",
   "comment.deleted": "A comment was deleted (object is null)",
+  "framework.imported": "The organization imported a framework of its own",
+  "framework.mappings_imported":
+    "The organization imported a mapping set between frameworks (object is its source framework when that is the organization's own)",
   "member.created": "A member was added",
   "member.updated": "A member was changed",
   "member.device_unlinked": "A member's device was unlinked",

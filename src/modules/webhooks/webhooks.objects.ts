@@ -55,6 +55,14 @@ export async function restObjectOf(db: Db, organizationId: string, entity: { typ
           },
         }),
       );
+    case "framework": {
+      // The organization's own framework, as POST /v1/frameworks answers it.
+      const framework = await db.framework.findFirst({
+        where,
+        select: { id: true, key: true, name: true, version: true, source: true, license: true, requirementCount: true },
+      });
+      return framework && json({ ...framework, custom: true });
+    }
     case "vendor":
       return json(
         await db.vendor.findFirst({
