@@ -117,16 +117,10 @@ export type AttachmentItem = {
 };
 
 /** Where an item sits in the request: `attachments.<index>` of createComment, or the argument's own place (an evidence's upload). */
-export type ItemPath = (index: number) => string;
-const inAttachments: ItemPath = (index) => `attachments.${index}`;
+export type ItemPath = (index: number, field?: string) => string;
+const inAttachments: ItemPath = (index, field) => (field ? `attachments.${index}.${field}` : `attachments.${index}`);
 
-const itemError = (
-  code: "BAD_USER_INPUT" | "CONFLICT" | "NOT_FOUND",
-  at: string,
-  message: string,
-  field = "",
-) => {
-  const path = field ? (at ? `${at}.${field}` : field) : at;
+const itemError = (code: "BAD_USER_INPUT" | "CONFLICT" | "NOT_FOUND", path: string, message: string) => {
   const details: ErrorDetail[] = [{ path, message }];
   return new AppError(code, `${path}: ${message}`, details);
 };
@@ -317,20 +311,26 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings, ev
         const inline = item.fileData !== undefined && item.fileData !== null;
         const upload = item.uploadId !== undefined && item.uploadId !== null;
         if (inline === upload) {
-          throw itemError("BAD_USER_INPUT", itemPath(index),
+          throw itemError(
+            "BAD_USER_INPUT",
+            itemPath(index),
             "give either fileData (the bytes inline) or uploadId (an upload's id), not both or neither",
           );
         }
         if (inline && (!item.fileName || !item.fileType)) {
           const field = item.fileName ? "fileType" : "fileName";
-          throw itemError("BAD_USER_INPUT", itemPath(index), "is required with fileData", field);
+          throw itemError("BAD_USER_INPUT", itemPath(index, field), "is required with fileData");
         }
       }
       const uploadIds = items.flatMap((item) => (item.uploadId ? [item.uploadId] : []));
       const repeated = uploadIds.find((id, i) => uploadIds.indexOf(id) !== i);
       if (repeated) {
         const index = items.findLastIndex((item) => item.uploadId === repeated);
-        throw itemError("BAD_USER_INPUT", itemPath(index), "names an upload another item of this comment already attaches", "uploadId");
+        throw itemError(
+          "BAD_USER_INPUT",
+          itemPath(index, "uploadId"),
+          "names an upload another item of this comment already attaches",
+        );
       }
       const uploads = uploadIds.length
         ? await db.attachmentUpload.findMany({ where: { id: { in: uploadIds }, organizationId: actor.organizationId } })
@@ -342,22 +342,25 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings, ev
         if (item.uploadId) {
           const found = uploads.find((u) => u.id === item.uploadId);
           if (!found || found.memberId !== caller?.memberId || found.apiKeyId !== caller?.apiKeyId) {
-            throw itemError("NOT_FOUND", itemPath(index), `upload ${JSON.stringify(item.uploadId)} was not found`, "uploadId");
+            throw itemError("NOT_FOUND", itemPath(index, "uploadId"), `upload ${JSON.stringify(item.uploadId)} was not found`);
           }
-          if (found.attachmentId) throw itemError("CONFLICT", itemPath(index), "this upload is already attached to a comment", "uploadId");
+          if (found.attachmentId)
+            throw itemError("CONFLICT", itemPath(index, "uploadId"), "this upload is already attached to a comment");
           if (found.expiresAt.getTime() <= now) {
-            throw itemError("BAD_USER_INPUT", itemPath(index),
+            throw itemError(
+              "BAD_USER_INPUT",
+              itemPath(index, "uploadId"),
               "this upload expired: create a new one and send the bytes again",
-              "uploadId",
             );
           }
           for (const field of ["fileName", "fileType"] as const) {
             const declared = field === "fileName" ? found.fileName : found.fileType;
             const given = item[field];
             if (given && (field === "fileType" ? given.toLowerCase() : given) !== declared) {
-              throw itemError("BAD_USER_INPUT", itemPath(index),
+              throw itemError(
+                "BAD_USER_INPUT",
+                itemPath(index, field),
                 `differs from the upload's ${JSON.stringify(declared)}: leave it out`,
-                field,
               );
             }
           }

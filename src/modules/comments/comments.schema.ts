@@ -68,7 +68,7 @@ const Author = builder.prismaObject("Member", {
 });
 
 /** The service's origin as this request reached it: the URLs it signs itself start with it (unless PUBLIC_URL is set). */
-const originOf = (ctx: object): string | undefined => {
+export const originOf = (ctx: object): string | undefined => {
   const request = (ctx as { request?: Request }).request;
   return request ? new URL(request.url).origin : undefined;
 };
@@ -369,7 +369,7 @@ builder.queryField("attachment", (t) =>
   }),
 );
 
-const AttachmentDownloadUrl = builder.objectRef<{ url: string; expiresAt: Date }>("AttachmentDownloadUrl").implement({
+export const AttachmentDownloadUrl = builder.objectRef<{ url: string; expiresAt: Date }>("AttachmentDownloadUrl").implement({
   description: "A URL that serves an attachment's bytes without a credential, until it expires.",
   fields: (t) => ({
     url: t.exposeString("url", {
@@ -389,8 +389,7 @@ builder.queryField("attachmentDownloadUrl", (t) =>
     description:
       "A credential-free URL for an attachment's bytes, valid a few minutes, served by the attachment store (or by the service for the filesystem and database stores). Generated on demand, not stored. A comment's attachment needs `comment:read`; an evidence file needs what reading its evidence needs (`control:read`, or owning the control; `vendor:read` for a vendor's).",
     args: { id: t.arg.id({ required: true, ...limited("The attachment id", commonLimits.id) }) },
-    resolve: (_root, args, ctx) =>
-      ctx.services.comments.attachments.downloadUrl(authenticated(ctx), args.id, originOf(ctx)),
+    resolve: (_root, args, ctx) => ctx.services.comments.attachments.downloadUrl(authenticated(ctx), args.id, originOf(ctx)),
   }),
 );
 

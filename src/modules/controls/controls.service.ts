@@ -20,7 +20,7 @@ import { rowByIdReader } from "../../platform/db/row-by-id.js";
 import { ConflictError, ForbiddenError, NotFoundError } from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, integer, limit, list, text } from "../../platform/limits.js";
-import { notNull, parseInput, type WithNulls } from "../../platform/validation.js";
+import { parseInput, type WithNulls } from "../../platform/validation.js";
 import { auditEvent, changesBetween, writeAuditEvent } from "../audit/audit.service.js";
 import { scheduleObjectDeletions } from "../comments/attachments.jobs.js";
 import { assertActiveMember } from "../entities.js";
@@ -39,10 +39,17 @@ export const controlLimits = {
     patternHint: "letters, digits and . _ ( ) / : -, starting with a letter or digit",
   }),
   evidenceEveryDays: limit({ minimum: 1, maximum: 3650 }),
-  requirementIds: limit({ minLength: 1, maxItems: 100 }),
-  policyIds: limit({ maxItems: 100 }),
-  taskIds: limit({ maxItems: 100 }),
+  requirementIds: limit({ maxItems: 50 }),
+  policyIds: limit({ maxItems: 25 }),
+  taskIds: limit({ maxItems: 25 }),
 };
+
+/**
+ * How many requirements one control maps to, and how many policies and tasks it links (each): a
+ * control's lists are answered whole, and a page of 50 controls with them stays within the query
+ * cost limit (query-cost.ts reads these as the lists' maxima).
+ */
+export const controlCaps = { requirements: 50, links: 25 };
 
 // Who sees which controls -------------------------------------------------------------------------
 
@@ -192,7 +199,8 @@ const unique = (ids: readonly string[]) => [...new Set(ids)];
 /** A clear 409 for a code the organization already uses (the unique index decides under a race). */
 async function assertCodeFree(tx: Tx, organizationId: string, code: string, except?: string) {
   const taken = await tx.control.findUnique({ where: { organizationId_code: { organizationId, code } }, select: { id: true } });
-  if (taken && taken.id !== except) throw new ConflictError(`The code ${JSON.stringify(code)} is already used by control ${taken.id}`);
+  if (taken && taken.id !== except)
+    throw new ConflictError(`The code ${JSON.stringify(code)} is already used by control ${taken.id}`);
 }
 
 /** 404 naming the first id that is not one of the organization's records of this kind. */
@@ -260,7 +268,10 @@ export function createControlService(db: Db, notifier: Notifier) {
           ownerId: input.ownerId ?? null,
           evidenceEveryDays: input.evidenceEveryDays ?? null,
         };
-        const control = await tx.control.create({ ...query, data: { id: controlId, organizationId: actor.organizationId, ...data } });
+        const control = await tx.control.create({
+          ...query,
+          data: { id: controlId, organizationId: actor.organizationId, ...data },
+        });
         const { description: _description, ...recorded } = data;
         await writeAuditEvent(tx, auditEvent(actor, "control.created", { type: "control", id: controlId }, recorded));
         // A new control has no links: it starts not ready, which is what the frameworks module records first.
@@ -280,7 +291,11 @@ export function createControlService(db: Db, notifier: Notifier) {
         if (input.ownerId) await assertActiveMember(tx, actor.organizationId, input.ownerId);
         const { changes, data } = changesBetween(current, input as Partial<Editable>);
         if (Object.keys(changes).length === 0) return readBack(tx, actor, controlId, query);
-        const updated = await tx.control.update({ ...query, where: { id: controlId, organizationId: actor.organizationId }, data });
+        const updated = await tx.control.update({
+          ...query,
+          where: { id: controlId, organizationId: actor.organizationId },
+          data,
+        });
         await writeAuditEvent(
           tx,
           auditEvent(actor, "control.updated", { type: "control", id: controlId }, { changes } as Prisma.InputJsonValue),
@@ -348,12 +363,23 @@ export function createControlService(db: Db, notifier: Notifier) {
           skipDuplicates: true,
           select: { requirementId: true },
         });
+        const mapped = await tx.controlRequirement.count({ where: { controlId } });
+        if (mapped > controlCaps.requirements) {
+          throw new ConflictError(
+            `A control maps to at most ${controlCaps.requirements} requirements; this one would map to ${mapped}: split it, or unmap some first`,
+          );
+        }
         if (added.length) {
           await writeAuditEvent(
             tx,
-            auditEvent(actor, "control.mapped", { type: "control", id: controlId }, {
-              requirementIds: added.map((a) => a.requirementId),
-            }),
+            auditEvent(
+              actor,
+              "control.mapped",
+              { type: "control", id: controlId },
+              {
+                requirementIds: added.map((a) => a.requirementId),
+              },
+            ),
           );
           await recordControlStates(tx, actor, [controlId]);
         }
@@ -402,13 +428,27 @@ export function createControlService(db: Db, notifier: Notifier) {
               select: { taskId: true },
             })
           : [];
+        const [policyCount, taskCount] = await Promise.all([
+          tx.controlPolicy.count({ where: { controlId } }),
+          tx.controlTask.count({ where: { controlId } }),
+        ]);
+        if (policyCount > controlCaps.links || taskCount > controlCaps.links) {
+          throw new ConflictError(
+            `A control links at most ${controlCaps.links} policies and ${controlCaps.links} tasks; this one would link ${policyCount} and ${taskCount}: unlink some first`,
+          );
+        }
         if (addedPolicies.length || addedTasks.length) {
           await writeAuditEvent(
             tx,
-            auditEvent(actor, "control.linked", { type: "control", id: controlId }, {
-              policyIds: addedPolicies.map((p) => p.policyId),
-              taskIds: addedTasks.map((t) => t.taskId),
-            }),
+            auditEvent(
+              actor,
+              "control.linked",
+              { type: "control", id: controlId },
+              {
+                policyIds: addedPolicies.map((p) => p.policyId),
+                taskIds: addedTasks.map((t) => t.taskId),
+              },
+            ),
           );
           await recordControlStates(tx, actor, [controlId]);
         }
@@ -437,10 +477,15 @@ export function createControlService(db: Db, notifier: Notifier) {
         if (policies.length || tasks.length) {
           await writeAuditEvent(
             tx,
-            auditEvent(actor, "control.unlinked", { type: "control", id: controlId }, {
-              policyIds: policies.map((p) => p.policyId),
-              taskIds: tasks.map((t) => t.taskId),
-            }),
+            auditEvent(
+              actor,
+              "control.unlinked",
+              { type: "control", id: controlId },
+              {
+                policyIds: policies.map((p) => p.policyId),
+                taskIds: tasks.map((t) => t.taskId),
+              },
+            ),
           );
           await recordControlStates(tx, actor, [controlId]);
         }

@@ -1,4 +1,5 @@
 import { builder } from "../../graphql/builder.js";
+import { graphOnly } from "../../rest/rest-schema.js";
 
 export const Framework = builder.prismaObject("Framework", {
   description:
@@ -33,5 +34,6 @@ export const Requirement = builder.prismaObject("Requirement", {
     parentId: t.exposeID("parentId", { nullable: true, description: "The group or control it belongs to; null at the top" }),
     assessable: t.exposeBoolean("assessable", { description: "False for groups and families, which are not assessed" }),
     position: t.exposeInt("position", { description: "Its place in the catalog's order" }),
+    framework: t.relation("framework", { ...graphOnly, description: "The framework it belongs to. Not in REST answers." }),
   }),
 });
