@@ -78,6 +78,8 @@ const errorResponses: Record<number, { name: string; description: string }> = {
 const tagDescriptions: Record<string, string> = {
   Audit: "The audit trail: every create and change, newest first",
   Comments: "Comments on tasks, vendors, risks and policies, and their attachments",
+  Controls: "The organization's controls, their maps to framework requirements and their links to policies and tasks",
+  Evidence: "Files that show a control works or document a vendor, and their review",
   People: "Members of the organization and their managed devices",
   Policies: "Policies and their numbered versions",
   Risks: "Risks the organization tracks",

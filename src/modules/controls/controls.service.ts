@@ -171,7 +171,9 @@ const updateInput = z
   })
   .refine((input) => Object.values(input).some((v) => v !== undefined), "give at least one field to change");
 
-const mapInput = z.object({ requirementIds: list(id, controlLimits.requirementIds).min(1, "name at least one requirement") });
+const mapInput = z.object({
+  requirementIds: list(id, controlLimits.requirementIds).refine((ids) => ids.length > 0, "name at least one requirement"),
+});
 const linkInput = z
   .object({
     policyIds: list(id, controlLimits.policyIds).nullish(),
