@@ -4,6 +4,7 @@ import type { AuditSigner } from "./audit/audit.keys.js";
 import { createAuditService } from "./audit/audit.service.js";
 import { type AttachmentSettings, createAttachmentService } from "./comments/attachments.service.js";
 import { createCommentService } from "./comments/comments.service.js";
+import { createFrameworkService } from "./frameworks/frameworks.service.js";
 import type { DeviceManagement } from "./members/device-management.js";
 import { createMemberService } from "./members/members.service.js";
 import {
@@ -45,6 +46,7 @@ export function createServices(db: Db, options: ServiceOptions) {
     db,
     audit: createAuditService(db, options.auditSigner),
     comments: createCommentService(db, events, notifier, createAttachmentService(db, options.attachments)),
+    frameworks: createFrameworkService(db),
     members: createMemberService(db, options.deviceManagement),
     notifications: createNotificationService(db, events),
     policies: createPolicyService(db, events, notifier),

@@ -39,7 +39,13 @@ const scalars: Record<string, Schema> = {
 
 /** Statuses every operation can answer; the others depend on the route. */
 const commonErrors = [400, 401, 403, 429, 500, 503];
-const conflicts = new Set(["createMember", "updateMember", "redeliverWebhook", "replayWebhookEndpoint"]);
+const conflicts = new Set([
+  "createMember",
+  "updateMember",
+  "redeliverWebhook",
+  "replayWebhookEndpoint",
+  "setRequirementApplicability",
+]);
 const gateways = new Set(["unlinkDevice"]);
 /** Arguments naming a record that must exist in the caller's organization. */
 const referenceArgs = new Set(["entityId", "userId", "sourceVersionId", "approverId", "assigneeId"]);
@@ -77,6 +83,8 @@ const errorResponses: Record<number, { name: string; description: string }> = {
 
 const tagDescriptions: Record<string, string> = {
   Audit: "The audit trail: every create and change, newest first",
+  Frameworks:
+    "Frameworks and their requirements, adoption, the statement of applicability and readiness computed from the organization's controls",
   Comments: "Comments on tasks, vendors, risks and policies, and their attachments",
   People: "Members of the organization and their managed devices",
   Policies: "Policies and their numbered versions",

@@ -131,6 +131,32 @@ export const restRoutes: Record<string, RestRoute> = {
     tags: ["Webhooks"],
   },
   "Mutation.sendTestWebhook": { method: "POST", path: "/webhook-endpoints/:id/test", responseStatus: 200, tags: ["Webhooks"] },
+  "Query.frameworks": { method: "GET", path: "/frameworks", responseStatus: 200, tags: ["Frameworks"] },
+  "Query.framework": { method: "GET", path: "/frameworks/:id", responseStatus: 200, tags: ["Frameworks"] },
+  "Query.frameworkRequirements": {
+    method: "GET",
+    path: "/frameworks/:id/requirements",
+    responseStatus: 200,
+    tags: ["Frameworks"],
+  },
+  "Mutation.adoptFramework": {
+    method: "POST",
+    path: "/frameworks/:frameworkId/adoption",
+    responseStatus: 200,
+    tags: ["Frameworks"],
+  },
+  "Mutation.withdrawFramework": {
+    method: "DELETE",
+    path: "/frameworks/:frameworkId/adoption",
+    responseStatus: 200,
+    tags: ["Frameworks"],
+  },
+  "Mutation.setRequirementApplicability": {
+    method: "PUT",
+    path: "/requirements/:requirementId/applicability",
+    responseStatus: 200,
+    tags: ["Frameworks"],
+  },
 };
 
 /** The table as Sofa takes it: Sofa cannot send a 204 without a body, so the REST guard turns its 200 into one. */
