@@ -1,5 +1,6 @@
 import { authorize } from "../../auth/actor.js";
 import { builder } from "../../graphql/builder.js";
+import { nodeTypeOf } from "../../platform/ids.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 import { Control } from "../controls/controls.schema.js";
 import { Evidence } from "../evidence/evidence.schema.js";
@@ -39,10 +40,8 @@ const ReasonEntityType = builder.enumType("ControlReasonEntityType", {
 const ReasonEntity = builder.unionType("ControlReasonEntity", {
   description: "The record a reason names",
   types: ["Policy", "Task", Evidence] as never,
-  resolveType: (entity) => {
-    const id = (entity as { id: string }).id;
-    return id.startsWith("pol_") ? "Policy" : id.startsWith("tsk_") ? "Task" : "Evidence";
-  },
+  // Evidence ids name no Node type.
+  resolveType: (entity) => nodeTypeOf((entity as { id: string }).id) ?? "Evidence",
 });
 
 const Reason = builder.objectRef<ControlReason>("ControlReason").implement({
