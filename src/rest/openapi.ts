@@ -487,9 +487,10 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
 
   // The facade's own routes (a stream, a PEM text): no GraphQL field, no ETag, the same envelope.
   for (const [name, route] of Object.entries(ownRestRoutes) as [string, OwnRestRoute][]) {
-    const statuses = route.credential ? commonErrors : [429, 500, 503];
+    const statuses = [...(route.credential ? commonErrors : [429, 500, 503]), ...(route.errors ?? [])].sort((a, b) => a - b);
     for (const status of statuses) usedErrors.add(status);
-    paths[route.path] = {
+    const pathParams = [...route.path.matchAll(/:([A-Za-z]+)/g)].map((m) => m[1] as string);
+    paths[route.path.replace(/:([A-Za-z]+)/g, "{$1}")] = {
       [route.method.toLowerCase()]: {
         operationId: name,
         summary: route.summary,
@@ -497,6 +498,13 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
         tags: route.tags,
         security: route.credential ? anyCredential : [],
         parameters: [
+          ...pathParams.map((name) => ({
+            name,
+            in: "path",
+            required: true,
+            description: `The ${name}`,
+            schema: { type: "string", minLength: 1, maxLength: 64 },
+          })),
           ...route.query.map((param) => ({
             name: param.name,
             in: "query",

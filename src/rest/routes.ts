@@ -178,7 +178,7 @@ export const REST_BASE = "/v1";
  */
 export type OwnRestRoute = {
   method: "GET";
-  /** Relative to /v1. */
+  /** Relative to /v1; a `:name` segment is a path parameter the handler receives. */
   path: string;
   tags: string[];
   summary: string;
@@ -189,6 +189,8 @@ export type OwnRestRoute = {
   query: { name: string; description: string; schema: Record<string, unknown> }[];
   /** The 200 answer's media types. */
   contentTypes: string[];
+  /** Statuses it can answer besides every credentialed route's (400, 401, 403, 429, 500, 503). */
+  errors?: number[];
 };
 
 export const ownRestRoutes = {
@@ -228,6 +230,24 @@ export const ownRestRoutes = {
     credential: false,
     query: [],
     contentTypes: ["application/x-pem-file"],
+  },
+  getStatementOfApplicability: {
+    method: "GET",
+    path: "/frameworks/:id/statement-of-applicability",
+    tags: ["Frameworks"],
+    summary: "A framework's statement of applicability",
+    description:
+      "Streams, for an adopted framework, each assessable requirement in catalog order: ref, title, applicable, justification, controls (the codes of the organization's controls mapped to it; space-separated in CSV, an array in JSON) and state (readiness now). CSV cells that a spreadsheet would run as a formula are prefixed with '. Needs `framework:read`. 404 for a framework the organization does not see, 409 for one it has not adopted.",
+    credential: true,
+    query: [
+      {
+        name: "format",
+        description: "json (default: an array of objects) or csv",
+        schema: { type: "string", enum: ["json", "csv"], default: "json" },
+      },
+    ],
+    contentTypes: ["application/json", "text/csv"],
+    errors: [404, 409],
   },
 } as const satisfies Record<string, OwnRestRoute>;
 

@@ -346,3 +346,93 @@ describe("a framework's page", () => {
     expect(five.count, five.statements.join("\n")).toBeLessThanOrEqual(10);
   });
 });
+
+describe("the statement of applicability", () => {
+  it("streams each assessable requirement in catalog order as JSON and CSV, cells neutralised", async () => {
+    const fresh = await t.seedOrg();
+    const fw = await makeFramework(t.db, { groups: 2, perGroup: 2 });
+    await adopt(t.db, fresh.organizationId, fw.id);
+    const done = await makeTask(t.db, fresh.organizationId, "done");
+    await makeControl(t.db, fresh.organizationId, {
+      requirementIds: [fw.requirements[0] as string],
+      taskIds: [done],
+      code: "AC-02",
+    });
+    await makeControl(t.db, fresh.organizationId, {
+      requirementIds: [fw.requirements[0] as string, fw.requirements[1] as string],
+      code: "AC-01",
+    });
+    await t.rest("PUT", `/v1/requirements/${fw.requirements[3]}/applicability`, {
+      key: fresh.apiKey,
+      body: { applicable: false, justification: '=HYPERLINK("x"), no, "quoted"' },
+    });
+    const json = await t.rest("GET", `/v1/frameworks/${fw.id}/statement-of-applicability`, { key: fresh.apiKey });
+    expect(json.status).toBe(200);
+    expect(json.headers.get("content-type")).toContain("application/json");
+    expect(json.headers.get("content-disposition")).toMatch(/^attachment; filename="statement-of-applicability-.*\.json"$/);
+    expect(json.body).toEqual([
+      {
+        ref: "G1.1",
+        title: "Requirement 1.1",
+        applicable: true,
+        justification: null,
+        controls: ["AC-01", "AC-02"],
+        state: "partial",
+      },
+      { ref: "G1.2", title: "Requirement 1.2", applicable: true, justification: null, controls: ["AC-01"], state: "not_ready" },
+      { ref: "G2.1", title: "Requirement 2.1", applicable: true, justification: null, controls: [], state: "unmapped" },
+      {
+        ref: "G2.2",
+        title: "Requirement 2.2",
+        applicable: false,
+        justification: '=HYPERLINK("x"), no, "quoted"',
+        controls: [],
+        state: "not_applicable",
+      },
+    ]);
+    const csv = await t.rest("GET", `/v1/frameworks/${fw.id}/statement-of-applicability?format=csv`, { key: fresh.apiKey });
+    expect(csv.status).toBe(200);
+    expect(csv.headers.get("content-type")).toContain("text/csv");
+    expect(csv.text.split("\r\n")).toEqual([
+      "ref,title,applicable,justification,controls,state",
+      "G1.1,Requirement 1.1,true,,AC-01 AC-02,partial",
+      "G1.2,Requirement 1.2,true,,AC-01,not_ready",
+      "G2.1,Requirement 2.1,true,,,unmapped",
+      `G2.2,Requirement 2.2,false,"'=HYPERLINK(""x""), no, ""quoted""",,not_applicable`,
+      "",
+    ]);
+  });
+
+  it("is 409 for a framework not adopted, 404 for another organization's, 400 for an unknown format, 403 without framework:read", async () => {
+    const fresh = await t.seedOrg();
+    expect((await t.rest("GET", `/v1/frameworks/${shipped.id}/statement-of-applicability`, { key: fresh.apiKey })).status).toBe(
+      409,
+    );
+    expect((await t.rest("GET", `/v1/frameworks/${foreign.id}/statement-of-applicability`, { key: fresh.apiKey })).status).toBe(
+      404,
+    );
+    await adopt(t.db, fresh.organizationId, shipped.id);
+    const bad = await t.rest("GET", `/v1/frameworks/${shipped.id}/statement-of-applicability?format=xlsx`, { key: fresh.apiKey });
+    expect(bad.status).toBe(400);
+    expect(bad.body.code).toBe("BAD_USER_INPUT");
+    const key = (await t.keyWith(fresh.organizationId, ["task:read"])).key;
+    expect((await t.rest("GET", `/v1/frameworks/${shipped.id}/statement-of-applicability`, { key })).status).toBe(403);
+    const reader = (await t.keyWith(fresh.organizationId, ["framework:read"])).key;
+    const read = await t.rest("GET", `/v1/frameworks/${shipped.id}/statement-of-applicability?format=csv`, { key: reader });
+    expect(read.status).toBe(200);
+    expect(read.text.trim().split("\r\n")).toHaveLength(7);
+    expect((await t.rest("GET", `/v1/frameworks/${shipped.id}/statement-of-applicability`)).status).toBe(401);
+  });
+
+  it("reads a catalog larger than a batch in order", async () => {
+    const fresh = await t.seedOrg();
+    const fw = await makeFramework(t.db, { groups: 2, perGroup: 260 });
+    await adopt(t.db, fresh.organizationId, fw.id);
+    const res = await t.rest("GET", `/v1/frameworks/${fw.id}/statement-of-applicability`, { key: fresh.apiKey });
+    expect(res.status).toBe(200);
+    expect(res.body).toHaveLength(520);
+    expect(res.body.map((l: { ref: string }) => l.ref)).toEqual(
+      [1, 2].flatMap((g) => Array.from({ length: 260 }, (_, i) => `G${g}.${i + 1}`)),
+    );
+  });
+});
