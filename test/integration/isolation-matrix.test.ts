@@ -26,6 +26,7 @@ import { createSession } from "../../src/auth/sessions.js";
 import { REST_BASE, restRoutes } from "../../src/rest/routes.js";
 import { schema } from "../../src/schema.js";
 import { selectionOf } from "../fuzz/arbitraries.js";
+import { adopt, makeFramework } from "../helpers/frameworks.js";
 import { createTestApp, type TestApp, testJwtSecret } from "../helpers/test-app.js";
 
 type Root = "Query" | "Mutation" | "Subscription";
@@ -52,7 +53,15 @@ type Attempt = {
 };
 
 let t: TestApp;
-type Webhooks = { webhookEndpointIds: string[]; webhookDeliveryIds: string[]; webhookSecrets: string[]; checkpointIds: string[] };
+type Webhooks = {
+  webhookEndpointIds: string[];
+  webhookDeliveryIds: string[];
+  webhookSecrets: string[];
+  checkpointIds: string[];
+  /** A custom framework of the organization's own (adopted), and its requirements (a group and one assessed). */
+  frameworkIds: string[];
+  requirementIds: string[];
+};
 let A: SeedResult & {
   versionIds: string[];
   attachmentIds: string[];
@@ -113,8 +122,12 @@ async function enrich(org: SeedResult) {
   // And a signed checkpoint of its audit chain (section 14).
   const checkpoint = await t.rest("POST", "/v1/audit/checkpoints", { key: org.apiKey });
   expect(checkpoint.status, checkpoint.text).toBe(201);
+  const framework = await makeFramework(t.db, { organizationId: org.organizationId, groups: 1, perGroup: 1 });
+  await adopt(t.db, org.organizationId, framework.id);
   const where = { where: { organizationId: org.organizationId }, select: { id: true } };
   return {
+    frameworkIds: [framework.id],
+    requirementIds: [...framework.groups, ...framework.requirements],
     ...org,
     draftVersionId: version.body.versionId as string,
     versionIds: (await t.db.policyVersion.findMany(where)).map((r) => r.id),
@@ -349,6 +362,8 @@ function attempts({ wrongKind = false } = {}): Attempt[] {
     attachment: A.attachmentIds,
     webhookEndpoint: A.webhookEndpointIds,
     webhookDelivery: A.webhookDeliveryIds,
+    framework: A.frameworkIds,
+    requirement: A.requirementIds,
   };
   const add = (
     field: string,
@@ -512,6 +527,16 @@ function attempts({ wrongKind = false } = {}): Attempt[] {
   add("Mutation.sendTestWebhook", "id", A.webhookEndpointIds, (id) => ({ id }));
   add("Mutation.replayWebhookEndpoint", "id", A.webhookEndpointIds, (id) => ({ id, since: "2000-01-01T00:00:00Z" }));
   add("Mutation.redeliverWebhook", "id", A.webhookDeliveryIds, (id) => ({ id }));
+  // Frameworks (contract section 16): another organization's custom framework or requirement is 404, as a missing one.
+  add("Query.framework", "id", A.frameworkIds, (id) => ({ id }));
+  add("Query.frameworkRequirements", "id", A.frameworkIds, (id) => ({ id }));
+  add("Mutation.adoptFramework", "frameworkId", A.frameworkIds, (id) => ({ frameworkId: id }));
+  add("Mutation.withdrawFramework", "frameworkId", A.frameworkIds, (id) => ({ frameworkId: id }));
+  add("Mutation.setRequirementApplicability", "requirementId", A.requirementIds, (id) => ({
+    requirementId: id,
+    applicable: false,
+    justification: "B was here",
+  }));
   return list;
 }
 
