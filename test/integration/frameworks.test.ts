@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { graphiqlExamples } from "../../src/http/graphiql.js";
 import { openFixture } from "../helpers/fixtures.js";
 import { adopt, makeControl, makeFramework, makeTask } from "../helpers/frameworks.js";
 
@@ -306,6 +307,22 @@ describe("applicability", () => {
 });
 
 describe("a framework's page", () => {
+  it("answers GraphiQL's FrameworkPage example within the cost limit", async () => {
+    const fresh = await t.seedOrg();
+    await adopt(t.db, fresh.organizationId, shipped.id);
+    const response = await t.app.fetch(
+      new Request("http://test/graphql", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-key": fresh.apiKey },
+        body: JSON.stringify({ query: graphiqlExamples, operationName: "FrameworkPage", variables: { frameworkId: shipped.id } }),
+      }),
+    );
+    const body = await response.json();
+    expect(body.errors).toBeUndefined();
+    expect(body.data.framework.readiness).toMatchObject({ assessable: 6, unmapped: 6, readyPercent: 0 });
+    expect(body.data.framework.requirements.edges).toHaveLength(6);
+  });
+
   const page = `query($id: ID!, $n: Int) {
     framework(id: $id) {
       id name adopted
