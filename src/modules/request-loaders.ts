@@ -6,6 +6,7 @@ import type { Permission } from "../auth/permissions.js";
 import { lazily } from "../graphql/loaders.js";
 import type { Db } from "../platform/db/database.js";
 import { createCommentLoaders } from "./comments/comments.loaders.js";
+import { createEvidenceLoaders } from "./evidence/evidence.loaders.js";
 import { createFrameworkLoaders } from "./frameworks/frameworks.loaders.js";
 import { createMemberLoaders } from "./members/members.loaders.js";
 import { createPolicyLoaders } from "./policies/policies.loaders.js";
@@ -22,6 +23,7 @@ export function createLoaders(db: Db, organizationId: string) {
   return lazily({
     comments: () => createCommentLoaders(db, organizationId),
     frameworks: () => createFrameworkLoaders(db, organizationId),
+    evidence: () => createEvidenceLoaders(db, organizationId),
     members: () => createMemberLoaders(db, organizationId),
     policies: () => createPolicyLoaders(db, organizationId),
     risks: () => createRiskLoaders(db, organizationId),

@@ -86,6 +86,8 @@ const tagDescriptions: Record<string, string> = {
   Frameworks:
     "Frameworks and their requirements, adoption, the statement of applicability and readiness computed from the organization's controls",
   Comments: "Comments on tasks, vendors, risks and policies, and their attachments",
+  Controls: "The organization's controls, their maps to framework requirements and their links to policies and tasks",
+  Evidence: "Files that show a control works or document a vendor, and their review",
   People: "Members of the organization and their managed devices",
   Policies: "Policies and their numbered versions",
   Risks: "Risks the organization tracks",

@@ -3,7 +3,7 @@ import { createSession } from "../../src/auth/sessions.js";
 import { DUE_NOTICE_MS, runStatusPass } from "../../src/modules/frameworks/frameworks.jobs.js";
 import { newId } from "../../src/platform/ids.js";
 import { openFixture } from "../helpers/fixtures.js";
-import { makeControl, makeEvidence, makeTask } from "../helpers/frameworks.js";
+import { makeControl, makeEvidence, makeFramework, makeTask } from "../helpers/frameworks.js";
 
 /**
  * Time and writes move readiness, and each move is recorded once: `control.status_changed` in the
@@ -112,6 +112,69 @@ describe("writes that change a control's state", () => {
     const events = await statusEvents(org.organizationId);
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ entityId: controlId, data: { from: "not_ready", to: "ready" } });
+  });
+});
+
+describe("the controls' own writes", () => {
+  it("linking a done task, unlinking it, and deleting accepted evidence each record the change; the owner hears of not_ready", async () => {
+    const org = await freshOrg();
+    const done = await makeTask(t.db, org.organizationId, "done");
+    const created = await t.rest("POST", "/v1/controls", {
+      key: org.apiKey,
+      body: { code: "AC-01", name: "Access reviews", ownerId: org.owner },
+    });
+    expect(created.status).toBe(201);
+    const controlId = created.body.id as string;
+    expect(created.body.status).toEqual({
+      state: "not_ready",
+      reasons: [{ code: "no_links", entityType: null, entityId: null }],
+      evidenceDueAt: null,
+    });
+    // A new control is not ready, as never recorded: nothing to record.
+    expect(await statusEvents(org.organizationId)).toEqual([]);
+    const linked = await t.rest("POST", `/v1/controls/${controlId}/links`, { key: org.apiKey, body: { taskIds: [done] } });
+    expect(linked.status).toBe(200);
+    expect(linked.body.status.state).toBe("ready");
+    const unlinked = await t.rest("DELETE", `/v1/controls/${controlId}/links?taskIds=${done}`, { key: org.apiKey });
+    expect(unlinked.status).toBe(200);
+    const evidenceId = await makeEvidence(t.db, org.organizationId, controlId, { validUntil: null });
+    await runPass(new Date());
+    const deleted = await t.rest("DELETE", `/v1/evidence/${evidenceId}`, { key: org.apiKey });
+    expect(deleted.status).toBe(204);
+    expect((await statusEvents(org.organizationId)).map((e) => [e.data, e.requestId !== null])).toEqual([
+      [{ from: "not_ready", to: "ready", reasons: [] }, true],
+      [{ from: "ready", to: "not_ready", reasons: [{ code: "no_links", entityType: null, entityId: null }] }, true],
+      [{ from: "not_ready", to: "ready", reasons: [] }, false],
+      [{ from: "ready", to: "not_ready", reasons: [{ code: "no_links", entityType: null, entityId: null }] }, true],
+    ]);
+    expect(await notificationsOf(org.owner)).toEqual([
+      { reason: "control_not_ready", entityType: "control", entityId: controlId },
+      { reason: "control_not_ready", entityType: "control", entityId: controlId },
+    ]);
+  });
+});
+
+describe("who sees a requirement's controls", () => {
+  it("a person without control:read sees the controls they own, and no other", async () => {
+    const org = await freshOrg();
+    const fw = await makeFramework(t.db, { groups: 1, perGroup: 1 });
+    const requirementId = fw.requirements[0] as string;
+    const mine = await makeControl(t.db, org.organizationId, {
+      requirementIds: [requirementId],
+      ownerId: org.owner,
+      code: "MINE-1",
+    });
+    await makeControl(t.db, org.organizationId, { requirementIds: [requirementId], ownerId: org.memberIds[0], code: "OTHER-1" });
+    const session = await createSession(t.db, org.userIds[3] as string, 3_600_000);
+    const headers = { authorization: `Bearer ${session.token}`, "x-organization-id": org.organizationId };
+    const query = `query($id: ID!) { control(id: $id) { code requirements { ref controls { id code status { state } } } } }`;
+    const asEmployee = await t.gql(query, { id: mine }, { headers });
+    expect(asEmployee.body.errors).toBeUndefined();
+    expect(asEmployee.body.data.control.requirements).toEqual([
+      { ref: "G1.1", controls: [{ id: mine, code: "MINE-1", status: { state: "not_ready" } }] },
+    ]);
+    const asKey = await t.gql(query, { id: mine }, { key: org.apiKey });
+    expect(asKey.body.data.control.requirements[0].controls.map((c: { code: string }) => c.code)).toEqual(["MINE-1", "OTHER-1"]);
   });
 });
 

@@ -1,5 +1,5 @@
 import DataLoader from "dataloader";
-import type { Evidence, Framework, Requirement } from "../../generated/prisma/client.js";
+import type { Control, Evidence, Framework, Requirement } from "../../generated/prisma/client.js";
 import { Prisma } from "../../generated/prisma/client.js";
 import { listLoader } from "../../graphql/lists.js";
 import { recordLoader } from "../../graphql/loaders.js";
@@ -19,6 +19,7 @@ const { sql } = Prisma;
 export function createFrameworkLoaders(db: Db, organizationId: string) {
   const service = createFrameworkService(db);
   const now = new Date();
+  const controlIdsByOwner = new Map<string, DataLoader<string, string[]>>();
   return {
     byId: recordLoader<Framework>(service.frameworksByIds(organizationId)),
     requirementById: recordLoader<Requirement>(service.requirementsByIds(organizationId)),
@@ -56,6 +57,33 @@ export function createFrameworkLoaders(db: Db, organizationId: string) {
       const found = await controlStatuses(db, organizationId, ids, now);
       return ids.map((id) => found.get(id) ?? null);
     }),
+    /**
+     * The controls mapped to each requirement, by code, that the caller reads: every one, or those
+     * `ownerId` owns (an employee's scope, controls.service's controlScope).
+     */
+    requirementControlIds: (ownerId: string | null) => {
+      const key = ownerId ?? "";
+      let loader = controlIdsByOwner.get(key);
+      if (!loader) {
+        loader = new DataLoader<string, string[]>(async (ids) => {
+          const rows = await readRows<{ requirementId: string; controlId: string }>(
+            db,
+            sql`SELECT cr."requirementId", c."id" AS "controlId"
+                FROM "ControlRequirement" cr JOIN "Control" c ON c."id" = cr."controlId"
+                WHERE cr."organizationId" = ${organizationId} AND cr."requirementId" = ANY(${[...ids]}::text[])
+                  AND (${ownerId}::text IS NULL OR c."ownerId" = ${ownerId}::text)
+                ORDER BY c."code", c."id"`,
+          );
+          const byRequirement = new Map<string, string[]>();
+          for (const row of rows)
+            byRequirement.set(row.requirementId, [...(byRequirement.get(row.requirementId) ?? []), row.controlId]);
+          return ids.map((id) => byRequirement.get(id) ?? []);
+        });
+        controlIdsByOwner.set(key, loader);
+      }
+      return loader;
+    },
+    controlById: recordLoader(recordsByKey<Control>("Control", db, organizationId)),
     /** Evidence named by a control's reasons. */
     evidenceById: recordLoader(recordsByKey<Evidence>("Evidence", db, organizationId)),
   };

@@ -1,9 +1,8 @@
-import { authorize, can } from "../../auth/actor.js";
+import { authorize } from "../../auth/actor.js";
 import { builder } from "../../graphql/builder.js";
 import { anyOf, dateBounds, defineConnection, itemsQuery, listArgs, searchField } from "../../graphql/page.schema.js";
 import { commonLimits, limited, listLimits } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
-import { Control } from "../controls/controls.schema.js";
 import { frameworkLimits, frameworkList, requirementList } from "./frameworks.service.js";
 
 /** How many controls of a requirement the query cost estimate counts (query-cost.ts). */
@@ -17,6 +16,17 @@ export const RequirementState = builder.enumType("RequirementState", {
     ready: { description: "Every control mapped to it is ready" },
     partial: { description: "Some of the controls mapped to it are ready (or a subset/intersect mapping caps it here)" },
     not_ready: { description: "None of the controls mapped to it is ready" },
+  },
+});
+
+export const ControlState = builder.enumType("ControlState", {
+  description: "Whether a control is ready (contract section 16)",
+  values: {
+    ready: {
+      description:
+        "It has a linked policy, task or accepted evidence; every linked policy has a published current version, every linked task is done, and evidence, when required, is valid",
+    },
+    not_ready: { description: "Anything else: its reasons say what is missing" },
   },
 });
 
@@ -76,29 +86,6 @@ export const Requirement = builder.prismaObject("Requirement", {
       resolve: async (requirement, _args, ctx) => {
         if (!requirement.assessable || !(await ctx.loaders.frameworks.adopted.load(requirement.frameworkId))) return null;
         return (await ctx.loaders.frameworks.applicability.load(requirement.id)) ?? { applicable: true, justification: null };
-      },
-    }),
-    controls: t.field({
-      type: [Control],
-      nullable: true,
-      // The cost estimate's count: a requirement is met by a few controls, and a framework's page of
-      // 100 requirements with their controls' states must stay within the limit (docs/frameworks.md).
-      extensions: { ...graphOnly.extensions, listMax: REQUIREMENT_CONTROLS_COST },
-      description:
-        "The organization's controls mapped to it, by code. Needs `control:read`: without it, null with FORBIDDEN here",
-      select: (_args, ctx, nestedSelection) =>
-        can(ctx, "control:read") && "caller" in ctx.auth
-          ? {
-              controls: {
-                where: { organizationId: ctx.auth.caller.organizationId },
-                orderBy: { control: { code: "asc" } },
-                select: { control: nestedSelection(true) },
-              },
-            }
-          : {},
-      resolve: (requirement, _args, ctx) => {
-        authorize(ctx, "control:read");
-        return ((requirement as { controls?: { control: unknown }[] }).controls ?? []).map((c) => c.control) as never;
       },
     }),
   }),

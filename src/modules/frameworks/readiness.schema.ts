@@ -1,23 +1,16 @@
-import { authorize } from "../../auth/actor.js";
+import { queryFromInfo } from "@pothos/plugin-prisma";
+import { authenticated, authorize } from "../../auth/actor.js";
 import { builder } from "../../graphql/builder.js";
+import type { Context } from "../../graphql/context.js";
+import type { RecordQuery } from "../../graphql/loaders.js";
 import { nodeTypeOf } from "../../platform/ids.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 import { Control } from "../controls/controls.schema.js";
+import type { ControlScope } from "../controls/controls.service.js";
 import { Evidence } from "../evidence/evidence.schema.js";
 import { referencedRecord } from "../request-loaders.js";
 import type { ControlReason, ControlStatus, FrameworkReadiness, RequirementStatus } from "./frameworks.readiness.js";
-import { Framework, Requirement, RequirementState } from "./frameworks.schema.js";
-
-const ControlState = builder.enumType("ControlState", {
-  description: "Whether a control is ready (contract section 16)",
-  values: {
-    ready: {
-      description:
-        "It has a linked policy, task or accepted evidence; every linked policy has a published current version, every linked task is done, and evidence, when required, is valid",
-    },
-    not_ready: { description: "Anything else: its reasons say what is missing" },
-  },
-});
+import { ControlState, Framework, REQUIREMENT_CONTROLS_COST, Requirement, RequirementState } from "./frameworks.schema.js";
 
 const ControlReasonCode = builder.enumType("ControlReasonCode", {
   description: "Why a control is not ready",
@@ -155,5 +148,36 @@ builder.prismaObjectField(Framework, "readiness", (t) =>
     nullable: true,
     description: "The organization's readiness for it, computed now; null when it has not adopted it",
     resolve: (framework, _args, ctx) => ctx.loaders.frameworks.readiness.load(framework.id),
+  }),
+);
+
+/** The caller's control scope, once per request (controls.service's controlScope: every control, or the ones they own). */
+const scopes = new WeakMap<object, Promise<ControlScope>>();
+const scopeOf = (ctx: Context) => {
+  let scope = scopes.get(ctx);
+  if (!scope) {
+    scope = ctx.services.controls.scope(authenticated(ctx));
+    scopes.set(ctx, scope);
+  }
+  return scope;
+};
+
+builder.prismaObjectField(Requirement, "controls", (t) =>
+  t.field({
+    type: [Control],
+    nullable: true,
+    // The cost estimate's count: a requirement is met by a few controls, and a framework's page of
+    // 100 requirements with their controls' states must stay within the limit (docs/frameworks.md).
+    extensions: { ...graphOnly.extensions, listMax: REQUIREMENT_CONTROLS_COST },
+    description:
+      "The organization's controls mapped to it, by code: with `control:read` every one, for a person without it the ones they own; otherwise null with FORBIDDEN here. Not in REST answers.",
+    resolve: async (requirement, _args, ctx, info) => {
+      const scope = await scopeOf(ctx);
+      const { frameworks } = ctx.loaders;
+      const ids = await frameworks.requirementControlIds(scope.all ? null : scope.ownerId).load(requirement.id);
+      const query = queryFromInfo({ context: ctx, info, typeName: "Control" }) as RecordQuery;
+      const rows = await Promise.all(ids.map((id) => frameworks.controlById.load({ id, query })));
+      return rows.filter((row) => row !== null) as never;
+    },
   }),
 );

@@ -42,7 +42,7 @@ const policyVersionListArgs = listArgs("PolicyVersion", policyVersionList, {
   }),
 });
 
-const Policy = builder.prismaObject("Policy", {
+export const Policy = builder.prismaObject("Policy", {
   description: "A policy of the organization. Its text lives in versions; currentVersionId names the one in force.",
   interfaces: [Node],
   fields: (t) => ({

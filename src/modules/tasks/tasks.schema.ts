@@ -27,7 +27,7 @@ export const TaskStatus = builder.enumType(TaskStatusValues, {
   },
 });
 
-const Task = builder.prismaObject("Task", {
+export const Task = builder.prismaObject("Task", {
   description: "A compliance task of the organization.",
   interfaces: [Node],
   fields: (t) => ({
