@@ -46,6 +46,12 @@ export type ListSpec = {
   orders: Record<string, SortKey>;
   defaultOrder: Order;
   /**
+   * The rows (table alias `t`) the organization may see; its own rows (`t."organizationId"`) when
+   * absent. For tables whose rows are shared or belong to the organization through another table
+   * (shipped frameworks, a framework's requirements).
+   */
+  scope?: (organizationId: string) => Prisma.Sql;
+  /**
    * A root list of a model whose rows are read as they are stored (no hydrate rule of its own): a
    * page whose selection is the scalar fields alone is read in the statement that picks it.
    */
@@ -336,6 +342,9 @@ const parentAlias = (spec: ListSpec) => (spec.through ? "j" : "t");
 const joinThrough = (spec: ListSpec) =>
   spec.through ? raw(` JOIN "${spec.through.table}" j ON j."${spec.through.column}" = t."id"`) : empty;
 
+const scopeOf = (spec: ListSpec, organizationId: string) =>
+  spec.scope ? sql`(${spec.scope(organizationId)})` : sql`t."organizationId" = ${organizationId}`;
+
 /** The columns a page reads beside its ids when it reads its rows inline, and the record of a picked row. */
 type InlineColumns = { select: string; rowOf(row: Record<string, unknown>): Record<string, unknown> };
 const inlineByTable = new Map<string, InlineColumns>();
@@ -370,7 +379,7 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
     [...groups.values()].map(async (indexes) => {
       const first = plans[indexes[0] as number] as Plan;
       const { key, order, backward } = first;
-      const base = [sql`t."organizationId" = ${organizationId}`, ...first.conditions];
+      const base = [scopeOf(spec, organizationId), ...first.conditions];
       if (spec.parent.length === 0) {
         for (const index of indexes) {
           const p = plans[index] as Plan;
@@ -497,7 +506,7 @@ async function countRows(db: Db, organizationId: string, spec: ListSpec, plans: 
   await Promise.all(
     [...groups.values()].map(async (indexes) => {
       const first = plans[indexes[0] as number] as Plan;
-      const base = [sql`t."organizationId" = ${organizationId}`, ...first.conditions];
+      const base = [scopeOf(spec, organizationId), ...first.conditions];
       if (spec.parent.length === 0) {
         const [row] = await readRows<{ n: number }>(
           db,

@@ -6,6 +6,7 @@ import { type AttachmentSettings, createAttachmentService } from "./comments/att
 import { createCommentService } from "./comments/comments.service.js";
 import { createControlService } from "./controls/controls.service.js";
 import { createEvidenceService, evidenceFileReadable } from "./evidence/evidence.service.js";
+import { createFrameworkService } from "./frameworks/frameworks.service.js";
 import type { DeviceManagement } from "./members/device-management.js";
 import { createMemberService } from "./members/members.service.js";
 import {
@@ -50,6 +51,7 @@ export function createServices(db: Db, options: ServiceOptions) {
     comments: createCommentService(db, events, notifier, attachments),
     controls: createControlService(db, notifier),
     evidence: createEvidenceService(db, notifier, attachments),
+    frameworks: createFrameworkService(db),
     members: createMemberService(db, options.deviceManagement),
     notifications: createNotificationService(db, events),
     policies: createPolicyService(db, events, notifier),

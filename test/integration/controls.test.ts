@@ -70,7 +70,7 @@ describe("controls", () => {
   it("creates, reads, changes and deletes a control over REST, with its audit events", async () => {
     const created = await createControl({ description: "Quarterly", ownerId: org.memberIds[1], evidenceEveryDays: 90 });
     expect(Object.keys(created).sort()).toEqual(
-      ["code", "createdAt", "description", "evidenceEveryDays", "id", "name", "ownerId", "updatedAt"].sort(),
+      ["code", "createdAt", "description", "evidenceEveryDays", "id", "name", "ownerId", "status", "updatedAt"].sort(),
     );
     expect(created).toMatchObject({ ownerId: org.memberIds[1], evidenceEveryDays: 90 });
     expect(created.id).toMatch(/^ctl_/);
@@ -177,7 +177,11 @@ describe("controls", () => {
       items: [{ code: "LST-B" }, { code: "LST-A" }],
       pageInfo: { hasNextPage: false },
     });
-    expect((await t.rest("GET", "/v1/controls?state=ready", { key: seed.apiKey })).status).toBe(400);
+    // Readiness (frameworks.readiness.ts): no control of the organization has a link, so none is ready.
+    const notReady = await t.rest("GET", "/v1/controls?state=not_ready", { key: seed.apiKey });
+    expect(notReady.status).toBe(200);
+    expect(notReady.body.items.map((c: { code: string }) => c.code)).toEqual(expect.arrayContaining(["LST-A", "LST-B"]));
+    expect((await t.rest("GET", "/v1/controls?state=ready", { key: seed.apiKey })).body.items).toEqual([]);
   });
 
   it("maps to requirements of shipped and own frameworks, idempotently; another organization's requirement is 404", async () => {

@@ -28,6 +28,7 @@ import { newId } from "../../src/platform/ids.js";
 import { REST_BASE, restRoutes } from "../../src/rest/routes.js";
 import { schema } from "../../src/schema.js";
 import { selectionOf } from "../fuzz/arbitraries.js";
+import { adopt, makeFramework } from "../helpers/frameworks.js";
 import { createTestApp, type TestApp, testJwtSecret } from "../helpers/test-app.js";
 
 type Root = "Query" | "Mutation" | "Subscription";
@@ -54,7 +55,15 @@ type Attempt = {
 };
 
 let t: TestApp;
-type Webhooks = { webhookEndpointIds: string[]; webhookDeliveryIds: string[]; webhookSecrets: string[]; checkpointIds: string[] };
+type Webhooks = {
+  webhookEndpointIds: string[];
+  webhookDeliveryIds: string[];
+  webhookSecrets: string[];
+  checkpointIds: string[];
+  /** A custom framework of the organization's own (adopted), and its requirements (a group and one assessed). */
+  frameworkIds: string[];
+  requirementIds: string[];
+};
 let A: SeedResult & {
   versionIds: string[];
   attachmentIds: string[];
@@ -64,7 +73,7 @@ let A: SeedResult & {
 } & Webhooks &
   Controls;
 let B: SeedResult & { versionIds: string[]; draftVersionId: string; commentIds: string[] } & Webhooks & Controls;
-type Controls = { controlIds: string[]; requirementIds: string[]; evidenceIds: string[]; uploadIds: string[] };
+type Controls = { controlIds: string[]; controlRequirementIds: string[]; evidenceIds: string[]; uploadIds: string[] };
 const headersOfB = {} as Record<CredentialKind, Record<string, string>>;
 
 async function enrich(org: SeedResult) {
@@ -169,8 +178,12 @@ async function enrich(org: SeedResult) {
   // And a signed checkpoint of its audit chain (section 14).
   const checkpoint = await t.rest("POST", "/v1/audit/checkpoints", { key: org.apiKey });
   expect(checkpoint.status, checkpoint.text).toBe(201);
+  const framework = await makeFramework(t.db, { organizationId: org.organizationId, groups: 1, perGroup: 1 });
+  await adopt(t.db, org.organizationId, framework.id);
   const where = { where: { organizationId: org.organizationId }, select: { id: true } };
   return {
+    frameworkIds: [framework.id],
+    requirementIds: [...framework.groups, ...framework.requirements],
     ...org,
     draftVersionId: version.body.versionId as string,
     versionIds: (await t.db.policyVersion.findMany(where)).map((r) => r.id),
@@ -182,7 +195,8 @@ async function enrich(org: SeedResult) {
     webhookSecrets: [endpoint.body.secret as string],
     checkpointIds: [checkpoint.body.id as string],
     controlIds: [control.body.id as string],
-    requirementIds: [requirementId],
+    // A requirement of a framework of its own that is not adopted, which its control maps to.
+    controlRequirementIds: [requirementId],
     evidenceIds: [evidenceId],
     emails: (
       await t.db.user.findMany({
@@ -342,6 +356,7 @@ function leakedOfA(text: string, requested: string): string[] {
     ...A.checkpointIds,
     ...A.controlIds,
     ...A.requirementIds,
+    ...A.controlRequirementIds,
     ...A.evidenceIds,
     ...A.emails,
     `Control of ${A.organizationId}`,
@@ -413,8 +428,9 @@ function attempts({ wrongKind = false } = {}): Attempt[] {
     webhookEndpoint: A.webhookEndpointIds,
     webhookDelivery: A.webhookDeliveryIds,
     control: A.controlIds,
-    requirement: A.requirementIds,
     evidence: A.evidenceIds,
+    framework: A.frameworkIds,
+    requirement: A.requirementIds,
   };
   const add = (
     field: string,
@@ -587,10 +603,11 @@ function attempts({ wrongKind = false } = {}): Attempt[] {
   add("Mutation.deleteControl", "id", A.controlIds, (id) => ({ id }));
   add("Mutation.createControl", "ownerId", A.memberIds, (id) => ({ code: "B-1", name: "B was here", ownerId: id }));
   add("Mutation.updateControl", "ownerId", A.memberIds, (id) => ({ id: controlOfB, ownerId: id }));
-  add("Mutation.mapControl", "controlId", A.controlIds, (id) => ({ controlId: id, requirementIds: B.requirementIds }));
-  add("Mutation.mapControl", "requirementIds", A.requirementIds, (id) => ({ controlId: controlOfB, requirementIds: [id] }));
-  add("Mutation.unmapControl", "controlId", A.controlIds, (id) => ({ controlId: id, requirementId: A.requirementIds[0] }));
-  add("Mutation.unmapControl", "requirementId", A.requirementIds, (id) => ({ controlId: controlOfB, requirementId: id }));
+  const controlRequirementsOfA = [...A.controlRequirementIds, ...A.requirementIds];
+  add("Mutation.mapControl", "controlId", A.controlIds, (id) => ({ controlId: id, requirementIds: B.controlRequirementIds }));
+  add("Mutation.mapControl", "requirementIds", controlRequirementsOfA, (id) => ({ controlId: controlOfB, requirementIds: [id] }));
+  add("Mutation.unmapControl", "controlId", A.controlIds, (id) => ({ controlId: id, requirementId: A.controlRequirementIds[0] }));
+  add("Mutation.unmapControl", "requirementId", controlRequirementsOfA, (id) => ({ controlId: controlOfB, requirementId: id }));
   for (const field of ["Mutation.linkControl", "Mutation.unlinkControl"]) {
     add(field, "controlId", A.controlIds, (id) => ({ controlId: id, taskIds: [B.taskIds[0]] }));
     add(field, "policyIds", A.policyIds, (id) => ({ controlId: controlOfB, policyIds: [id] }));
@@ -605,6 +622,16 @@ function attempts({ wrongKind = false } = {}): Attempt[] {
   add("Mutation.acceptEvidence", "id", A.evidenceIds, (id) => ({ id }));
   add("Mutation.rejectEvidence", "id", A.evidenceIds, (id) => ({ id, reason: "B was here" }));
   add("Mutation.deleteEvidence", "id", A.evidenceIds, (id) => ({ id }));
+  // Frameworks (contract section 16): another organization's custom framework or requirement is 404, as a missing one.
+  add("Query.framework", "id", A.frameworkIds, (id) => ({ id }));
+  add("Query.frameworkRequirements", "id", A.frameworkIds, (id) => ({ id }));
+  add("Mutation.adoptFramework", "frameworkId", A.frameworkIds, (id) => ({ frameworkId: id }));
+  add("Mutation.withdrawFramework", "frameworkId", A.frameworkIds, (id) => ({ frameworkId: id }));
+  add("Mutation.setRequirementApplicability", "requirementId", A.requirementIds, (id) => ({
+    requirementId: id,
+    applicable: false,
+    justification: "B was here",
+  }));
   return list;
 }
 

@@ -7,6 +7,7 @@ import { createSession } from "../../src/auth/sessions.js";
 import type { MemberRole } from "../../src/generated/prisma/enums.js";
 import { newId } from "../../src/platform/ids.js";
 import { restRoutes } from "../../src/rest/routes.js";
+import { adopt, makeFramework } from "../helpers/frameworks.js";
 import { createTestApp, type TestApp } from "../helpers/test-app.js";
 
 let t: TestApp;
@@ -486,6 +487,83 @@ Object.assign(operations, {
       return {
         rest: ["POST", `/v1/webhook-deliveries/${a}/redeliver`],
         gql: ["mutation($id: ID!) { redeliverWebhook(id: $id) { id } }", { id: b }],
+      };
+    },
+  },
+} satisfies typeof operations);
+
+/** Frameworks of the organization: one adopted for good (applicability), one adopted and withdrawn by the calls. */
+let frameworksMade:
+  | Promise<{ adopted: Awaited<ReturnType<typeof makeFramework>>; moving: Awaited<ReturnType<typeof makeFramework>> }>
+  | undefined;
+const frameworks = () => {
+  frameworksMade ??= (async () => {
+    const adopted = await makeFramework(t.db, { organizationId: org.organizationId, groups: 1, perGroup: 2 });
+    await adopt(t.db, org.organizationId, adopted.id);
+    return { adopted, moving: await makeFramework(t.db, { groups: 1, perGroup: 1 }) };
+  })();
+  return frameworksMade;
+};
+
+Object.assign(operations, {
+  "Query.frameworks": {
+    permission: "framework:read",
+    call: () => ({ rest: ["GET", "/v1/frameworks"], gql: ["{ frameworks { nextCursor } }", {}] }),
+  },
+  "Query.framework": {
+    permission: "framework:read",
+    call: async () => {
+      const { adopted } = await frameworks();
+      return {
+        rest: ["GET", `/v1/frameworks/${adopted.id}`],
+        gql: ["query($id: ID!) { framework(id: $id) { id readiness { ready } } }", { id: adopted.id }],
+      };
+    },
+  },
+  "Query.frameworkRequirements": {
+    permission: "framework:read",
+    call: async () => {
+      const { adopted } = await frameworks();
+      return {
+        rest: ["GET", `/v1/frameworks/${adopted.id}/requirements`],
+        gql: ["query($id: ID!) { frameworkRequirements(id: $id) { items { status { state } } } }", { id: adopted.id }],
+      };
+    },
+  },
+  "Mutation.adoptFramework": {
+    permission: "framework:manage",
+    call: async () => {
+      const { moving } = await frameworks();
+      return {
+        rest: ["POST", `/v1/frameworks/${moving.id}/adoption`],
+        gql: ["mutation($id: ID!) { adoptFramework(frameworkId: $id) { id } }", { id: moving.id }],
+      };
+    },
+  },
+  "Mutation.withdrawFramework": {
+    permission: "framework:manage",
+    call: async () => {
+      const { moving } = await frameworks();
+      return {
+        rest: ["DELETE", `/v1/frameworks/${moving.id}/adoption`],
+        gql: ["mutation($id: ID!) { withdrawFramework(frameworkId: $id) { id } }", { id: moving.id }],
+      };
+    },
+  },
+  "Mutation.setRequirementApplicability": {
+    permission: "framework:manage",
+    call: async () => {
+      const { adopted } = await frameworks();
+      return {
+        rest: [
+          "PUT",
+          `/v1/requirements/${adopted.requirements[0]}/applicability`,
+          { applicable: false, justification: "Out of scope" },
+        ],
+        gql: [
+          "mutation($id: ID!) { setRequirementApplicability(requirementId: $id, applicable: true) { id } }",
+          { id: adopted.requirements[1] },
+        ],
       };
     },
   },

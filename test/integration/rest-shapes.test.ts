@@ -5,6 +5,7 @@ import type { SeedResult } from "../../src/admin/seed.js";
 import { createSession } from "../../src/auth/sessions.js";
 import { newId } from "../../src/platform/ids.js";
 import { restRoutes } from "../../src/rest/routes.js";
+import { makeFramework } from "../helpers/frameworks.js";
 import { createTestApp, type TestApp } from "../helpers/test-app.js";
 
 // The keys of every REST answer, recorded before GraphQL gained relations (contract section 7):
@@ -62,6 +63,7 @@ async function callEveryRoute(): Promise<Record<string, { status: number; shape:
   const approver = { authorization: `Bearer ${session.token}`, "x-organization-id": org.organizationId };
   // biome-ignore lint/suspicious/noExplicitAny: a REST answer
   let draft: { body: any } = { body: {} };
+  let framework = { id: "", requirements: [] as string[] };
   const calls: Record<string, () => Promise<{ status: number; body: unknown }>> = {
     "Mutation.createComment": async () => comment,
     "Mutation.unlinkDevice": () => t.rest("PATCH", `/v1/people/${org.memberIds[1]}/unlink-device`, { key }),
@@ -140,6 +142,19 @@ async function callEveryRoute(): Promise<Record<string, { status: number; shape:
     "Query.notificationPreferences": () => t.rest("GET", "/v1/notifications/preferences", { headers: approver }),
     "Mutation.updateNotificationPreferences": () =>
       t.rest("PATCH", "/v1/notifications/preferences", { headers: approver, body: { email: { mention: false } } }),
+    "Mutation.adoptFramework": async () => {
+      framework = await makeFramework(t.db, { organizationId: org.organizationId, groups: 1, perGroup: 2 });
+      return t.rest("POST", `/v1/frameworks/${framework.id}/adoption`, { key });
+    },
+    "Query.frameworks": () => t.rest("GET", `/v1/frameworks?adopted=true`, { key }),
+    "Query.framework": () => t.rest("GET", `/v1/frameworks/${framework.id}`, { key }),
+    "Query.frameworkRequirements": () => t.rest("GET", `/v1/frameworks/${framework.id}/requirements`, { key }),
+    "Mutation.setRequirementApplicability": () =>
+      t.rest("PUT", `/v1/requirements/${framework.requirements[0]}/applicability`, {
+        key,
+        body: { applicable: false, justification: "Not in scope" },
+      }),
+    "Mutation.withdrawFramework": () => t.rest("DELETE", `/v1/frameworks/${framework.id}/adoption`, { key }),
     "Mutation.createWebhookEndpoint": async () => {
       hook = await t.rest("POST", "/v1/webhook-endpoints", { key, body: { url: "https://hooks.example.com/a" } });
       return hook;

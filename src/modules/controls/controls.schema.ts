@@ -2,10 +2,10 @@ import type { GraphQLResolveInfo } from "graphql";
 import { authenticated, authorize } from "../../auth/actor.js";
 import { builder } from "../../graphql/builder.js";
 import type { Context } from "../../graphql/context.js";
-import { dateBounds, defineConnection, itemsQuery, listArgs, searchField } from "../../graphql/page.schema.js";
+import { anyOf, dateBounds, defineConnection, itemsQuery, listArgs, searchField } from "../../graphql/page.schema.js";
 import { commonLimits, limited, listLimits } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
-import { Requirement } from "../frameworks/frameworks.schema.js";
+import { ControlState, Requirement } from "../frameworks/frameworks.schema.js";
 import { Member } from "../members/members.schema.js";
 import { PolicyConnection, policyListArgs } from "../policies/policies.schema.js";
 import { TaskConnection, taskListArgs } from "../tasks/tasks.schema.js";
@@ -91,6 +91,16 @@ const controlListArgs = listArgs("Control", controlList, {
     frameworkId: t.idList({
       required: { list: false, items: true },
       ...limited("Only controls mapped to a requirement of one of these frameworks", listLimits.values),
+    }),
+    state: t.field({
+      type: [ControlState],
+      required: { list: false, items: true },
+      ...anyOf("Only controls in these states now (readiness)"),
+    }),
+    evidenceDueBefore: t.field({
+      type: "DateTime",
+      description:
+        "Only controls whose accepted evidence stops counting (evidenceDueAt) strictly before this instant; a control without one never matches",
     }),
     ...dateBounds(t, "controls", true),
     search: searchField(t, "code or name"),

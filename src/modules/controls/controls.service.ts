@@ -24,6 +24,7 @@ import { parseInput, type WithNulls } from "../../platform/validation.js";
 import { auditEvent, changesBetween, writeAuditEvent } from "../audit/audit.service.js";
 import { scheduleObjectDeletions } from "../comments/attachments.jobs.js";
 import { assertActiveMember } from "../entities.js";
+import { controlFilters, type Notify, recordControlStatusChanges } from "../frameworks/frameworks.readiness.js";
 import type { Notifier } from "../notifications/notifications.service.js";
 import { policyList } from "../policies/policies.service.js";
 import { taskList } from "../tasks/tasks.service.js";
@@ -98,13 +99,19 @@ export async function callerMemberId(db: Pick<Db, "member">, actor: Actor): Prom
 
 /**
  * Records `control.status_changed` for each control whose state a change in `tx` may have moved
- * (section 16: every write that changes a control's state records it in its own transaction).
- * The one place every write of controls and evidence calls; readiness itself (the states and
- * `recordControlStatusChanges`) is the frameworks module's (frameworks.readiness.ts), wired here
- * once it is merged.
+ * (section 16: every write that changes a control's state records it in its own transaction), with
+ * the frameworks module's readiness (frameworks.readiness.ts). The one place every write of
+ * controls and evidence calls; a write that can make a control not ready passes `notify`, so that
+ * its owner hears of it (control_not_ready).
  */
-export async function recordControlStates(_tx: Tx, _recorder: Recorder, controlIds: readonly string[]): Promise<void> {
+export async function recordControlStates(
+  tx: Tx,
+  recorder: Recorder,
+  controlIds: readonly string[],
+  notify?: Notify,
+): Promise<void> {
   if (controlIds.length === 0) return;
+  await recordControlStatusChanges(tx, recorder, recorder.organizationId, controlIds, { notify });
 }
 
 // Lists ------------------------------------------------------------------------------------------
@@ -128,8 +135,11 @@ export const controlList: ListSpec = {
     search: search("code", "name"),
     // Not a filter field: the caller's scope (controlScope) when it is not every control.
     ownedBy: equals("ownerId", "text"),
-    // `state` and `evidenceDueBefore` (section 16) need the readiness SQL of the frameworks module
-    // (frameworks.readiness.ts): their rules go here, over `t`, once it is merged.
+    // Readiness now, from the frameworks module's SQL (frameworks.readiness.ts).
+    state: ((states: readonly string[], { organizationId }: { organizationId: string }) =>
+      controlFilters.stateIn(organizationId, states)) as FilterRule,
+    evidenceDueBefore: ((before: string, { organizationId }: { organizationId: string }) =>
+      controlFilters.evidenceDueBefore(organizationId, new Date(before))) as FilterRule,
   },
   orders: {
     ...dateSortKeys(true),
@@ -315,7 +325,7 @@ export function createControlService(db: Db, notifier: Notifier) {
     /** Changes the given fields under the row's lock, so that the audit event's `from` values are exact. */
     async update(actor: Actor, controlId: string, args: UpdateControlArgs, query: ControlQuery) {
       const input = parseInput(updateInput, args);
-      return notifier.transaction(db, actor, async (tx) => {
+      return notifier.transaction(db, actor, async (tx, notify) => {
         const { id: _id, ...current } = await locked(tx, actor, controlId);
         if (input.code !== undefined && input.code !== current.code) {
           await assertCodeFree(tx, actor.organizationId, input.code, controlId);
@@ -332,7 +342,7 @@ export function createControlService(db: Db, notifier: Notifier) {
           tx,
           auditEvent(actor, "control.updated", { type: "control", id: controlId }, { changes } as Prisma.InputJsonValue),
         );
-        if (changes.evidenceEveryDays) await recordControlStates(tx, actor, [controlId]);
+        if (changes.evidenceEveryDays) await recordControlStates(tx, actor, [controlId], notify);
         return updated;
       });
     },
@@ -442,7 +452,7 @@ export function createControlService(db: Db, notifier: Notifier) {
       const input = parseInput(linkInput, args);
       const policyIds = unique(input.policyIds ?? []);
       const taskIds = unique(input.taskIds ?? []);
-      return notifier.transaction(db, actor, async (tx) => {
+      return notifier.transaction(db, actor, async (tx, notify) => {
         await locked(tx, actor, controlId);
         await assertLinkable(tx, actor.organizationId, policyIds, taskIds);
         const where = { organizationId: actor.organizationId };
@@ -473,7 +483,7 @@ export function createControlService(db: Db, notifier: Notifier) {
               },
             ),
           );
-          await recordControlStates(tx, actor, [controlId]);
+          await recordControlStates(tx, actor, [controlId], notify);
         }
         return readBack(tx, actor, controlId, query);
       });
@@ -484,7 +494,7 @@ export function createControlService(db: Db, notifier: Notifier) {
       const input = parseInput(linkInput, args);
       const policyIds = unique(input.policyIds ?? []);
       const taskIds = unique(input.taskIds ?? []);
-      return notifier.transaction(db, actor, async (tx) => {
+      return notifier.transaction(db, actor, async (tx, notify) => {
         await locked(tx, actor, controlId);
         await assertLinkable(tx, actor.organizationId, policyIds, taskIds);
         const policies = policyIds.length
@@ -510,7 +520,7 @@ export function createControlService(db: Db, notifier: Notifier) {
               },
             ),
           );
-          await recordControlStates(tx, actor, [controlId]);
+          await recordControlStates(tx, actor, [controlId], notify);
         }
         return readBack(tx, actor, controlId, query);
       });

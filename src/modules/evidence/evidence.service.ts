@@ -426,12 +426,13 @@ export function createEvidenceService(db: Db, notifier: Notifier, attachments: A
 
     /** Removes the evidence and its file's row; the object goes once this has committed (attachments.jobs.ts). */
     async delete(actor: Actor, evidenceId: string): Promise<DeletedEvidence> {
-      return notifier.transaction(db, actor, async (tx) => {
+      return notifier.transaction(db, actor, async (tx, notify) => {
         const evidence = await locked(tx, actor, evidenceId);
         await scheduleObjectDeletions(tx, [evidence]);
         // The evidence row goes with its attachment (onDelete: Cascade).
         await tx.attachment.delete({ where: { id: evidence.attachmentId }, select: { id: true } });
-        if (evidence.controlId && evidence.status === "accepted") await recordControlStates(tx, actor, [evidence.controlId]);
+        if (evidence.controlId && evidence.status === "accepted")
+          await recordControlStates(tx, actor, [evidence.controlId], notify);
         await writeAuditEvent(
           tx,
           auditEvent(
