@@ -196,11 +196,11 @@ describe("controls", () => {
     expect((await map(["req_missing"])).status).toBe(404);
     expect((await map([])).status).toBe(400);
     const graph = await t.gql(
-      `query($id: ID!) { control(id: $id) { requirements { id ref framework { id } } } }`,
+      `query($id: ID!) { control(id: $id) { requirements { totalCount items { id ref framework { id } } } } }`,
       { id: control.id },
       { key: org.apiKey },
     );
-    expect(graph.body.data.control.requirements).toEqual([
+    expect(graph.body.data.control.requirements.items).toEqual([
       { id: shipped.requirementIds[0], ref: "AC-1", framework: { id: shipped.id } },
       { id: custom.requirementIds[0], ref: "OWN-1", framework: { id: custom.id } },
     ]);
@@ -342,7 +342,7 @@ describe("controls", () => {
       });
     }
     const query = `query($limit: Int!) { controls(limit: $limit) { totalCount items {
-      id code owner { id name } requirements { id ref framework { key } }
+      id code owner { id name } requirements { totalCount items { id ref framework { key } } }
       policies { totalCount items { id name } } tasks { totalCount items { id title } }
       evidence(limit: 5) { totalCount items { id status attachment { sha256 } } }
     } } }`;
@@ -353,7 +353,7 @@ describe("controls", () => {
       });
       expect(answer?.body.errors, JSON.stringify(answer?.body.errors)).toBeUndefined();
       expect(answer?.body.data.controls.items).toHaveLength(limit);
-      expect(answer?.body.data.controls.items[0].requirements).toHaveLength(2);
+      expect(answer?.body.data.controls.items[0].requirements.items).toHaveLength(2);
       return counted.count;
     };
     const five = await run(5);

@@ -140,9 +140,16 @@ const newControl = async () =>
   (await gqlId('mutation($c: String!) { createControl(code: $c, name: "Payloads") { id } }', { c: `PL-${unique()}` }))
     .id as string;
 let requirementId: string | undefined;
+let frameworkOfRequirement: string | undefined;
+/** The organization's own framework of one requirement. */
+async function ownFramework() {
+  await requirement();
+  return frameworkOfRequirement as string;
+}
 async function requirement() {
   if (requirementId) return requirementId;
   const frameworkId = newId("fw");
+  frameworkOfRequirement = frameworkId;
   requirementId = newId("req");
   await t.db.framework.create({
     data: {
@@ -294,6 +301,16 @@ const cases: Record<string, Case> = {
   acceptEvidence: async () => ({ variables: { id: await submittedEvidence() } }),
   rejectEvidence: async () => ({ variables: { id: await submittedEvidence(), reason: "Blurry" } }),
   deleteEvidence: async () => ({ variables: { id: await submittedEvidence() } }),
+  adoptFramework: async () => ({ variables: { frameworkId: await ownFramework() } }),
+  withdrawFramework: async () => {
+    const frameworkId = await ownFramework();
+    await gqlId("mutation($f: ID!) { adoptFramework(frameworkId: $f) { id } }", { f: frameworkId });
+    return { variables: { frameworkId } };
+  },
+  setRequirementApplicability: async () => {
+    await gqlId("mutation($f: ID!) { adoptFramework(frameworkId: $f) { id } }", { f: await ownFramework() });
+    return { variables: { requirementId: await requirement(), applicable: false, justification: "No card data" } };
+  },
   redeliverWebhook: async () => {
     const { deliveryId } = await withDelivery();
     // As the worker leaves a delivery it gave up on.
@@ -414,11 +431,18 @@ describe("mutation payloads", () => {
           orderBy: { sequence: "desc" },
         });
         expect(answer).toMatchObject({ organizationId: org.organizationId, sequence: head.sequence, hash: head.hash });
-      } else if (typeName === "Control" || typeName === "Evidence") {
-        const root = typeName === "Control" ? "control" : "evidence";
+      } else if (typeName === "Control" || typeName === "Evidence" || typeName === "Framework") {
+        const root = typeName.toLowerCase();
         const selection = selectionOf(field.type);
         const fresh = await freshField(`query($id: ID!) { ${root}(id: $id) ${selection} }`, { id: answer.id });
         expect(withoutUrls(answer)).toEqual(withoutUrls(fresh));
+      } else if (typeName === "Requirement") {
+        // A requirement is read under its framework, whose one requirement it is (a page of one: its full selection is dear).
+        const selection = selectionOf(field.type);
+        const page = await freshField(`query($id: ID!) { frameworkRequirements(id: $id, limit: 1) { items ${selection} } }`, {
+          id: answer.frameworkId,
+        });
+        expect((page.items as { id: string }[]).find((r) => r.id === answer.id)).toEqual(answer);
       } else if (typeName === "DeleteControlPayload" || typeName === "DeleteEvidencePayload") {
         const root = typeName === "DeleteControlPayload" ? "control" : "evidence";
         const res = await t.gql(`query($id: ID!) { ${root}(id: $id) { id } }`, { id: answer.deletedId }, { key: org.apiKey });

@@ -5,15 +5,11 @@ import type { Context } from "../../graphql/context.js";
 import { anyOf, dateBounds, defineConnection, itemsQuery, listArgs, searchField } from "../../graphql/page.schema.js";
 import { commonLimits, limited, listLimits } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
-import { ControlState, Requirement } from "../frameworks/frameworks.schema.js";
+import { ControlState, RequirementConnection, requirementListArgs } from "../frameworks/frameworks.schema.js";
 import { Member } from "../members/members.schema.js";
 import { PolicyConnection, policyListArgs } from "../policies/policies.schema.js";
 import { TaskConnection, taskListArgs } from "../tasks/tasks.schema.js";
-import { controlCaps, controlLimits, controlList, type DeletedControl } from "./controls.service.js";
-
-/** The records a join table's rows name, in the rows' order (the selection joined them in). */
-const through = (parent: unknown, relation: string, target: string): never =>
-  ((parent as Record<string, Record<string, unknown>[] | undefined>)[relation] ?? []).map((row) => row[target]) as never;
+import { controlLimits, controlList, type DeletedControl } from "./controls.service.js";
 
 export const Control = builder.prismaObject("Control", {
   description:
@@ -41,13 +37,13 @@ export const Control = builder.prismaObject("Control", {
       resolve: (parent) => (parent as { owner?: unknown }).owner as never,
     }),
     requirements: t.field({
-      type: [Requirement],
-      description: `The requirements the control is mapped to, of any framework, in the order they were mapped (at most ${controlCaps.requirements}). Not in REST answers.`,
-      extensions: { ...graphOnly.extensions, listMax: controlCaps.requirements },
-      select: (_args, _ctx, nestedSelection) => ({
-        requirements: { select: { requirement: nestedSelection(true) }, orderBy: { createdAt: "asc" } },
-      }),
-      resolve: (parent) => through(parent, "requirements", "requirement"),
+      type: RequirementConnection,
+      ...graphOnly,
+      description:
+        "The requirements the control is mapped to, of any framework, filtered as a framework's (default: in the order they were mapped). Not in REST answers.",
+      args: requirementListArgs,
+      resolve: (control, args, ctx, info) =>
+        ctx.loaders.controls.requirements.load({ ...args, parent: [control.id], query: itemsQuery(ctx, info, "Requirement") }),
     }),
     policies: t.field({
       type: PolicyConnection,

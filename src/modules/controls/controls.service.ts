@@ -25,6 +25,7 @@ import { auditEvent, changesBetween, writeAuditEvent } from "../audit/audit.serv
 import { scheduleObjectDeletions } from "../comments/attachments.jobs.js";
 import { assertActiveMember } from "../entities.js";
 import { controlFilters, type Notify, recordControlStatusChanges } from "../frameworks/frameworks.readiness.js";
+import { requirementList } from "../frameworks/frameworks.service.js";
 import type { Notifier } from "../notifications/notifications.service.js";
 import { policyList } from "../policies/policies.service.js";
 import { taskList } from "../tasks/tasks.service.js";
@@ -46,13 +47,6 @@ export const controlLimits = {
   policyIds: limit({ maxItems: 25 }),
   taskIds: limit({ maxItems: 25 }),
 };
-
-/**
- * How many requirements one control maps to: Control.requirements is answered whole, and a page of
- * 50 controls with theirs stays within the query cost limit (query-cost.ts reads it as the list's
- * maximum). Linked policies and tasks are pages, and have no such cap.
- */
-export const controlCaps = { requirements: 50 };
 
 // Who sees which controls -------------------------------------------------------------------------
 
@@ -175,6 +169,23 @@ export const tasksOfControl: ListSpec = {
   rowsInline: false,
   parent: [{ name: "controlId", sqlType: "text" }],
   through: { table: "ControlTask", column: "taskId" },
+};
+
+/**
+ * The requirements a control maps to (Control.requirements), filtered as a framework's, in the
+ * order they were mapped; the organization's own maps scope them (a shipped requirement has no
+ * organization).
+ */
+export const requirementsOfControl: ListSpec = {
+  ...requirementList,
+  parent: [{ name: "controlId", sqlType: "text" }],
+  through: { table: "ControlRequirement", column: "requirementId" },
+  scope: (organizationId) => Prisma.sql`j."organizationId" = ${organizationId}`,
+  orders: {
+    ...requirementList.orders,
+    mappedAt: { sql: Prisma.raw('j."createdAt"'), sqlType: "timestamp(3)", kind: "timestamp" },
+  },
+  defaultOrder: { field: "mappedAt", direction: "asc" },
 };
 
 /** Controls' scalar columns by id (row-by-id.ts). */
@@ -405,12 +416,6 @@ export function createControlService(db: Db, notifier: Notifier) {
           skipDuplicates: true,
           select: { requirementId: true },
         });
-        const mapped = await tx.controlRequirement.count({ where: { controlId } });
-        if (mapped > controlCaps.requirements) {
-          throw new ConflictError(
-            `A control maps to at most ${controlCaps.requirements} requirements; this one would map to ${mapped}: split it, or unmap some first`,
-          );
-        }
         if (added.length) {
           await writeAuditEvent(
             tx,
