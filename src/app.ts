@@ -33,6 +33,7 @@ import { useUnsubscribe } from "./http/unsubscribe.js";
 import type { AuditSigner } from "./modules/audit/audit.keys.js";
 import { auditRestHandlers } from "./modules/audit/audit.routes.js";
 import { attachmentDownload } from "./modules/comments/attachments.routes.js";
+import { frameworkRestHandlers } from "./modules/frameworks/frameworks.soa.js";
 import type { DeviceManagement } from "./modules/members/device-management.js";
 import type { NotificationMailer } from "./modules/notifications/notifications.mail.js";
 import type { NotificationMail } from "./modules/notifications/notifications.service.js";
@@ -333,7 +334,7 @@ export function createApp(deps: AppDeps) {
         authenticate: authenticateOnce,
         rememberAuth,
         dispatch: deps.restDispatch === false ? undefined : restDispatch,
-        ownRoutes: auditRestHandlers(services.audit),
+        ownRoutes: { ...auditRestHandlers(services.audit), ...frameworkRestHandlers(database.db) },
         download: attachmentDownload(services.comments.attachments),
         openApiDocument: () => {
           openApi ??= buildOpenApiDocument(restSchema, routes);

@@ -11,6 +11,7 @@ import { setAuditChainForBench } from "./modules/audit/audit.chain.js";
 import { startAuditTimers } from "./modules/audit/audit.jobs.js";
 import { auditSignerFromConfig } from "./modules/audit/audit.keys.js";
 import { startAttachmentJobs } from "./modules/comments/attachments.jobs.js";
+import { startControlStatusJobs } from "./modules/frameworks/frameworks.jobs.js";
 import { createDeviceManagement } from "./modules/members/device-management.js";
 import { createNotificationMailer } from "./modules/notifications/notifications.mail.js";
 import { createUnsubscribe } from "./modules/notifications/notifications.unsubscribe.js";
@@ -236,6 +237,9 @@ const auditTimers = startAuditTimers(app.services.audit.trail, {
 /** Attachments' objects deleted once the rows naming them are gone, and uploads never attached swept: on every replica. */
 const attachmentJobs = startAttachmentJobs({ db: database.db, storeOf: attachmentStores.storeOf, logger });
 
+/** Controls whose state moved without a write (evidence expiring) recorded, and owners told of evidence coming due: on every replica. */
+const controlStatusJobs = startControlStatusJobs({ db: database.db, notifier: app.services.notifier, logger });
+
 /**
  * A refusal (401, 413, 503 busy) is answered before the body is read. Closing the connection then
  * would make the kernel reset it while the caller is still sending, and the caller could lose the
@@ -343,6 +347,7 @@ async function shutdown(signal: string) {
   await run("dispose the GraphQL server", () => app.yoga.dispose());
   await run("stop the audit timers", () => auditTimers.stop());
   await run("stop the attachment jobs", () => attachmentJobs.stop());
+  await run("stop the control status jobs", () => controlStatusJobs.stop());
   // Messages being sent finish (within SHUTDOWN_TIMEOUT_MS); the jobs not taken wait for another replica.
   await run("stop the mail worker", () => mail?.mailer.stop());
   // Attempts in flight finish (each within WEBHOOK_TIMEOUT_MS); a claim left behind lapses for another replica.

@@ -4,7 +4,10 @@ import type { AuditSigner } from "./audit/audit.keys.js";
 import { createAuditService } from "./audit/audit.service.js";
 import { type AttachmentSettings, createAttachmentService } from "./comments/attachments.service.js";
 import { createCommentService } from "./comments/comments.service.js";
+import { createControlService } from "./controls/controls.service.js";
+import { createEvidenceService, evidenceFileReadable } from "./evidence/evidence.service.js";
 import { createFrameworkImportService } from "./frameworks/frameworks.import.js";
+import { createFrameworkService } from "./frameworks/frameworks.service.js";
 import type { DeviceManagement } from "./members/device-management.js";
 import { createMemberService } from "./members/members.service.js";
 import {
@@ -38,6 +41,7 @@ export type ServiceOptions = {
 export function createServices(db: Db, options: ServiceOptions) {
   const events = options.events ?? createEvents();
   const notifier = createNotifier({ links: options.links ?? {}, mail: options.mail, events });
+  const attachments = createAttachmentService(db, options.attachments, evidenceFileReadable(db));
   return {
     events,
     /** Writes notifications in a change's transaction: for changes made outside a request (the webhook worker's). */
@@ -46,7 +50,10 @@ export function createServices(db: Db, options: ServiceOptions) {
     db,
     audit: createAuditService(db, options.auditSigner),
     frameworkImports: createFrameworkImportService(db),
-    comments: createCommentService(db, events, notifier, createAttachmentService(db, options.attachments)),
+    comments: createCommentService(db, events, notifier, attachments),
+    controls: createControlService(db, notifier),
+    evidence: createEvidenceService(db, notifier, attachments),
+    frameworks: createFrameworkService(db),
     members: createMemberService(db, options.deviceManagement),
     notifications: createNotificationService(db, events),
     policies: createPolicyService(db, events, notifier),

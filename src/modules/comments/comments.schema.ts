@@ -1,4 +1,4 @@
-import { authorize, can } from "../../auth/actor.js";
+import { authenticated, authorize, can } from "../../auth/actor.js";
 import { CommentEntityType as CommentEntityTypeValues } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
 import type { Context } from "../../graphql/context.js";
@@ -68,7 +68,7 @@ const Author = builder.prismaObject("Member", {
 });
 
 /** The service's origin as this request reached it: the URLs it signs itself start with it (unless PUBLIC_URL is set). */
-const originOf = (ctx: object): string | undefined => {
+export const originOf = (ctx: object): string | undefined => {
   const request = (ctx as { request?: Request }).request;
   return request ? new URL(request.url).origin : undefined;
 };
@@ -362,13 +362,14 @@ const AttachmentContent = builder.objectRef<StoredAttachment>("AttachmentContent
 builder.queryField("attachment", (t) =>
   t.field({
     type: AttachmentContent,
-    description: "Download an attachment of a comment. Needs `comment:read`.",
+    description:
+      "Download an attachment: a comment's needs `comment:read`; an evidence file needs what reading its evidence needs (`control:read`, or owning the control; `vendor:read` for a vendor's).",
     args: { id: t.arg.id({ required: true, description: "The attachment id" }) },
-    resolve: (_root, args, ctx) => ctx.services.comments.attachments.find(authorize(ctx, "comment:read"), args.id),
+    resolve: (_root, args, ctx) => ctx.services.comments.attachments.find(authenticated(ctx), args.id),
   }),
 );
 
-const AttachmentDownloadUrl = builder.objectRef<{ url: string; expiresAt: Date }>("AttachmentDownloadUrl").implement({
+export const AttachmentDownloadUrl = builder.objectRef<{ url: string; expiresAt: Date }>("AttachmentDownloadUrl").implement({
   description: "A URL that serves an attachment's bytes without a credential, until it expires.",
   fields: (t) => ({
     url: t.exposeString("url", {
@@ -386,10 +387,9 @@ builder.queryField("attachmentDownloadUrl", (t) =>
   t.field({
     type: AttachmentDownloadUrl,
     description:
-      "A credential-free URL for an attachment's bytes, valid a few minutes, served by the attachment store (or by the service for the filesystem and database stores). Generated on demand, not stored. Needs `comment:read`.",
+      "A credential-free URL for an attachment's bytes, valid a few minutes, served by the attachment store (or by the service for the filesystem and database stores). Generated on demand, not stored. A comment's attachment needs `comment:read`; an evidence file needs what reading its evidence needs (`control:read`, or owning the control; `vendor:read` for a vendor's).",
     args: { id: t.arg.id({ required: true, ...limited("The attachment id", commonLimits.id) }) },
-    resolve: (_root, args, ctx) =>
-      ctx.services.comments.attachments.downloadUrl(authorize(ctx, "comment:read"), args.id, originOf(ctx)),
+    resolve: (_root, args, ctx) => ctx.services.comments.attachments.downloadUrl(authenticated(ctx), args.id, originOf(ctx)),
   }),
 );
 
