@@ -1,9 +1,12 @@
+import { randomBytes } from "node:crypto";
 import type { Db } from "../platform/db/database.js";
 import { createEvents, type Events } from "../platform/events.js";
 import type { AuditSigner } from "./audit/audit.keys.js";
 import { createAuditService } from "./audit/audit.service.js";
 import { type AttachmentSettings, createAttachmentService } from "./comments/attachments.service.js";
 import { createCommentService } from "./comments/comments.service.js";
+import { createEvidenceRequestService } from "./evidence-requests/evidence-requests.service.js";
+import { type LinkTokens, linkTokens } from "./evidence-requests/evidence-requests.token.js";
 import type { DeviceManagement } from "./members/device-management.js";
 import { createMemberService } from "./members/members.service.js";
 import {
@@ -32,6 +35,8 @@ export type ServiceOptions = {
   auditSigner?: AuditSigner;
   /** The attachment store and its settings (ATTACHMENT_*): uploads, inline bytes and downloads. */
   attachments: AttachmentSettings;
+  /** Evidence requests' links: how their tokens are derived, and PUBLIC_URL (the request's origin when unset). */
+  evidenceRequests?: { links?: LinkTokens; publicUrl?: string };
 };
 
 export function createServices(db: Db, options: ServiceOptions) {
@@ -45,6 +50,12 @@ export function createServices(db: Db, options: ServiceOptions) {
     db,
     audit: createAuditService(db, options.auditSigner),
     comments: createCommentService(db, events, notifier, createAttachmentService(db, options.attachments)),
+    evidenceRequests: createEvidenceRequestService(db, notifier, {
+      // Without a secret of the caller's (tests), one of this process's own: its links die with it.
+      links: options.evidenceRequests?.links ?? linkTokens(randomBytes(32).toString("base64url")),
+      publicUrl: options.evidenceRequests?.publicUrl,
+      mail: options.mail,
+    }),
     members: createMemberService(db, options.deviceManagement),
     notifications: createNotificationService(db, events),
     policies: createPolicyService(db, events, notifier),
