@@ -42,7 +42,7 @@ export const auditEventList: ListSpec = {
 
 /** The audit row for a change; callers write it in the same transaction as the change. */
 export function auditEvent(
-  actor: Actor,
+  actor: Pick<Actor, "organizationId" | "userId" | "apiKeyId" | "requestId">,
   action: string,
   entity: { type: string; id: string },
   data?: Prisma.InputJsonValue,

@@ -12,7 +12,14 @@ import {
 } from "../../platform/attachments/store.js";
 import { MAX_ATTACHMENT_BYTES } from "../../platform/config.js";
 import type { Db } from "../../platform/db/database.js";
-import { AppError, BadUserInputError, ConflictError, type ErrorDetail, NotFoundError } from "../../platform/errors.js";
+import {
+  AppError,
+  BadUserInputError,
+  ConflictError,
+  type ErrorDetail,
+  ForbiddenError,
+  NotFoundError,
+} from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, integer, limit, text } from "../../platform/limits.js";
 import { parseInput } from "../../platform/validation.js";
@@ -109,8 +116,17 @@ export type AttachmentItem = {
   userId?: string | null;
 };
 
-const itemError = (code: "BAD_USER_INPUT" | "CONFLICT" | "NOT_FOUND", index: number, message: string, field = "") => {
-  const path = field ? `attachments.${index}.${field}` : `attachments.${index}`;
+/** Where an item sits in the request: `attachments.<index>` of createComment, or the argument's own place (an evidence's upload). */
+export type ItemPath = (index: number) => string;
+const inAttachments: ItemPath = (index) => `attachments.${index}`;
+
+const itemError = (
+  code: "BAD_USER_INPUT" | "CONFLICT" | "NOT_FOUND",
+  at: string,
+  message: string,
+  field = "",
+) => {
+  const path = field ? (at ? `${at}.${field}` : field) : at;
   const details: ErrorDetail[] = [{ path, message }];
   return new AppError(code, `${path}: ${message}`, details);
 };
@@ -143,7 +159,13 @@ async function firstBytes(body: NodeJS.ReadableStream, count: number): Promise<B
 /** Bytes an executable's signature needs to be recognised (attachment-rules.ts): at most 4. */
 const SIGNATURE_BYTES = 8;
 
-export function createAttachmentService(db: Db, settings: AttachmentSettings) {
+/**
+ * Whether the caller may read an evidence file (an attachment no comment holds): the evidence
+ * module's rule (evidence.service.ts), given here so that the comments module needs no import of it.
+ */
+export type EvidenceFileAccess = (actor: Actor, attachmentId: string) => Promise<boolean>;
+
+export function createAttachmentService(db: Db, settings: AttachmentSettings, evidenceFileReadable?: EvidenceFileAccess) {
   /** The caller an upload belongs to: the member behind a user credential, or the API key itself. */
   async function callerOf(actor: Actor): Promise<{ memberId: string; apiKeyId: null } | { memberId: null; apiKeyId: string }> {
     if (actor.apiKeyId && !actor.userId) return { memberId: null, apiKeyId: actor.apiKeyId };
@@ -183,6 +205,41 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings) {
    */
   async function discard(files: StoredFile[]) {
     await scheduleObjectDeletions(db, files).catch(() => {});
+  }
+
+  /**
+   * An attachment of the caller's organization that the caller may read: a comment's with
+   * `comment:read`, an evidence file by the evidence's own rule (control:read in scope, or
+   * vendor:read). 403 without `comment:read` unless the evidence's rule admits the caller, else 404.
+   */
+  async function readableAttachment(actor: Actor, id: string) {
+    const attachment = await db.attachment.findUnique({
+      where: { id, organizationId: actor.organizationId },
+      select: {
+        id: true,
+        name: true,
+        type: true,
+        size: true,
+        sha256: true,
+        store: true,
+        objectKey: true,
+        createdAt: true,
+        commentId: true,
+      },
+    });
+    if (attachment && attachment.commentId === null && (await evidenceFileReadable?.(actor, id))) return attachment;
+    if (!actor.permissions.has("comment:read")) throw new ForbiddenError("This operation needs the permission comment:read");
+    if (!attachment || attachment.commentId === null) throw new NotFoundError("Attachment", id);
+    return attachment;
+  }
+
+  function sign(attachment: { name: string; type: string; store: string; objectKey: string }, origin?: string) {
+    return storeNamed(attachment.store).signDownload(attachment.objectKey, {
+      fileName: attachment.name,
+      type: attachment.type,
+      expiresInSeconds: settings.downloadTtlSeconds,
+      origin,
+    });
   }
 
   /** The stored bytes of an attachment as a stream; a committed row whose object is gone is a defect (500, logged). */
@@ -255,27 +312,25 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings) {
      * everything createComment needs of the store, before its transaction. Refusals name the item;
      * the store failing is a 503. Objects written here are removed when a later item fails.
      */
-    async prepare(actor: Actor, items: AttachmentItem[]): Promise<StoredFile[]> {
+    async prepare(actor: Actor, items: AttachmentItem[], itemPath: ItemPath = inAttachments): Promise<StoredFile[]> {
       for (const [index, item] of items.entries()) {
         const inline = item.fileData !== undefined && item.fileData !== null;
         const upload = item.uploadId !== undefined && item.uploadId !== null;
         if (inline === upload) {
-          throw itemError(
-            "BAD_USER_INPUT",
-            index,
+          throw itemError("BAD_USER_INPUT", itemPath(index),
             "give either fileData (the bytes inline) or uploadId (an upload's id), not both or neither",
           );
         }
         if (inline && (!item.fileName || !item.fileType)) {
           const field = item.fileName ? "fileType" : "fileName";
-          throw itemError("BAD_USER_INPUT", index, "is required with fileData", field);
+          throw itemError("BAD_USER_INPUT", itemPath(index), "is required with fileData", field);
         }
       }
       const uploadIds = items.flatMap((item) => (item.uploadId ? [item.uploadId] : []));
       const repeated = uploadIds.find((id, i) => uploadIds.indexOf(id) !== i);
       if (repeated) {
         const index = items.findLastIndex((item) => item.uploadId === repeated);
-        throw itemError("BAD_USER_INPUT", index, "names an upload another item of this comment already attaches", "uploadId");
+        throw itemError("BAD_USER_INPUT", itemPath(index), "names an upload another item of this comment already attaches", "uploadId");
       }
       const uploads = uploadIds.length
         ? await db.attachmentUpload.findMany({ where: { id: { in: uploadIds }, organizationId: actor.organizationId } })
@@ -287,13 +342,11 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings) {
         if (item.uploadId) {
           const found = uploads.find((u) => u.id === item.uploadId);
           if (!found || found.memberId !== caller?.memberId || found.apiKeyId !== caller?.apiKeyId) {
-            throw itemError("NOT_FOUND", index, `upload ${JSON.stringify(item.uploadId)} was not found`, "uploadId");
+            throw itemError("NOT_FOUND", itemPath(index), `upload ${JSON.stringify(item.uploadId)} was not found`, "uploadId");
           }
-          if (found.attachmentId) throw itemError("CONFLICT", index, "this upload is already attached to a comment", "uploadId");
+          if (found.attachmentId) throw itemError("CONFLICT", itemPath(index), "this upload is already attached to a comment", "uploadId");
           if (found.expiresAt.getTime() <= now) {
-            throw itemError(
-              "BAD_USER_INPUT",
-              index,
+            throw itemError("BAD_USER_INPUT", itemPath(index),
               "this upload expired: create a new one and send the bytes again",
               "uploadId",
             );
@@ -302,9 +355,7 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings) {
             const declared = field === "fileName" ? found.fileName : found.fileType;
             const given = item[field];
             if (given && (field === "fileType" ? given.toLowerCase() : given) !== declared) {
-              throw itemError(
-                "BAD_USER_INPUT",
-                index,
+              throw itemError("BAD_USER_INPUT", itemPath(index),
                 `differs from the upload's ${JSON.stringify(declared)}: leave it out`,
                 field,
               );
@@ -314,7 +365,7 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings) {
           // The signature is in the first bytes: 12 base64 characters are 9 of them (the file is decoded once, when stored).
           const head = Buffer.from((item.fileData as string).slice(0, 12), "base64");
           const refused = executableReason(item.fileName as string, item.fileType as string, head);
-          if (refused) throw itemError("BAD_USER_INPUT", index, refused);
+          if (refused) throw itemError("BAD_USER_INPUT", itemPath(index), refused);
         }
       }
 
@@ -331,12 +382,12 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings) {
               const message = facts
                 ? "the store holds other bytes than the upload declared (size or SHA-256)"
                 : "the store holds no bytes for this upload yet: send them to its uploadUrl first";
-              throw itemError("BAD_USER_INPUT", index, message);
+              throw itemError("BAD_USER_INPUT", itemPath(index), message);
             }
             const opened = await store.open(found.objectKey);
             const refused =
               opened && executableReason(found.fileName, found.fileType, await firstBytes(opened.body, SIGNATURE_BYTES));
-            if (refused) throw itemError("BAD_USER_INPUT", index, refused);
+            if (refused) throw itemError("BAD_USER_INPUT", itemPath(index), refused);
             files.push({
               ...common,
               name: found.fileName,
@@ -378,26 +429,15 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings) {
 
     /** A credential-free URL serving an attachment's bytes for a few minutes (attachmentDownloadUrl). */
     async downloadUrl(actor: Actor, id: string, origin?: string): Promise<{ url: string; expiresAt: Date }> {
-      const attachment = await db.attachment.findUnique({
-        where: { id, organizationId: actor.organizationId },
-        select: { name: true, type: true, store: true, objectKey: true },
-      });
-      if (!attachment) throw new NotFoundError("Attachment", id);
-      return storeNamed(attachment.store).signDownload(attachment.objectKey, {
-        fileName: attachment.name,
-        type: attachment.type,
-        expiresInSeconds: settings.downloadTtlSeconds,
-        origin,
-      });
+      return sign(await readableAttachment(actor, id), origin);
     },
+
+    /** The download URL of an attachment already read by a caller who may read it (an evidence's file). */
+    sign,
 
     /** An attachment's metadata, with a way to read its bytes from the store. */
     async find(actor: Actor, id: string) {
-      const attachment = await db.attachment.findUnique({
-        where: { id, organizationId: actor.organizationId },
-        select: { id: true, name: true, type: true, size: true, sha256: true, store: true, objectKey: true, createdAt: true },
-      });
-      if (!attachment) throw new NotFoundError("Attachment", id);
+      const { commentId: _commentId, ...attachment } = await readableAttachment(actor, id);
       return attachment;
     },
 

@@ -1,4 +1,4 @@
-import { authorize, can } from "../../auth/actor.js";
+import { authenticated, authorize, can } from "../../auth/actor.js";
 import { CommentEntityType as CommentEntityTypeValues } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
 import type { Context } from "../../graphql/context.js";
@@ -362,9 +362,10 @@ const AttachmentContent = builder.objectRef<StoredAttachment>("AttachmentContent
 builder.queryField("attachment", (t) =>
   t.field({
     type: AttachmentContent,
-    description: "Download an attachment of a comment. Needs `comment:read`.",
+    description:
+      "Download an attachment: a comment's needs `comment:read`; an evidence file needs what reading its evidence needs (`control:read`, or owning the control; `vendor:read` for a vendor's).",
     args: { id: t.arg.id({ required: true, description: "The attachment id" }) },
-    resolve: (_root, args, ctx) => ctx.services.comments.attachments.find(authorize(ctx, "comment:read"), args.id),
+    resolve: (_root, args, ctx) => ctx.services.comments.attachments.find(authenticated(ctx), args.id),
   }),
 );
 
@@ -386,10 +387,10 @@ builder.queryField("attachmentDownloadUrl", (t) =>
   t.field({
     type: AttachmentDownloadUrl,
     description:
-      "A credential-free URL for an attachment's bytes, valid a few minutes, served by the attachment store (or by the service for the filesystem and database stores). Generated on demand, not stored. Needs `comment:read`.",
+      "A credential-free URL for an attachment's bytes, valid a few minutes, served by the attachment store (or by the service for the filesystem and database stores). Generated on demand, not stored. A comment's attachment needs `comment:read`; an evidence file needs what reading its evidence needs (`control:read`, or owning the control; `vendor:read` for a vendor's).",
     args: { id: t.arg.id({ required: true, ...limited("The attachment id", commonLimits.id) }) },
     resolve: (_root, args, ctx) =>
-      ctx.services.comments.attachments.downloadUrl(authorize(ctx, "comment:read"), args.id, originOf(ctx)),
+      ctx.services.comments.attachments.downloadUrl(authenticated(ctx), args.id, originOf(ctx)),
   }),
 );
 
