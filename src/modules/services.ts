@@ -42,6 +42,7 @@ export type ServiceOptions = {
 export function createServices(db: Db, options: ServiceOptions) {
   const events = options.events ?? createEvents();
   const notifier = createNotifier({ links: options.links ?? {}, mail: options.mail, events });
+  const attachments = createAttachmentService(db, options.attachments);
   return {
     events,
     /** Writes notifications in a change's transaction: for changes made outside a request (the webhook worker's). */
@@ -49,12 +50,15 @@ export function createServices(db: Db, options: ServiceOptions) {
     /** For plugin-prisma's relation loading only; resolvers call the services. */
     db,
     audit: createAuditService(db, options.auditSigner),
-    comments: createCommentService(db, events, notifier, createAttachmentService(db, options.attachments)),
+    /** Uploads, stored files and their URLs: for comments, evidence and evidence requests' links. */
+    attachments,
+    comments: createCommentService(db, events, notifier, attachments),
     evidenceRequests: createEvidenceRequestService(db, notifier, {
       // Without a secret of the caller's (tests), one of this process's own: its links die with it.
       links: options.evidenceRequests?.links ?? linkTokens(randomBytes(32).toString("base64url")),
       publicUrl: options.evidenceRequests?.publicUrl,
       mail: options.mail,
+      attachments,
     }),
     members: createMemberService(db, options.deviceManagement),
     notifications: createNotificationService(db, events),

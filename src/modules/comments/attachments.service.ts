@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
 import { z } from "zod";
-import type { Actor } from "../../auth/actor.js";
+import type { Actor, RecipientActor } from "../../auth/actor.js";
 import {
   type AttachmentStore,
   base64ToHex,
@@ -120,12 +120,7 @@ export type AttachmentItem = {
 export type ItemPath = (index: number) => string;
 const inAttachments: ItemPath = (index) => `attachments.${index}`;
 
-const itemError = (
-  code: "BAD_USER_INPUT" | "CONFLICT" | "NOT_FOUND",
-  at: string,
-  message: string,
-  field = "",
-) => {
+const itemError = (code: "BAD_USER_INPUT" | "CONFLICT" | "NOT_FOUND", at: string, message: string, field = "") => {
   const path = field ? (at ? `${at}.${field}` : field) : at;
   const details: ErrorDetail[] = [{ path, message }];
   return new AppError(code, `${path}: ${message}`, details);
@@ -165,9 +160,18 @@ const SIGNATURE_BYTES = 8;
  */
 export type EvidenceFileAccess = (actor: Actor, attachmentId: string) => Promise<boolean>;
 
+type UploadOwner =
+  | { memberId: string; apiKeyId: null; evidenceRequestId?: undefined }
+  | { memberId: null; apiKeyId: string; evidenceRequestId?: undefined }
+  | { memberId: null; apiKeyId: null; evidenceRequestId: string };
+
 export function createAttachmentService(db: Db, settings: AttachmentSettings, evidenceFileReadable?: EvidenceFileAccess) {
-  /** The caller an upload belongs to: the member behind a user credential, or the API key itself. */
-  async function callerOf(actor: Actor): Promise<{ memberId: string; apiKeyId: null } | { memberId: null; apiKeyId: string }> {
+  /**
+   * The caller an upload belongs to: the member behind a user credential, or the API key itself, or
+   * the evidence request whose link made it (its recipient has neither member nor key).
+   */
+  async function callerOf(actor: Actor | RecipientActor): Promise<UploadOwner> {
+    if ("evidenceRequestId" in actor) return { memberId: null, apiKeyId: null, evidenceRequestId: actor.evidenceRequestId };
     if (actor.apiKeyId && !actor.userId) return { memberId: null, apiKeyId: actor.apiKeyId };
     const member = await db.member.findUnique({
       where: { organizationId_userId: { organizationId: actor.organizationId, userId: actor.userId as string } },
@@ -253,8 +257,16 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings, ev
     settings,
     discard,
 
-    /** A URL the caller sends one file's bytes to (createAttachmentUpload). */
-    async createUpload(actor: Actor, args: CreateUploadArgs, origin?: string): Promise<AttachmentUploadTicket> {
+    /**
+     * A URL the caller sends one file's bytes to (createAttachmentUpload); the caller holds at most
+     * `most` uploads not yet attached (an evidence request's link: its own smaller limit).
+     */
+    async createUpload(
+      actor: Actor | RecipientActor,
+      args: CreateUploadArgs,
+      origin?: string,
+      most = MAX_PENDING_UPLOADS,
+    ): Promise<AttachmentUploadTicket> {
       const input = parseInput(createUploadInput, args);
       const refused = refusedFile(input.fileName, input.fileType);
       if (refused)
@@ -278,14 +290,16 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings, ev
       const id = newId("upl");
       await db.$transaction(async (tx) => {
         // One caller's uploads are counted and added one request at a time, so the limit holds under a race.
-        const callerKey = `attachment-uploads:${caller.memberId ?? caller.apiKeyId}`;
+        const callerKey = `attachment-uploads:${caller.memberId ?? caller.apiKeyId ?? caller.evidenceRequestId}`;
         await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${callerKey}, 0))`;
         const pending = await tx.attachmentUpload.count({
           where: { organizationId: actor.organizationId, ...caller, attachmentId: null, expiresAt: { gt: new Date() } },
         });
-        if (pending >= MAX_PENDING_UPLOADS) {
+        if (pending >= most) {
           throw new ConflictError(
-            `You hold ${pending} uploads not yet attached, the most allowed: attach them to a comment, or wait until their URLs expire`,
+            caller.evidenceRequestId
+              ? `This request holds ${pending} files not yet submitted, the most it takes: submit them, or wait until their URLs expire`
+              : `You hold ${pending} uploads not yet attached, the most allowed: attach them to a comment, or wait until their URLs expire`,
           );
         }
         await tx.attachmentUpload.create({
@@ -312,12 +326,18 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings, ev
      * everything createComment needs of the store, before its transaction. Refusals name the item;
      * the store failing is a 503. Objects written here are removed when a later item fails.
      */
-    async prepare(actor: Actor, items: AttachmentItem[], itemPath: ItemPath = inAttachments): Promise<StoredFile[]> {
+    async prepare(
+      actor: Actor | RecipientActor,
+      items: AttachmentItem[],
+      itemPath: ItemPath = inAttachments,
+    ): Promise<StoredFile[]> {
       for (const [index, item] of items.entries()) {
         const inline = item.fileData !== undefined && item.fileData !== null;
         const upload = item.uploadId !== undefined && item.uploadId !== null;
         if (inline === upload) {
-          throw itemError("BAD_USER_INPUT", itemPath(index),
+          throw itemError(
+            "BAD_USER_INPUT",
+            itemPath(index),
             "give either fileData (the bytes inline) or uploadId (an upload's id), not both or neither",
           );
         }
@@ -330,7 +350,12 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings, ev
       const repeated = uploadIds.find((id, i) => uploadIds.indexOf(id) !== i);
       if (repeated) {
         const index = items.findLastIndex((item) => item.uploadId === repeated);
-        throw itemError("BAD_USER_INPUT", itemPath(index), "names an upload another item of this comment already attaches", "uploadId");
+        throw itemError(
+          "BAD_USER_INPUT",
+          itemPath(index),
+          "names an upload another item of this comment already attaches",
+          "uploadId",
+        );
       }
       const uploads = uploadIds.length
         ? await db.attachmentUpload.findMany({ where: { id: { in: uploadIds }, organizationId: actor.organizationId } })
@@ -341,12 +366,20 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings, ev
       for (const [index, item] of items.entries()) {
         if (item.uploadId) {
           const found = uploads.find((u) => u.id === item.uploadId);
-          if (!found || found.memberId !== caller?.memberId || found.apiKeyId !== caller?.apiKeyId) {
+          if (
+            !found ||
+            found.memberId !== caller?.memberId ||
+            found.apiKeyId !== caller?.apiKeyId ||
+            found.evidenceRequestId !== (caller?.evidenceRequestId ?? null)
+          ) {
             throw itemError("NOT_FOUND", itemPath(index), `upload ${JSON.stringify(item.uploadId)} was not found`, "uploadId");
           }
-          if (found.attachmentId) throw itemError("CONFLICT", itemPath(index), "this upload is already attached to a comment", "uploadId");
+          if (found.attachmentId)
+            throw itemError("CONFLICT", itemPath(index), "this upload is already attached to a comment", "uploadId");
           if (found.expiresAt.getTime() <= now) {
-            throw itemError("BAD_USER_INPUT", itemPath(index),
+            throw itemError(
+              "BAD_USER_INPUT",
+              itemPath(index),
               "this upload expired: create a new one and send the bytes again",
               "uploadId",
             );
@@ -355,7 +388,9 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings, ev
             const declared = field === "fileName" ? found.fileName : found.fileType;
             const given = item[field];
             if (given && (field === "fileType" ? given.toLowerCase() : given) !== declared) {
-              throw itemError("BAD_USER_INPUT", itemPath(index),
+              throw itemError(
+                "BAD_USER_INPUT",
+                itemPath(index),
                 `differs from the upload's ${JSON.stringify(declared)}: leave it out`,
                 field,
               );

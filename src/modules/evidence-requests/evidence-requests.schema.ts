@@ -229,3 +229,39 @@ builder.queryField("currentEvidenceRequest", (t) =>
     resolve: (_root, _args, ctx) => ctx.services.evidenceRequests.current(asRecipient(ctx)),
   }),
 );
+
+builder.mutationField("submitEvidenceRequest", (t) =>
+  t.field({
+    type: CurrentEvidenceRequest,
+    description: `Send the files uploaded through the link (createAttachmentUpload with the same token, their bytes in the store) with an optional note: each becomes a submitted evidence item of the control or vendor, the request becomes submitted and its creator is notified. Takes only X-Evidence-Request-Token; 409 while the files already sent await review.`,
+    args: {
+      uploadIds: t.arg.idList({
+        required: true,
+        ...limited("The uploads to send, made through this link and not yet submitted", evidenceRequestLimits.uploadIds),
+      }),
+      note: t.arg.string(limited("A note for the team", evidenceRequestLimits.note)),
+    },
+    resolve: (_root, args, ctx) => ctx.services.evidenceRequests.submit(asRecipient(ctx), args),
+  }),
+);
+
+builder.mutationField("acceptEvidenceRequest", (t) =>
+  t.prismaField({
+    type: "EvidenceRequest",
+    description: `Accept a submitted request: every item it submitted that awaits review is accepted (as acceptEvidence does, which can make the control ready) and the link stops working. ${targetNote}`,
+    args: { id: t.arg.id({ required: true, ...limited("The evidence request id", commonLimits.id) }) },
+    resolve: (query, _root, args, ctx) => ctx.services.evidenceRequests.accept(authenticated(ctx), args.id, query),
+  }),
+);
+
+builder.mutationField("rejectEvidenceRequest", (t) =>
+  t.prismaField({
+    type: "EvidenceRequest",
+    description: `Reject a submitted request: every item it submitted that awaits review is rejected with the reason, the request becomes \`rejected\` (reopened: the same link takes files again until it expires) and the recipient is mailed the reason. ${targetNote}`,
+    args: {
+      id: t.arg.id({ required: true, ...limited("The evidence request id", commonLimits.id) }),
+      reason: t.arg.string({ required: true, ...limited("Why, as the recipient will read it", evidenceRequestLimits.reason) }),
+    },
+    resolve: (query, _root, args, ctx) => ctx.services.evidenceRequests.reject(authenticated(ctx), args.id, args.reason, query),
+  }),
+);

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { Actor, RecipientActor } from "../../auth/actor.js";
+import { DEAD_LINK_MESSAGE } from "../../auth/evidence-request-links.js";
 import type { Permission } from "../../auth/permissions.js";
 import { Prisma } from "../../generated/prisma/client.js";
 import { EvidenceRequestStatus } from "../../generated/prisma/enums.js";
@@ -18,11 +19,14 @@ import {
 } from "../../graphql/lists.js";
 import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
-import { BadUserInputError, ConflictError, ForbiddenError, NotFoundError } from "../../platform/errors.js";
+import { BadUserInputError, ConflictError, ForbiddenError, NotFoundError, UnauthenticatedError } from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";
-import { commonLimits, limit, text } from "../../platform/limits.js";
+import { commonLimits, limit, list, text } from "../../platform/limits.js";
 import { parseInput } from "../../platform/validation.js";
 import { type AuditEventInput, auditEvent, writeAuditEvent } from "../audit/audit.service.js";
+import type { AttachmentService, CreateUploadArgs } from "../comments/attachments.service.js";
+import { callerMemberId, recordControlStates } from "../controls/controls.service.js";
+import { createEvidenceFromUploads } from "../evidence/evidence.service.js";
 import type { NotificationMail, Notifier } from "../notifications/notifications.service.js";
 import type { EvidenceRequestMailKind } from "./evidence-requests.mail.js";
 import type { LinkTokens } from "./evidence-requests.token.js";
@@ -99,6 +103,13 @@ export type CreateEvidenceRequestArgs = z.input<typeof createInput>;
 
 const rejectInput = z.object({ reason: text(evidenceRequestLimits.reason) });
 
+const submitInput = z.object({
+  uploadIds: list(text(commonLimits.id), evidenceRequestLimits.uploadIds).min(1, "give at least one upload"),
+  note: text(evidenceRequestLimits.note).nullish(),
+});
+
+export type SubmitEvidenceRequestArgs = { uploadIds: readonly string[]; note?: string | null };
+
 /** The statuses a link works in: the page shows the form (open, rejected) or that the files await review (submitted). */
 export const LIVE_STATUSES = ["open", "rejected", "submitted"] as const;
 /** The statuses that take a submission through the link. */
@@ -158,6 +169,8 @@ export type EvidenceRequestServiceOptions = {
   /** PUBLIC_URL: the base of the links; the request's own origin when unset. */
   publicUrl?: string;
   mail?: NotificationMail;
+  /** The attachment service: the link's uploads, and the check that the store holds their bytes. */
+  attachments: AttachmentService;
 };
 
 /** What a member's or key's change records as its author. */
@@ -171,7 +184,7 @@ async function creatorOf(tx: Prisma.TransactionClient, actor: Actor) {
 }
 
 export function createEvidenceRequestService(db: Db, notifier: Notifier, options: EvidenceRequestServiceOptions) {
-  const { links, mail } = options;
+  const { links, mail, attachments } = options;
   const base = (origin?: string) => options.publicUrl ?? origin ?? "";
 
   async function queueMail(tx: Prisma.TransactionClient, id: string, kind: EvidenceRequestMailKind, generation: number) {
@@ -325,39 +338,10 @@ export function createEvidenceRequestService(db: Db, notifier: Notifier, options
     async current(recipient: RecipientActor) {
       const request = await db.evidenceRequest.findUniqueOrThrow({
         where: { id: recipient.evidenceRequestId },
-        select: {
-          id: true,
-          title: true,
-          instructions: true,
-          dueAt: true,
-          expiresAt: true,
-          status: true,
-          rejectionReason: true,
-          submittedAt: true,
-          openedAt: true,
-          organization: { select: { name: true } },
-          evidence: {
-            orderBy: [{ createdAt: "asc" }, { id: "asc" }],
-            select: {
-              status: true,
-              createdAt: true,
-              attachment: { select: { name: true, type: true, size: true, sha256: true } },
-            },
-          },
-        },
+        select: currentSelect,
       });
       if (!request.openedAt) await this.opened(recipient);
-      return {
-        organizationName: request.organization.name,
-        title: request.title,
-        instructions: request.instructions,
-        dueAt: request.dueAt,
-        expiresAt: request.expiresAt,
-        status: request.status,
-        rejectionReason: request.status === "rejected" ? request.rejectionReason : null,
-        submittedAt: request.submittedAt,
-        files: request.evidence.map((e) => ({ ...e.attachment, status: e.status, sentAt: e.createdAt })),
-      };
+      return currentOf(request);
     },
 
     /** Records the link's first view (`evidence_request.opened`, the recipient as actor); later views write nothing. */
@@ -371,10 +355,217 @@ export function createEvidenceRequestService(db: Db, notifier: Notifier, options
       });
     },
 
-    /** The e-mail of a rejection (with the same link), in the rejecting change's transaction. */
-    queueMail,
-    lockForChange,
+    /** An upload for the link's request (createAttachmentUpload with the token): at most 20 files not yet submitted. */
+    async createUpload(recipient: RecipientActor, args: CreateUploadArgs, origin?: string) {
+      const request = await db.evidenceRequest.findUniqueOrThrow({
+        where: { id: recipient.evidenceRequestId },
+        select: { status: true },
+      });
+      if (!TAKES_FILES.includes(request.status)) {
+        throw new ConflictError("The files sent through this link await review: no more can be sent now");
+      }
+      return attachments.createUpload(recipient, args, origin, MAX_REQUEST_FILES);
+    },
+
+    /**
+     * The recipient's files become `submitted` evidence of the control or vendor (the recipient's
+     * e-mail as submittedByEmail), the request becomes `submitted`, and its creator is notified, in
+     * one transaction. The store is asked for each file's bytes before it (503 when it is down,
+     * nothing written).
+     */
+    async submit(recipient: RecipientActor, args: SubmitEvidenceRequestArgs) {
+      const input = parseInput(submitInput, args);
+      const files = await attachments.prepare(
+        recipient,
+        input.uploadIds.map((uploadId) => ({ uploadId })),
+        (index) => `uploadIds.${index}`,
+      );
+      const id = recipient.evidenceRequestId;
+      const change = { organizationId: recipient.organizationId, userId: null, memberId: null };
+      return notifier.transaction(db, change, async (tx, notify) => {
+        const [row] = await tx.$queryRaw<
+          { controlId: string | null; vendorId: string | null; status: string; expiresAt: Date; createdById: string | null }[]
+        >`SELECT "controlId", "vendorId", "status"::text AS "status", "expiresAt", "createdById"
+          FROM "EvidenceRequest" WHERE "id" = ${id} FOR UPDATE`;
+        if (!row || row.expiresAt <= new Date() || !(LIVE_STATUSES as readonly string[]).includes(row.status)) {
+          throw new UnauthenticatedError(DEAD_LINK_MESSAGE);
+        }
+        if (!TAKES_FILES.includes(row.status)) {
+          throw new ConflictError("The files sent through this link await review: no more can be sent now");
+        }
+        const created = await createEvidenceFromUploads(tx, {
+          recorder: { organizationId: recipient.organizationId, userId: null, apiKeyId: null, requestId: recipient.requestId },
+          target: row.controlId ? { controlId: row.controlId } : { vendorId: row.vendorId as string },
+          files,
+          status: "submitted",
+          submittedByEmail: recipient.recipientEmail,
+          evidenceRequestId: id,
+        });
+        const submittedAt = new Date();
+        await tx.evidenceRequest.update({
+          where: { id },
+          data: { status: "submitted", submittedAt, note: input.note ?? null },
+          select: { id: true },
+        });
+        await writeAuditEvent(
+          tx,
+          recipientEvent(recipient, "evidence_request.submitted", {
+            from: row.status,
+            evidence: created.map((e) => ({ id: e.id, attachmentId: e.attachmentId, sha256: e.sha256 })),
+            ...(input.note ? { note: input.note } : {}),
+          }),
+        );
+        await notify({ reason: "evidence_submitted", recipientIds: [row.createdById], entity: { type: "evidence_request", id } });
+        return this.currentIn(tx, id);
+      });
+    },
+
+    /** Accepts a submitted request and every item it submitted that awaits review (which can make the control ready). */
+    async accept(actor: Actor, id: string, query: RequestQuery) {
+      return notifier.transaction(db, actor, async (tx) => {
+        const row = await lockForChange(tx, actor, id);
+        if (row.status !== "submitted") throw conflict(id, row.status, "only a submitted request is accepted");
+        const decided = await decideEvidence(tx, actor, id, { status: "accepted" });
+        const updated = await tx.evidenceRequest.update({ ...query, where: { id }, data: { status: "accepted" } });
+        await writeAuditEvent(
+          tx,
+          auditEvent(actor, "evidence_request.accepted", { type: "evidence_request", id }, { evidence: decided }),
+        );
+        return updated;
+      });
+    },
+
+    /**
+     * Rejects a submitted request's items that await review and reopens it (status `rejected`, which
+     * takes files again through the same link until it expires); the recipient is mailed the reason.
+     */
+    async reject(actor: Actor, id: string, reason: string, query: RequestQuery) {
+      const input = parseInput(rejectInput, { reason });
+      return notifier.transaction(db, actor, async (tx) => {
+        const row = await lockForChange(tx, actor, id);
+        if (row.status !== "submitted") throw conflict(id, row.status, "only a submitted request is rejected");
+        const decided = await decideEvidence(tx, actor, id, { status: "rejected", reason: input.reason });
+        const updated = await tx.evidenceRequest.update({
+          ...query,
+          where: { id },
+          data: { status: "rejected", rejectionReason: input.reason },
+        });
+        const { linkGeneration } = await tx.evidenceRequest.findUniqueOrThrow({
+          where: { id },
+          select: { linkGeneration: true },
+        });
+        await queueMail(tx, id, "rejection", linkGeneration);
+        await writeAuditEvent(
+          tx,
+          auditEvent(
+            actor,
+            "evidence_request.rejected",
+            { type: "evidence_request", id },
+            {
+              reason: input.reason,
+              evidence: decided,
+              mailed: Boolean(mail?.enqueueEvidenceRequest),
+            },
+          ),
+        );
+        return updated;
+      });
+    },
+
+    /** The recipient's view of the request, read in a transaction (the answer of a submission). */
+    async currentIn(tx: Prisma.TransactionClient, id: string) {
+      const request = await tx.evidenceRequest.findUniqueOrThrow({ where: { id }, select: currentSelect });
+      return currentOf(request);
+    },
   };
+}
+
+const currentSelect = {
+  id: true,
+  title: true,
+  instructions: true,
+  dueAt: true,
+  expiresAt: true,
+  status: true,
+  rejectionReason: true,
+  submittedAt: true,
+  openedAt: true,
+  organization: { select: { name: true } },
+  evidence: {
+    orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+    select: {
+      status: true,
+      createdAt: true,
+      attachment: { select: { name: true, type: true, size: true, sha256: true } },
+    },
+  },
+} satisfies Prisma.EvidenceRequestSelect;
+
+function currentOf(request: Prisma.EvidenceRequestGetPayload<{ select: typeof currentSelect }>) {
+  return {
+    organizationName: request.organization.name,
+    title: request.title,
+    instructions: request.instructions,
+    dueAt: request.dueAt,
+    expiresAt: request.expiresAt,
+    status: request.status,
+    rejectionReason: request.status === "rejected" ? request.rejectionReason : null,
+    submittedAt: request.submittedAt,
+    files: request.evidence.map((e) => ({ ...e.attachment, status: e.status, sentAt: e.createdAt })),
+  };
+}
+
+/**
+ * Accepts or rejects, in the caller's transaction, the request's evidence that awaits review: each
+ * item's review and its `evidence.accepted` / `evidence.rejected` event with the file's sha256 (as
+ * acceptEvidence and rejectEvidence write them), then the control's state once.
+ */
+async function decideEvidence(
+  tx: Prisma.TransactionClient,
+  actor: Actor,
+  evidenceRequestId: string,
+  outcome: { status: "accepted" } | { status: "rejected"; reason: string },
+) {
+  const items = await tx.$queryRaw<
+    { id: string; controlId: string | null; vendorId: string | null; attachmentId: string; sha256: string }[]
+  >`SELECT e."id", e."controlId", e."vendorId", e."attachmentId", a."sha256"
+    FROM "Evidence" e JOIN "Attachment" a ON a."id" = e."attachmentId"
+    WHERE e."evidenceRequestId" = ${evidenceRequestId} AND e."organizationId" = ${actor.organizationId}
+      AND e."status" = 'submitted'
+    ORDER BY e."createdAt", e."id" FOR UPDATE OF e`;
+  const reviewedById = await callerMemberId(tx, actor);
+  const reviewedAt = new Date();
+  for (const item of items) {
+    await tx.evidence.update({
+      where: { id: item.id },
+      data: {
+        status: outcome.status,
+        reviewedById,
+        reviewedAt,
+        rejectionReason: outcome.status === "rejected" ? outcome.reason : null,
+      },
+      select: { id: true },
+    });
+    await writeAuditEvent(
+      tx,
+      auditEvent(
+        actor,
+        `evidence.${outcome.status}`,
+        { type: "evidence", id: item.id },
+        {
+          controlId: item.controlId,
+          vendorId: item.vendorId,
+          attachmentId: item.attachmentId,
+          sha256: item.sha256,
+          evidenceRequestId,
+          ...(outcome.status === "rejected" ? { reason: outcome.reason } : {}),
+        },
+      ),
+    );
+  }
+  const controls = [...new Set(items.flatMap((i) => (i.controlId ? [i.controlId] : [])))];
+  await recordControlStates(tx, actor, controls);
+  return items.map((i) => ({ id: i.id, sha256: i.sha256 }));
 }
 
 export type EvidenceRequestService = ReturnType<typeof createEvidenceRequestService>;
