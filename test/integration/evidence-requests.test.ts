@@ -61,7 +61,7 @@ async function uploadThroughLink(token: string, bytes: Buffer, fileName = "repor
     body: { fileName, fileType: "application/pdf", size: bytes.length, sha256: sha256(bytes).toString("base64") },
   });
   expect(res.status, res.text).toBe(201);
-  const put = await t.app.fetch(new Request(res.body.uploadUrl, { method: "PUT", headers: res.body.headers, body: bytes }));
+  const put = await t.app.fetch(new Request(res.body.uploadUrl, { method: "PUT", headers: res.body.headers, body: new Uint8Array(bytes) }));
   expect(put.status).toBeLessThan(300);
   return res.body.id as string;
 }
