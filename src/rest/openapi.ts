@@ -78,6 +78,8 @@ const errorResponses: Record<number, { name: string; description: string }> = {
 const tagDescriptions: Record<string, string> = {
   Audit: "The audit trail: every create and change, newest first",
   Comments: "Comments on tasks, vendors, risks and policies, and their attachments",
+  "Evidence requests":
+    "Links that let someone outside the organization upload evidence for a control or a vendor; the link's page calls the three operations that take X-Evidence-Request-Token",
   People: "Members of the organization and their managed devices",
   Policies: "Policies and their numbered versions",
   Risks: "Risks the organization tracks",
@@ -138,7 +140,25 @@ const securitySchemes = {
   },
 };
 
+/** An evidence request's link token: the credential of the link's page, for its three operations alone. */
+const linkTokenScheme = {
+  EvidenceRequestToken: {
+    type: "apiKey",
+    in: "header",
+    name: "X-Evidence-Request-Token",
+    description:
+      "The token of an evidence request's link (the last segment of `/requests/<token>`): accepted by `GET /evidence-requests/current`, `POST /attachment-uploads` and `POST /evidence-requests/current/submission` only; any other operation answers 401 with it.",
+  },
+};
+
 const anyCredential = Object.keys(securitySchemes).map((name) => ({ [name]: [] }));
+const linkToken = [{ EvidenceRequestToken: [] }];
+/** The operations the link token runs (and only these), by GraphQL field. */
+const linkTokenFields: Record<string, "only" | "also"> = {
+  "Query.currentEvidenceRequest": "only",
+  "Mutation.submitEvidenceRequest": "only",
+  "Mutation.createAttachmentUpload": "also",
+};
 
 const ref = (name: string, kind = "schemas") => ({ $ref: `#/components/${kind}/${name}` });
 
@@ -469,7 +489,12 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
         description: `${description}\n\nOver GraphQL: the \`${field.name}\` ${route.field.startsWith("Query.") ? "query" : "mutation"}.`,
         tags: route.tags,
         ...(field.deprecationReason ? { deprecated: true } : {}),
-        security: anyCredential,
+        security:
+          linkTokenFields[route.field] === "only"
+            ? linkToken
+            : linkTokenFields[route.field] === "also"
+              ? [...anyCredential, ...linkToken]
+              : anyCredential,
         parameters,
         ...(requestBody ? { requestBody } : {}),
         responses,
@@ -627,7 +652,7 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
           schema: { type: "string", enum: ["true"] },
         },
       },
-      securitySchemes,
+      securitySchemes: { ...securitySchemes, ...linkTokenScheme },
     },
   };
 }

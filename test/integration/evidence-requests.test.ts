@@ -1,9 +1,11 @@
 import { createHash } from "node:crypto";
+import pino from "pino";
 import { describe, expect, it } from "vitest";
 import type { SeedResult } from "../../src/admin/seed.js";
 import type { Prisma } from "../../src/generated/prisma/client.js";
 import type { EvidenceRequestMailJob } from "../../src/modules/evidence-requests/evidence-requests.mail.js";
 import { expireDue, remindDue } from "../../src/modules/evidence-requests/evidence-requests.service.js";
+import { restObjectOf } from "../../src/modules/webhooks/webhooks.objects.js";
 import { newId } from "../../src/platform/ids.js";
 import { openFixture } from "../helpers/fixtures.js";
 
@@ -16,7 +18,7 @@ const mail = {
     queued.push(job);
   },
 };
-const { t, org, other, keyWith } = await openFixture({ mail });
+const { t, org, other, keyWith, appWith } = await openFixture({ mail });
 
 const DAY = 86_400_000;
 const inDays = (days: number) => new Date(Date.now() + days * DAY).toISOString();
@@ -61,7 +63,9 @@ async function uploadThroughLink(token: string, bytes: Buffer, fileName = "repor
     body: { fileName, fileType: "application/pdf", size: bytes.length, sha256: sha256(bytes).toString("base64") },
   });
   expect(res.status, res.text).toBe(201);
-  const put = await t.app.fetch(new Request(res.body.uploadUrl, { method: "PUT", headers: res.body.headers, body: new Uint8Array(bytes) }));
+  const put = await t.app.fetch(
+    new Request(res.body.uploadUrl, { method: "PUT", headers: res.body.headers, body: new Uint8Array(bytes) }),
+  );
   expect(put.status).toBeLessThan(300);
   return res.body.id as string;
 }
@@ -284,7 +288,9 @@ describe("the link's token", () => {
 
   it("answers a wrong token exactly as an expired one, and a resend's new token ends the old link at once", async () => {
     const { id, token } = await createRequest();
-    const wrong = await t.rest("GET", "/v1/evidence-requests/current", { headers: withToken(`${token.slice(0, -1)}A`) });
+    const wrong = await t.rest("GET", "/v1/evidence-requests/current", {
+      headers: withToken(`${token.slice(0, -1)}${token.endsWith("A") ? "B" : "A"}`),
+    });
     const malformed = await t.rest("GET", "/v1/evidence-requests/current", { headers: withToken("x") });
     const resent = await t.rest("POST", `/v1/evidence-requests/${id}/resend`, { key: org.apiKey });
     expect(resent.status, resent.text).toBe(200);
@@ -391,7 +397,8 @@ describe("submission and review", () => {
       body: { uploadIds: [first, second], note: "Both attached." },
     });
     expect(res.status, res.text).toBe(200);
-    expect(res.body).toMatchObject({ status: "submitted", files: [{ name: "report.pdf" }, { name: "bridge-letter.pdf" }] });
+    expect(res.body.status).toBe("submitted");
+    expect(res.body.files.map((f: { name: string }) => f.name).sort()).toEqual(["bridge-letter.pdf", "report.pdf"]);
     const evidence = await t.db.evidence.findMany({ where: { evidenceRequestId: id }, include: { attachment: true } });
     expect(evidence).toHaveLength(2);
     for (const item of evidence) {
@@ -524,5 +531,99 @@ describe("the timers", () => {
     expect((await t.db.evidenceRequest.findUniqueOrThrow({ where: { id: later.id } })).status).toBe("open");
     const event = await t.db.auditEvent.findFirstOrThrow({ where: { entityId: soon.id, action: "evidence_request.expired" } });
     expect(event).toMatchObject({ actorUserId: null, actorApiKeyId: null });
+  });
+});
+
+describe("the link's reach across organizations and links", () => {
+  it("refuses another link's upload, and another organization's, with 404", async () => {
+    const mine = await createRequest();
+    const sibling = await createRequest();
+    const theirs = await createRequest({}, other.apiKey, other);
+    const siblingUpload = await uploadThroughLink(sibling.token, pdf("sibling"));
+    const foreignUpload = await uploadThroughLink(theirs.token, pdf("foreign"));
+    for (const uploadId of [siblingUpload, foreignUpload]) {
+      const res = await t.rest("POST", "/v1/evidence-requests/current/submission", {
+        headers: withToken(mine.token),
+        body: { uploadIds: [uploadId] },
+      });
+      expect(res.status, res.text).toBe(404);
+      expect(res.text).not.toContain(theirs.token);
+    }
+    expect((await t.db.evidenceRequest.findUniqueOrThrow({ where: { id: mine.id } })).status).toBe("open");
+  });
+});
+
+describe("where the token never goes", () => {
+  it("is in no log line, audit event, webhook message, metric or error, after a request went through every sink", async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: "trace" }, { write: (line: string) => void lines.push(line) });
+    const app = await appWith({ logger, mail });
+    const fresh = await app.seedOrg();
+    await app.rest("POST", "/v1/webhook-endpoints", { key: fresh.apiKey, body: { url: "https://hooks.example.com/siem" } });
+    const created = await app.rest("POST", "/v1/evidence-requests", {
+      key: fresh.apiKey,
+      body: { vendorId: fresh.vendorIds[0], title: "Report", recipientEmail: "r@vendor.example", dueAt: inDays(4) },
+    });
+    expect(created.status).toBe(201);
+    const id = created.body.id as string;
+    const tokens = [tokenOf(created.body.url)];
+    const call = (path: string, init: RequestInit = {}) => app.app.fetch(new Request(`http://test${path}`, init));
+    // The page, its calls, a submission, a rejection, a resend, a wrong and a dead token.
+    await call(`/requests/${tokens[0]}`);
+    await call("/v1/evidence-requests/current", { headers: withToken(tokens[0] as string) });
+    const bytes = pdf("sinks");
+    const upload = await app.rest("POST", "/v1/attachment-uploads", {
+      headers: withToken(tokens[0] as string),
+      body: { fileName: "r.pdf", fileType: "application/pdf", size: bytes.length, sha256: sha256(bytes).toString("base64") },
+    });
+    await app.app.fetch(
+      new Request(upload.body.uploadUrl, { method: "PUT", headers: upload.body.headers, body: new Uint8Array(bytes) }),
+    );
+    await app.rest("POST", "/v1/evidence-requests/current/submission", {
+      headers: withToken(tokens[0] as string),
+      body: { uploadIds: [upload.body.id] },
+    });
+    await app.rest("POST", `/v1/evidence-requests/${id}/reject`, { key: fresh.apiKey, body: { reason: "again" } });
+    const resent = await app.rest("POST", `/v1/evidence-requests/${id}/resend`, { key: fresh.apiKey });
+    tokens.push(tokenOf(resent.body.url));
+    const errors = [
+      await call(`/requests/${tokens[0]}`),
+      await call("/v1/evidence-requests/current", { headers: withToken(tokens[0] as string) }),
+      await call("/v1/vendors", { headers: withToken(tokens[1] as string) }),
+      await call("/graphql", {
+        method: "POST",
+        headers: { ...withToken(tokens[1] as string), "content-type": "application/json" },
+        body: JSON.stringify({ query: "{ viewer { permissions } }" }),
+      }),
+      await call(`/requests/${tokens[1]}x`),
+    ];
+    const sinks: Record<string, string> = {
+      logs: lines.join("\n"),
+      errors: (await Promise.all(errors.map((r) => r.text()))).join("\n"),
+      metrics: await (await call("/metrics")).text(),
+    };
+    const events = await app.db.auditEvent.findMany({ where: { organizationId: fresh.organizationId } });
+    sinks.audit = JSON.stringify(events);
+    // What the webhook worker would send for each event: the event and the record's REST shape.
+    const messages = [];
+    for (const event of events) {
+      messages.push({
+        data: event.data,
+        object: await restObjectOf(app.db, event.organizationId, { type: event.entityType, id: event.entityId }),
+      });
+    }
+    sinks.webhooks = JSON.stringify(messages);
+    sinks.notifications = JSON.stringify(await app.db.notification.findMany({ where: { organizationId: fresh.organizationId } }));
+    sinks.row = JSON.stringify(await app.db.evidenceRequest.findUniqueOrThrow({ where: { id } }));
+    sinks.mailJobs = JSON.stringify(queued.filter((job) => job.evidenceRequestId === id));
+    // The sinks saw the request: a test that looked at empty sinks would prove nothing.
+    expect(sinks.logs).toContain("/requests/{token}");
+    expect(sinks.metrics).toContain('route="/requests/{token}"');
+    expect(sinks.audit).toContain("evidence_request.opened");
+    expect(sinks.mailJobs).toContain("rejection");
+    for (const [sink, text] of Object.entries(sinks)) {
+      for (const token of tokens) expect(text.includes(token), `${sink} holds a token`).toBe(false);
+    }
+    await app.close();
   });
 });

@@ -23,6 +23,7 @@ import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SeedResult } from "../../src/admin/seed.js";
 import { createSession } from "../../src/auth/sessions.js";
+import { newId } from "../../src/platform/ids.js";
 import { REST_BASE, restRoutes } from "../../src/rest/routes.js";
 import { schema } from "../../src/schema.js";
 import { selectionOf } from "../fuzz/arbitraries.js";
@@ -52,7 +53,14 @@ type Attempt = {
 };
 
 let t: TestApp;
-type Webhooks = { webhookEndpointIds: string[]; webhookDeliveryIds: string[]; webhookSecrets: string[]; checkpointIds: string[] };
+type Webhooks = {
+  webhookEndpointIds: string[];
+  webhookDeliveryIds: string[];
+  webhookSecrets: string[];
+  checkpointIds: string[];
+  controlIds: string[];
+  evidenceRequestIds: string[];
+};
 let A: SeedResult & {
   versionIds: string[];
   attachmentIds: string[];
@@ -110,6 +118,19 @@ async function enrich(org: SeedResult) {
     },
   });
   expect(upload.status, upload.text).toBe(201);
+  // A control and an evidence request for a vendor, with its link (section 17).
+  const controlId = newId("ctl");
+  await t.db.control.create({ data: { id: controlId, organizationId: org.organizationId, code: "AC-01", name: "Access" } });
+  const request = await t.rest("POST", "/v1/evidence-requests", {
+    key: org.apiKey,
+    body: {
+      vendorId: org.vendorIds[0],
+      title: `Evidence of ${org.organizationId}`,
+      recipientEmail: `auditor@${org.organizationId.replace("_", "-")}.example`,
+      dueAt: new Date(Date.now() + 5 * 86_400_000).toISOString(),
+    },
+  });
+  expect(request.status, request.text).toBe(201);
   // And a signed checkpoint of its audit chain (section 14).
   const checkpoint = await t.rest("POST", "/v1/audit/checkpoints", { key: org.apiKey });
   expect(checkpoint.status, checkpoint.text).toBe(201);
@@ -125,6 +146,8 @@ async function enrich(org: SeedResult) {
     webhookDeliveryIds: (await t.db.webhookDelivery.findMany(where)).map((r) => r.id),
     webhookSecrets: [endpoint.body.secret as string],
     checkpointIds: [checkpoint.body.id as string],
+    controlIds: [controlId],
+    evidenceRequestIds: [request.body.id as string],
     emails: (
       await t.db.user.findMany({
         where: { memberships: { some: { organizationId: org.organizationId } } },
@@ -282,7 +305,10 @@ function leakedOfA(text: string, requested: string): string[] {
     ...A.webhookSecrets,
     ...A.checkpointIds,
     ...A.emails,
+    ...A.controlIds,
+    ...A.evidenceRequestIds,
     `Confidential note of ${A.organizationId}`,
+    `Evidence of ${A.organizationId}`,
     Buffer.from(`%PDF-1.7 ${A.organizationId}`).toString("base64"),
   ];
   return markers.filter((m) => text.includes(m) && !requested.includes(m));
@@ -316,7 +342,15 @@ const idTakingArguments = roots
     // markNotificationsRead's ids likewise match only the caller's own notifications, and skip
     // the rest without an error (test/integration/notifications-inbox.test.ts checks that).
   )
-  .filter((path) => !path.includes(":filter.") && path !== "Mutation.markNotificationsRead:ids");
+  // submitEvidenceRequest takes an evidence request's link token as its only credential, which no
+  // column of this matrix is: another link's (and organization's) uploads are refused with 404 in
+  // test/integration/evidence-requests.test.ts.
+  .filter(
+    (path) =>
+      !path.includes(":filter.") &&
+      path !== "Mutation.markNotificationsRead:ids" &&
+      path !== "Mutation.submitEvidenceRequest:uploadIds",
+  );
 
 function fieldOf(name: string): { root: Root; field: GraphQLField<unknown, unknown> } {
   const [root, fieldName] = name.split(".") as [Root, string];
@@ -349,6 +383,8 @@ function attempts({ wrongKind = false } = {}): Attempt[] {
     attachment: A.attachmentIds,
     webhookEndpoint: A.webhookEndpointIds,
     webhookDelivery: A.webhookDeliveryIds,
+    control: A.controlIds,
+    evidenceRequest: A.evidenceRequestIds,
   };
   const add = (
     field: string,
@@ -512,6 +548,15 @@ function attempts({ wrongKind = false } = {}): Attempt[] {
   add("Mutation.sendTestWebhook", "id", A.webhookEndpointIds, (id) => ({ id }));
   add("Mutation.replayWebhookEndpoint", "id", A.webhookEndpointIds, (id) => ({ id, since: "2000-01-01T00:00:00Z" }));
   add("Mutation.redeliverWebhook", "id", A.webhookDeliveryIds, (id) => ({ id }));
+  // Evidence requests (contract section 17): another organization's request, control or vendor is 404.
+  const due = new Date(Date.now() + 5 * 86_400_000).toISOString();
+  const ask = { title: "B was here", recipientEmail: "b@example.com", dueAt: due };
+  add("Mutation.createEvidenceRequest", "vendorId", A.vendorIds, (id) => ({ vendorId: id, ...ask }));
+  add("Mutation.createEvidenceRequest", "controlId", A.controlIds, (id) => ({ controlId: id, ...ask }));
+  add("Query.evidenceRequest", "id", A.evidenceRequestIds, (id) => ({ id }));
+  for (const field of ["cancel", "resend", "accept"])
+    add(`Mutation.${field}EvidenceRequest`, "id", A.evidenceRequestIds, (id) => ({ id }));
+  add("Mutation.rejectEvidenceRequest", "id", A.evidenceRequestIds, (id) => ({ id, reason: "B was here" }));
   return list;
 }
 
