@@ -627,3 +627,40 @@ describe("where the token never goes", () => {
     await app.close();
   });
 });
+
+describe("guessing", () => {
+  it("limits wrong tokens per address, on the page and in the header alike (429 past AUTH_FAILURES_PER_MINUTE)", async () => {
+    const guarded = await appWith({ authFailuresPerMinute: 3 });
+    const answers: number[] = [];
+    for (let i = 0; i < 2; i++)
+      answers.push((await guarded.app.fetch(new Request(`http://test/requests/${"A".repeat(42)}${i}`))).status);
+    answers.push((await guarded.rest("GET", "/v1/evidence-requests/current", { headers: withToken("B".repeat(43)) })).status);
+    const page = await guarded.app.fetch(new Request(`http://test/requests/${"C".repeat(43)}`));
+    const call = await guarded.rest("GET", "/v1/evidence-requests/current", { headers: withToken("D".repeat(43)) });
+    expect(answers).toEqual([410, 410, 401]);
+    expect(page.status).toBe(429);
+    expect(await page.text()).toContain("This link no longer works");
+    expect(call.status).toBe(429);
+    await guarded.close();
+  });
+});
+
+describe("a control's request", () => {
+  it("makes submitted evidence of the control, and accepting it accepts the evidence", async () => {
+    const controlId = await controlOf(org);
+    const { id, token } = await createRequest({ vendorId: undefined, controlId });
+    const upload = await uploadThroughLink(token, pdf("access review"));
+    const submitted = await t.rest("POST", "/v1/evidence-requests/current/submission", {
+      headers: withToken(token),
+      body: { uploadIds: [upload] },
+    });
+    expect(submitted.status, submitted.text).toBe(200);
+    const accepted = await t.rest("POST", `/v1/evidence-requests/${id}/accept`, { key: org.apiKey });
+    expect(accepted.status, accepted.text).toBe(200);
+    expect(accepted.body.evidence).toEqual([expect.objectContaining({ controlId, status: "accepted", vendorId: null })]);
+    const event = await t.db.auditEvent.findFirstOrThrow({
+      where: { action: "evidence.accepted", entityId: accepted.body.evidence[0].id },
+    });
+    expect(event.data).toMatchObject({ sha256: sha256(pdf("access review")).toString("hex"), evidenceRequestId: id });
+  });
+});
