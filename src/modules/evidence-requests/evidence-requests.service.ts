@@ -104,7 +104,10 @@ export type CreateEvidenceRequestArgs = z.input<typeof createInput>;
 const rejectInput = z.object({ reason: text(evidenceRequestLimits.reason) });
 
 const submitInput = z.object({
-  uploadIds: list(text(commonLimits.id), evidenceRequestLimits.uploadIds).refine((ids) => ids.length > 0, "give at least one upload"),
+  uploadIds: list(text(commonLimits.id), evidenceRequestLimits.uploadIds).refine(
+    (ids) => ids.length > 0,
+    "give at least one upload",
+  ),
   note: text(evidenceRequestLimits.note).nullish(),
 });
 
