@@ -23,7 +23,7 @@ const ifChanged = args.includes("--if-changed");
 const stampFile = path.join(outdir, "build-inputs.json");
 const outputs = ["service.js", "service.js.map", "server.js"].map((file) => path.join(outdir, file));
 // Files the bundle reads beside itself at run time (new URL("./<folder>/", import.meta.url)), copied next to it.
-const besideBundle = ["src/modules/evidence-requests/evidence-request-page"];
+const besideBundle = ["src/modules/evidence-requests/evidence-request-page"].filter((folder) => existsSync(folder));
 const LAUNCHER = `// Written by scripts/build.mjs: the compile cache first (module.enableCompileCache, in the OS's
 // temporary directory; NODE_DISABLE_COMPILE_CACHE=1 turns it off), then the service's bundle.
 import module from "node:module";

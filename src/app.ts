@@ -36,6 +36,7 @@ import { auditRestHandlers } from "./modules/audit/audit.routes.js";
 import { attachmentDownload } from "./modules/comments/attachments.routes.js";
 import { evidenceRequestPage } from "./modules/evidence-requests/evidence-requests.page.js";
 import type { LinkTokens } from "./modules/evidence-requests/evidence-requests.token.js";
+import { frameworkRestHandlers } from "./modules/frameworks/frameworks.soa.js";
 import type { DeviceManagement } from "./modules/members/device-management.js";
 import type { NotificationMailer } from "./modules/notifications/notifications.mail.js";
 import type { NotificationMail } from "./modules/notifications/notifications.service.js";
@@ -350,7 +351,7 @@ export function createApp(deps: AppDeps) {
         authenticate: authenticateOnce,
         rememberAuth,
         dispatch: deps.restDispatch === false ? undefined : restDispatch,
-        ownRoutes: auditRestHandlers(services.audit),
+        ownRoutes: { ...auditRestHandlers(services.audit), ...frameworkRestHandlers(database.db) },
         download: attachmentDownload(services.comments.attachments),
         openApiDocument: () => {
           openApi ??= buildOpenApiDocument(restSchema, routes);

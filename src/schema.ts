@@ -7,6 +7,7 @@ import "./modules/controls/controls.schema.js";
 import "./modules/evidence/evidence.schema.js";
 import "./modules/evidence-requests/evidence-requests.schema.js";
 import "./modules/frameworks/frameworks.schema.js";
+import "./modules/frameworks/readiness.schema.js";
 import "./modules/members/members.schema.js";
 import "./modules/notifications/notifications.schema.js";
 import "./modules/policies/policies.schema.js";

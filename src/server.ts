@@ -13,6 +13,7 @@ import { auditSignerFromConfig } from "./modules/audit/audit.keys.js";
 import { startAttachmentJobs } from "./modules/comments/attachments.jobs.js";
 import { startEvidenceRequestJobs } from "./modules/evidence-requests/evidence-requests.jobs.js";
 import { linkTokens } from "./modules/evidence-requests/evidence-requests.token.js";
+import { startControlStatusJobs } from "./modules/frameworks/frameworks.jobs.js";
 import { createDeviceManagement } from "./modules/members/device-management.js";
 import { createNotificationMailer } from "./modules/notifications/notifications.mail.js";
 import { createUnsubscribe } from "./modules/notifications/notifications.unsubscribe.js";
@@ -260,6 +261,8 @@ const attachmentJobs = startAttachmentJobs({ db: database.db, storeOf: attachmen
 
 /** Evidence requests' reminders (3 days before dueAt) and expiries: on every replica, each claimed once. */
 const evidenceRequestJobs = startEvidenceRequestJobs({ db: database.db, mail: mail?.mailer, logger });
+/** Controls whose state moved without a write (evidence expiring) recorded, and owners told of evidence coming due: on every replica. */
+const controlStatusJobs = startControlStatusJobs({ db: database.db, notifier: app.services.notifier, logger });
 
 /**
  * A refusal (401, 413, 503 busy) is answered before the body is read. Closing the connection then
@@ -369,6 +372,7 @@ async function shutdown(signal: string) {
   await run("stop the audit timers", () => auditTimers.stop());
   await run("stop the attachment jobs", () => attachmentJobs.stop());
   await run("stop the evidence request jobs", () => evidenceRequestJobs.stop());
+  await run("stop the control status jobs", () => controlStatusJobs.stop());
   // Messages being sent finish (within SHUTDOWN_TIMEOUT_MS); the jobs not taken wait for another replica.
   await run("stop the mail worker", () => mail?.mailer.stop());
   // Attempts in flight finish (each within WEBHOOK_TIMEOUT_MS); a claim left behind lapses for another replica.

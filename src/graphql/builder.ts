@@ -54,8 +54,9 @@ function parseDateTime(value: unknown): Date {
 
 builder.scalarType("DateTime", {
   description: "An ISO 8601 date-time in UTC, years 0001 to 9999, e.g. 2026-11-22T10:15:00.000Z",
-  // A REST body's date-time reaches Sofa's variables through `serialize` as the string it was sent as.
-  serialize: (value: unknown) => (value instanceof Date ? value : parseDateTime(value)).toISOString(),
+  // A REST body's date-time reaches serialize as its text (Sofa writes the body's values into the
+  // operation as literals): it is checked as an input would be.
+  serialize: (value) => (value instanceof Date ? value : parseDateTime(value)).toISOString(),
   parseValue: parseDateTime,
   parseLiteral: (ast) => parseDateTime(ast.kind === Kind.STRING ? ast.value : undefined),
 });

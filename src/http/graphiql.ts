@@ -138,6 +138,38 @@ mutation RejectPolicyVersion($policyId: ID!, $versionId: ID!, $reason: String!) 
     rejectionReason
   }
 }
+
+query FrameworkPage($frameworkId: ID!) {
+  framework(id: $frameworkId) {
+    id
+    name
+    version
+    adopted
+    readiness { assessable notApplicable unmapped ready partial notReady readyPercent }
+    requirements(first: 100, filter: { assessable: true }) {
+      totalCount
+      pageInfo { hasNextPage endCursor }
+      edges {
+        node {
+          id
+          ref
+          title
+          applicability { applicable justification }
+          status {
+            state
+            inheritedFrom { ref framework { name } }
+          }
+          controls {
+            id
+            code
+            name
+            status { state evidenceDueAt }
+          }
+        }
+      }
+    }
+  }
+}
 `;
 
 /** GraphiQL's editor shows about 56 characters beside the response pane at 1400 pixels. */

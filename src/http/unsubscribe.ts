@@ -24,6 +24,8 @@ const reasonNames: Record<string, string> = {
   review_requested: "review requests",
   review_completed: "completed reviews",
   webhook_disabled: "disabled webhook endpoints",
+  control_not_ready: "controls that are no longer ready",
+  evidence_due: "evidence coming due",
 };
 
 const text = (status: number, body: string, headers: Record<string, string> = {}) =>

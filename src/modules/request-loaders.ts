@@ -6,6 +6,9 @@ import type { Permission } from "../auth/permissions.js";
 import { lazily } from "../graphql/loaders.js";
 import type { Db } from "../platform/db/database.js";
 import { createCommentLoaders } from "./comments/comments.loaders.js";
+import { createControlLoaders } from "./controls/controls.loaders.js";
+import { createEvidenceLoaders } from "./evidence/evidence.loaders.js";
+import { createFrameworkLoaders } from "./frameworks/frameworks.loaders.js";
 import { createMemberLoaders } from "./members/members.loaders.js";
 import { createPolicyLoaders } from "./policies/policies.loaders.js";
 import { createRiskLoaders } from "./risks/risks.loaders.js";
@@ -20,6 +23,9 @@ import { createVendorLoaders } from "./vendors/vendors.loaders.js";
 export function createLoaders(db: Db, organizationId: string) {
   return lazily({
     comments: () => createCommentLoaders(db, organizationId),
+    controls: () => createControlLoaders(db, organizationId),
+    frameworks: () => createFrameworkLoaders(db, organizationId),
+    evidence: () => createEvidenceLoaders(db, organizationId),
     members: () => createMemberLoaders(db, organizationId),
     policies: () => createPolicyLoaders(db, organizationId),
     risks: () => createRiskLoaders(db, organizationId),

@@ -5,8 +5,11 @@ import type { AuditSigner } from "./audit/audit.keys.js";
 import { createAuditService } from "./audit/audit.service.js";
 import { type AttachmentSettings, createAttachmentService } from "./comments/attachments.service.js";
 import { createCommentService } from "./comments/comments.service.js";
+import { createControlService } from "./controls/controls.service.js";
+import { createEvidenceService, evidenceFileReadable } from "./evidence/evidence.service.js";
 import { createEvidenceRequestService } from "./evidence-requests/evidence-requests.service.js";
 import { type LinkTokens, linkTokens } from "./evidence-requests/evidence-requests.token.js";
+import { createFrameworkService } from "./frameworks/frameworks.service.js";
 import type { DeviceManagement } from "./members/device-management.js";
 import { createMemberService } from "./members/members.service.js";
 import {
@@ -42,7 +45,7 @@ export type ServiceOptions = {
 export function createServices(db: Db, options: ServiceOptions) {
   const events = options.events ?? createEvents();
   const notifier = createNotifier({ links: options.links ?? {}, mail: options.mail, events });
-  const attachments = createAttachmentService(db, options.attachments);
+  const attachments = createAttachmentService(db, options.attachments, evidenceFileReadable(db));
   return {
     events,
     /** Writes notifications in a change's transaction: for changes made outside a request (the webhook worker's). */
@@ -50,9 +53,12 @@ export function createServices(db: Db, options: ServiceOptions) {
     /** For plugin-prisma's relation loading only; resolvers call the services. */
     db,
     audit: createAuditService(db, options.auditSigner),
+    comments: createCommentService(db, events, notifier, attachments),
+    controls: createControlService(db, notifier),
+    evidence: createEvidenceService(db, notifier, attachments),
+    frameworks: createFrameworkService(db),
     /** Uploads, stored files and their URLs: for comments, evidence and evidence requests' links. */
     attachments,
-    comments: createCommentService(db, events, notifier, attachments),
     evidenceRequests: createEvidenceRequestService(db, notifier, {
       // Without a secret of the caller's (tests), one of this process's own: its links die with it.
       links: options.evidenceRequests?.links ?? linkTokens(randomBytes(32).toString("base64url")),

@@ -39,7 +39,13 @@ const scalars: Record<string, Schema> = {
 
 /** Statuses every operation can answer; the others depend on the route. */
 const commonErrors = [400, 401, 403, 429, 500, 503];
-const conflicts = new Set(["createMember", "updateMember", "redeliverWebhook", "replayWebhookEndpoint"]);
+const conflicts = new Set([
+  "createMember",
+  "updateMember",
+  "redeliverWebhook",
+  "replayWebhookEndpoint",
+  "setRequirementApplicability",
+]);
 const gateways = new Set(["unlinkDevice"]);
 /** Arguments naming a record that must exist in the caller's organization. */
 const referenceArgs = new Set(["entityId", "userId", "sourceVersionId", "approverId", "assigneeId"]);
@@ -77,9 +83,13 @@ const errorResponses: Record<number, { name: string; description: string }> = {
 
 const tagDescriptions: Record<string, string> = {
   Audit: "The audit trail: every create and change, newest first",
+  Frameworks:
+    "Frameworks and their requirements, adoption, the statement of applicability and readiness computed from the organization's controls",
   Comments: "Comments on tasks, vendors, risks and policies, and their attachments",
   "Evidence requests":
     "Links that let someone outside the organization upload evidence for a control or a vendor; the link's page calls the three operations that take X-Evidence-Request-Token",
+  Controls: "The organization's controls, their maps to framework requirements and their links to policies and tasks",
+  Evidence: "Files that show a control works or document a vendor, and their review",
   People: "Members of the organization and their managed devices",
   Policies: "Policies and their numbered versions",
   Risks: "Risks the organization tracks",
@@ -504,9 +514,10 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
 
   // The facade's own routes (a stream, a PEM text): no GraphQL field, no ETag, the same envelope.
   for (const [name, route] of Object.entries(ownRestRoutes) as [string, OwnRestRoute][]) {
-    const statuses = route.credential ? commonErrors : [429, 500, 503];
+    const statuses = [...(route.credential ? commonErrors : [429, 500, 503]), ...(route.errors ?? [])].sort((a, b) => a - b);
     for (const status of statuses) usedErrors.add(status);
-    paths[route.path] = {
+    const pathParams = [...route.path.matchAll(/:([A-Za-z]+)/g)].map((m) => m[1] as string);
+    paths[route.path.replace(/:([A-Za-z]+)/g, "{$1}")] = {
       [route.method.toLowerCase()]: {
         operationId: name,
         summary: route.summary,
@@ -514,6 +525,13 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
         tags: route.tags,
         security: route.credential ? anyCredential : [],
         parameters: [
+          ...pathParams.map((name) => ({
+            name,
+            in: "path",
+            required: true,
+            description: `The ${name}`,
+            schema: { type: "string", minLength: 1, maxLength: 64 },
+          })),
           ...route.query.map((param) => ({
             name: param.name,
             in: "query",

@@ -4,21 +4,49 @@ import { AppError, UnauthenticatedError } from "../platform/errors.js";
 import { type OwnRestRoute, type OwnRestRouteName, ownRestRoutes } from "./routes.js";
 
 /** Answers one of the facade's own routes for a caller the guard has authenticated (when the route needs one). */
-export type OwnRouteHandler = (call: { request: Request; url: URL; auth: AuthState; requestId: string }) => Promise<Response>;
+export type OwnRouteHandler = (call: {
+  request: Request;
+  url: URL;
+  auth: AuthState;
+  requestId: string;
+  /** The path's `:name` segments. */
+  params: Record<string, string>;
+}) => Promise<Response>;
 export type OwnRouteHandlers = Record<OwnRestRouteName, OwnRouteHandler>;
 
-const byPath = new Map<string, [OwnRestRouteName, OwnRestRoute]>(
-  Object.entries(ownRestRoutes).map(([name, route]) => [route.path, [name as OwnRestRouteName, route]]),
-);
+const compiled = (Object.entries(ownRestRoutes) as [OwnRestRouteName, OwnRestRoute][]).map(([name, route]) => ({
+  name,
+  route,
+  segments: route.path.split("/"),
+}));
 
-/** The own route at a path under /v1, if any. */
-export function ownRouteAt(path: string): [OwnRestRouteName, OwnRestRoute] | undefined {
-  return byPath.get(path);
+export type OwnRouteMatch = [OwnRestRouteName, OwnRestRoute, Record<string, string>];
+
+/** The own route at a path under /v1, if any, with its `:name` segments. */
+export function ownRouteAt(path: string): OwnRouteMatch | undefined {
+  const parts = path.split("/");
+  for (const { name, route, segments } of compiled) {
+    if (segments.length !== parts.length) continue;
+    const params: Record<string, string> = {};
+    const matches = segments.every((segment, i) => {
+      const part = parts[i] as string;
+      if (!segment.startsWith(":")) return segment === part;
+      if (part === "") return false;
+      try {
+        params[segment.slice(1)] = decodeURIComponent(part);
+      } catch {
+        return false;
+      }
+      return true;
+    });
+    if (matches) return [name, route, params];
+  }
+  return undefined;
 }
 
 /** Serves an own route as the guard serves Sofa's: 405, 401, and every refusal in our error envelope. */
 export async function serveOwnRoute(
-  [, route]: [OwnRestRouteName, OwnRestRoute],
+  [, route, params]: OwnRouteMatch,
   handler: OwnRouteHandler,
   call: { request: Request; url: URL; requestId: string; authenticate: (request: Request) => Promise<AuthState> },
 ): Promise<Response> {
@@ -32,7 +60,7 @@ export async function serveOwnRoute(
   if ("error" in auth) return appErrorResponse(auth.error);
   if (route.credential && "anonymous" in auth) return appErrorResponse(new UnauthenticatedError());
   try {
-    return await handler({ request, url: call.url, auth, requestId: call.requestId });
+    return await handler({ request, url: call.url, auth, requestId: call.requestId, params });
   } catch (error) {
     if (error instanceof AppError) return appErrorResponse(error);
     throw error;

@@ -130,7 +130,55 @@ export const restRoutes: Record<string, RestRoute> = {
     responseStatus: 202,
     tags: ["Webhooks"],
   },
+  "Query.controls": { method: "GET", path: "/controls", responseStatus: 200, tags: ["Controls"] },
+  "Query.control": { method: "GET", path: "/controls/:id", responseStatus: 200, tags: ["Controls"] },
+  "Mutation.createControl": { method: "POST", path: "/controls", responseStatus: 201, tags: ["Controls"] },
+  "Mutation.updateControl": { method: "PATCH", path: "/controls/:id", responseStatus: 200, tags: ["Controls"] },
+  "Mutation.deleteControl": { method: "DELETE", path: "/controls/:id", responseStatus: 204, tags: ["Controls"] },
+  "Mutation.mapControl": { method: "POST", path: "/controls/:controlId/requirements", responseStatus: 200, tags: ["Controls"] },
+  "Mutation.unmapControl": {
+    method: "DELETE",
+    path: "/controls/:controlId/requirements/:requirementId",
+    responseStatus: 200,
+    tags: ["Controls"],
+  },
+  "Mutation.linkControl": { method: "POST", path: "/controls/:controlId/links", responseStatus: 200, tags: ["Controls"] },
+  "Mutation.unlinkControl": { method: "DELETE", path: "/controls/:controlId/links", responseStatus: 200, tags: ["Controls"] },
+  "Query.controlEvidence": { method: "GET", path: "/controls/:controlId/evidence", responseStatus: 200, tags: ["Evidence"] },
+  "Mutation.addEvidence": { method: "POST", path: "/controls/:controlId/evidence", responseStatus: 201, tags: ["Evidence"] },
+  "Query.vendorEvidence": { method: "GET", path: "/vendors/:vendorId/evidence", responseStatus: 200, tags: ["Evidence"] },
+  "Mutation.addVendorEvidence": { method: "POST", path: "/vendors/:vendorId/evidence", responseStatus: 201, tags: ["Evidence"] },
+  "Query.evidence": { method: "GET", path: "/evidence/:id", responseStatus: 200, tags: ["Evidence"] },
+  "Mutation.acceptEvidence": { method: "POST", path: "/evidence/:id/accept", responseStatus: 200, tags: ["Evidence"] },
+  "Mutation.rejectEvidence": { method: "POST", path: "/evidence/:id/reject", responseStatus: 200, tags: ["Evidence"] },
+  "Mutation.deleteEvidence": { method: "DELETE", path: "/evidence/:id", responseStatus: 204, tags: ["Evidence"] },
   "Mutation.sendTestWebhook": { method: "POST", path: "/webhook-endpoints/:id/test", responseStatus: 200, tags: ["Webhooks"] },
+  "Query.frameworks": { method: "GET", path: "/frameworks", responseStatus: 200, tags: ["Frameworks"] },
+  "Query.framework": { method: "GET", path: "/frameworks/:id", responseStatus: 200, tags: ["Frameworks"] },
+  "Query.frameworkRequirements": {
+    method: "GET",
+    path: "/frameworks/:id/requirements",
+    responseStatus: 200,
+    tags: ["Frameworks"],
+  },
+  "Mutation.adoptFramework": {
+    method: "POST",
+    path: "/frameworks/:frameworkId/adoption",
+    responseStatus: 200,
+    tags: ["Frameworks"],
+  },
+  "Mutation.withdrawFramework": {
+    method: "DELETE",
+    path: "/frameworks/:frameworkId/adoption",
+    responseStatus: 200,
+    tags: ["Frameworks"],
+  },
+  "Mutation.setRequirementApplicability": {
+    method: "PUT",
+    path: "/requirements/:requirementId/applicability",
+    responseStatus: 200,
+    tags: ["Frameworks"],
+  },
   // Before `/evidence-requests/:id`, which would take "current" for an id: the table's order is the match order.
   "Query.currentEvidenceRequest": {
     method: "GET",
@@ -212,7 +260,7 @@ export const REST_BASE = "/v1";
  */
 export type OwnRestRoute = {
   method: "GET";
-  /** Relative to /v1. */
+  /** Relative to /v1; a `:name` segment is a path parameter the handler receives. */
   path: string;
   tags: string[];
   summary: string;
@@ -223,6 +271,8 @@ export type OwnRestRoute = {
   query: { name: string; description: string; schema: Record<string, unknown> }[];
   /** The 200 answer's media types. */
   contentTypes: string[];
+  /** Statuses it can answer besides every credentialed route's (400, 401, 403, 429, 500, 503). */
+  errors?: number[];
 };
 
 export const ownRestRoutes = {
@@ -262,6 +312,24 @@ export const ownRestRoutes = {
     credential: false,
     query: [],
     contentTypes: ["application/x-pem-file"],
+  },
+  getStatementOfApplicability: {
+    method: "GET",
+    path: "/frameworks/:id/statement-of-applicability",
+    tags: ["Frameworks"],
+    summary: "A framework's statement of applicability",
+    description:
+      "Streams, for an adopted framework, each assessable requirement in catalog order: ref, title, applicable, justification, controls (the codes of the organization's controls mapped to it; space-separated in CSV, an array in JSON) and state (readiness now). CSV cells that a spreadsheet would run as a formula are prefixed with '. Needs `framework:read`. 404 for a framework the organization does not see, 409 for one it has not adopted.",
+    credential: true,
+    query: [
+      {
+        name: "format",
+        description: "json (default: an array of objects) or csv",
+        schema: { type: "string", enum: ["json", "csv"], default: "json" },
+      },
+    ],
+    contentTypes: ["application/json", "text/csv"],
+    errors: [404, 409],
   },
 } as const satisfies Record<string, OwnRestRoute>;
 

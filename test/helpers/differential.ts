@@ -64,9 +64,20 @@ export async function credentialsOf(t: TestApp, org: SeedResult): Promise<Creden
 export type Case = { source: string; query: string; variables: Record<string, unknown> };
 
 /** The ids variables are filled from: the organization's records, one of each kind. */
-export type Ids = { task: string; vendor: string; risk: string; policy: string; member: string; user: string; comment?: string };
+export type Ids = {
+  task: string;
+  vendor: string;
+  risk: string;
+  policy: string;
+  member: string;
+  user: string;
+  comment?: string;
+  /** An adopted framework with controls mapped, and one of its requirements. */
+  framework?: string;
+  requirement?: string;
+};
 
-export function idsOf(org: SeedResult, comment?: string): Ids {
+export function idsOf(org: SeedResult, comment?: string, framework?: { id: string; requirement: string }): Ids {
   return {
     task: org.taskIds[0] as string,
     vendor: org.vendorIds[0] as string,
@@ -75,12 +86,16 @@ export function idsOf(org: SeedResult, comment?: string): Ids {
     member: org.memberIds[0] as string,
     user: org.userIds[0] as string,
     comment,
+    framework: framework?.id,
+    requirement: framework?.requirement,
   };
 }
 
 /** An id for an argument or variable by its name (taskId, vendorId, entityId, id ...), else the task's. */
 function idFor(name: string, ids: Ids): string {
   const n = name.toLowerCase();
+  if (n.includes("framework") && ids.framework) return ids.framework;
+  if (n.includes("requirement") && ids.requirement) return ids.requirement;
   if (n.includes("vendor")) return ids.vendor;
   if (n.includes("risk")) return ids.risk;
   if (n.includes("polic")) return ids.policy;

@@ -8,6 +8,7 @@
 import { describe, expect, it } from "vitest";
 import { collectedCases, credentialsOf, differences, generatedCase, generatedRoots, idsOf } from "../helpers/differential.js";
 import { openFixture } from "../helpers/fixtures.js";
+import { adopt, makeControl, makeFramework, makeTask } from "../helpers/frameworks.js";
 
 const { t, org } = await openFixture({ organizations: 1 });
 const longForm = Number(process.env.DIFFERENTIAL_DOCUMENTS ?? 0);
@@ -33,10 +34,24 @@ describe("the read path answers as its reference", () => {
       expect(created.status).toBe(201);
       commentIds.push(created.body.id);
     }
-    const ids = idsOf(org, commentIds[0]);
+    // An adopted framework whose requirements have controls, states and an applicability line.
+    const framework = await makeFramework(t.db, { groups: 1, perGroup: 3 });
+    await adopt(t.db, org.organizationId, framework.id);
+    const done = await makeTask(t.db, org.organizationId, "done");
+    await makeControl(t.db, org.organizationId, { requirementIds: framework.requirements.slice(0, 2), taskIds: [done] });
+    await makeControl(t.db, org.organizationId, {
+      requirementIds: framework.requirements.slice(1),
+      policyIds: [org.policyIds[0] as string],
+    });
+    const ids = idsOf(org, commentIds[0], { id: framework.id, requirement: framework.requirements[0] as string });
     const collected = collectedCases(ids);
     // Each root field once, and the graph's screens a second time.
     const generated = Array.from({ length: generatedRoots() }, (_, seed) => generatedCase(seed, ids)).filter((c) => c !== null);
+    // The generated documents reach the frameworks' roots (and through them readiness), with the framework's id.
+    expect(generated.filter((c) => /\bframework(Requirements)?\(/.test(c.query)).map((c) => Object.values(c.variables))).toEqual([
+      expect.arrayContaining([ids.framework]),
+      expect.arrayContaining([ids.framework]),
+    ]);
     const credentials = await credentialsOf(t, org);
     expect(collected.length).toBeGreaterThan(50);
     // Every document with the full key, an employee and an auditor; the generated ones also with

@@ -198,6 +198,12 @@ async function fill(world: World, text: string): Promise<string> {
     upl: () => {
       throw new Error("upl_... needs an upload answered before it (createAttachmentUpload)");
     },
+    ctl: () => {
+      throw new Error("ctl_... needs a control answered before it (createControl)");
+    },
+    evd: () => {
+      throw new Error("evd_... needs evidence answered before it (addEvidence)");
+    },
     pv: async () => {
       version ??= reviewStep
         ? await policyVersion(world, true)
@@ -239,7 +245,7 @@ function remember(world: World, body: unknown) {
     for (const [key, v] of Object.entries(value)) {
       if (key === "nextCursor") world.cursor = (v as string | null) ?? null;
       if (key === "uploadUrl" && typeof v === "string") world.uploadUrl = v;
-      if (key === "id" && typeof v === "string" && /^upl_/.test(v)) world.answered.set("upl", v);
+      if (key === "id" && typeof v === "string" && /^(upl|ctl|evd)_/.test(v)) world.answered.set(v.slice(0, 3), v);
       if ((key === "id" || key === "versionId") && typeof v === "string" && /^pv_/.test(v)) world.answered.set("pv", v);
       else walk(v);
     }

@@ -1,15 +1,20 @@
+import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createUser } from "../../src/admin/admin.service.js";
 import type { SeedResult } from "../../src/admin/seed.js";
 import { type Permission, permissions, rolePermissions } from "../../src/auth/permissions.js";
 import { createSession } from "../../src/auth/sessions.js";
 import type { MemberRole } from "../../src/generated/prisma/enums.js";
+import { newId } from "../../src/platform/ids.js";
 import { restRoutes } from "../../src/rest/routes.js";
+import { adopt, makeFramework } from "../helpers/frameworks.js";
 import { createTestApp, type TestApp } from "../helpers/test-app.js";
 
 let t: TestApp;
 let org: SeedResult;
 let attachmentId: string;
+let controlId: string;
+let requirementId: string;
 let n = 0;
 const unique = () => `${Date.now()}${n++}`;
 
@@ -31,6 +36,13 @@ const operations: Record<
     alsoBy?: Permission;
     /** Takes an evidence request's link token alone: every member's or key's credential is 401. */
     linkOnly?: boolean;
+    /**
+     * A person without the permission nor control:read (an employee, a contractor) acts on the controls they own:
+     * the call names a control they do not own, so it is as missing (404), or a list shows theirs.
+     */
+    withoutPermission?: "allowed" | 404;
+    /** The call passes the permission check and fails after it with this status (an upload that does not exist). */
+    passes?: 404;
   }
 > = {
   "Mutation.createComment": {
@@ -611,6 +623,267 @@ Object.assign(operations, {
   },
 } satisfies typeof operations);
 
+/** Frameworks of the organization: one adopted for good (applicability), one adopted and withdrawn by the calls. */
+let frameworksMade:
+  | Promise<{ adopted: Awaited<ReturnType<typeof makeFramework>>; moving: Awaited<ReturnType<typeof makeFramework>> }>
+  | undefined;
+const frameworks = () => {
+  frameworksMade ??= (async () => {
+    const adopted = await makeFramework(t.db, { organizationId: org.organizationId, groups: 1, perGroup: 2 });
+    await adopt(t.db, org.organizationId, adopted.id);
+    return { adopted, moving: await makeFramework(t.db, { groups: 1, perGroup: 1 }) };
+  })();
+  return frameworksMade;
+};
+
+Object.assign(operations, {
+  "Query.frameworks": {
+    permission: "framework:read",
+    call: () => ({ rest: ["GET", "/v1/frameworks"], gql: ["{ frameworks { nextCursor } }", {}] }),
+  },
+  "Query.framework": {
+    permission: "framework:read",
+    call: async () => {
+      const { adopted } = await frameworks();
+      return {
+        rest: ["GET", `/v1/frameworks/${adopted.id}`],
+        gql: ["query($id: ID!) { framework(id: $id) { id readiness { ready } } }", { id: adopted.id }],
+      };
+    },
+  },
+  "Query.frameworkRequirements": {
+    permission: "framework:read",
+    call: async () => {
+      const { adopted } = await frameworks();
+      return {
+        rest: ["GET", `/v1/frameworks/${adopted.id}/requirements`],
+        gql: ["query($id: ID!) { frameworkRequirements(id: $id) { items { status { state } } } }", { id: adopted.id }],
+      };
+    },
+  },
+  "Mutation.adoptFramework": {
+    permission: "framework:manage",
+    call: async () => {
+      const { moving } = await frameworks();
+      return {
+        rest: ["POST", `/v1/frameworks/${moving.id}/adoption`],
+        gql: ["mutation($id: ID!) { adoptFramework(frameworkId: $id) { id } }", { id: moving.id }],
+      };
+    },
+  },
+  "Mutation.withdrawFramework": {
+    permission: "framework:manage",
+    call: async () => {
+      const { moving } = await frameworks();
+      return {
+        rest: ["DELETE", `/v1/frameworks/${moving.id}/adoption`],
+        gql: ["mutation($id: ID!) { withdrawFramework(frameworkId: $id) { id } }", { id: moving.id }],
+      };
+    },
+  },
+  "Mutation.setRequirementApplicability": {
+    permission: "framework:manage",
+    call: async () => {
+      const { adopted } = await frameworks();
+      return {
+        rest: [
+          "PUT",
+          `/v1/requirements/${adopted.requirements[0]}/applicability`,
+          { applicable: false, justification: "Out of scope" },
+        ],
+        gql: [
+          "mutation($id: ID!) { setRequirementApplicability(requirementId: $id, applicable: true) { id } }",
+          { id: adopted.requirements[1] },
+        ],
+      };
+    },
+  },
+} satisfies typeof operations);
+
+Object.assign(operations, {
+  "Query.controls": {
+    permission: "control:read",
+    withoutPermission: "allowed",
+    call: () => ({ rest: ["GET", "/v1/controls"], gql: ["{ controls { nextCursor } }", {}] }),
+  },
+  "Query.control": {
+    permission: "control:read",
+    withoutPermission: 404,
+    call: () => ({
+      rest: ["GET", `/v1/controls/${controlId}`],
+      gql: ["query($id: ID!) { control(id: $id) { id } }", { id: controlId }],
+    }),
+  },
+  "Query.controlEvidence": {
+    permission: "control:read",
+    withoutPermission: 404,
+    call: () => ({
+      rest: ["GET", `/v1/controls/${controlId}/evidence`],
+      gql: ["query($id: ID!) { controlEvidence(controlId: $id) { nextCursor } }", { id: controlId }],
+    }),
+  },
+  "Query.evidence": {
+    permission: "control:read",
+    withoutPermission: 404,
+    call: async () => {
+      const id = await evidenceRow("accepted");
+      return { rest: ["GET", `/v1/evidence/${id}`], gql: ["query($id: ID!) { evidence(id: $id) { id } }", { id }] };
+    },
+  },
+  "Mutation.createControl": {
+    permission: "control:update",
+    call: () => ({
+      rest: ["POST", "/v1/controls", { code: `P-${unique()}`, name: "C" }],
+      gql: ['mutation($code: String!) { createControl(code: $code, name: "C") { id } }', { code: `G-${unique()}` }],
+    }),
+  },
+  "Mutation.updateControl": {
+    permission: "control:update",
+    call: () => ({
+      rest: ["PATCH", `/v1/controls/${controlId}`, { name: "Renamed" }],
+      gql: ['mutation($id: ID!) { updateControl(id: $id, name: "Renamed again") { id } }', { id: controlId }],
+    }),
+  },
+  "Mutation.deleteControl": {
+    permission: "control:update",
+    call: async () => {
+      const [a, b] = [await newControl(), await newControl()];
+      return {
+        rest: ["DELETE", `/v1/controls/${a}`],
+        gql: ["mutation($id: ID!) { deleteControl(id: $id) { deletedId } }", { id: b }],
+      };
+    },
+  },
+  "Mutation.mapControl": {
+    permission: "control:update",
+    call: () => ({
+      rest: ["POST", `/v1/controls/${controlId}/requirements`, { requirementIds: [requirementId] }],
+      gql: [
+        "mutation($id: ID!, $r: [ID!]!) { mapControl(controlId: $id, requirementIds: $r) { id } }",
+        { id: controlId, r: [requirementId] },
+      ],
+    }),
+  },
+  "Mutation.unmapControl": {
+    permission: "control:update",
+    call: async () => {
+      const [a, b] = [await newControl(true), await newControl(true)];
+      return {
+        rest: ["DELETE", `/v1/controls/${a}/requirements/${requirementId}`],
+        gql: [
+          "mutation($id: ID!, $r: ID!) { unmapControl(controlId: $id, requirementId: $r) { id } }",
+          { id: b, r: requirementId },
+        ],
+      };
+    },
+  },
+  "Mutation.linkControl": {
+    permission: "control:update",
+    call: () => ({
+      rest: ["POST", `/v1/controls/${controlId}/links`, { taskIds: [org.taskIds[0]] }],
+      gql: [
+        "mutation($id: ID!, $t: [ID!]) { linkControl(controlId: $id, taskIds: $t) { id } }",
+        { id: controlId, t: [org.taskIds[0]] },
+      ],
+    }),
+  },
+  "Mutation.unlinkControl": {
+    permission: "control:update",
+    call: () => ({
+      rest: ["DELETE", `/v1/controls/${controlId}/links?taskIds=${org.taskIds[1]}`],
+      gql: [
+        "mutation($id: ID!, $t: [ID!]) { unlinkControl(controlId: $id, taskIds: $t) { id } }",
+        { id: controlId, t: [org.taskIds[1]] },
+      ],
+    }),
+  },
+  "Mutation.addEvidence": {
+    permission: "control:update",
+    withoutPermission: 404,
+    passes: 404,
+    call: () => ({
+      rest: ["POST", `/v1/controls/${controlId}/evidence`, { uploadId: "upl_missing" }],
+      gql: ['mutation($id: ID!) { addEvidence(controlId: $id, uploadId: "upl_missing") { id } }', { id: controlId }],
+    }),
+  },
+  "Query.vendorEvidence": {
+    permission: "vendor:read",
+    call: () => ({
+      rest: ["GET", `/v1/vendors/${org.vendorIds[0]}/evidence`],
+      gql: ["query($id: ID!) { vendorEvidence(vendorId: $id) { nextCursor } }", { id: org.vendorIds[0] }],
+    }),
+  },
+  "Mutation.addVendorEvidence": {
+    permission: "vendor:update",
+    passes: 404,
+    call: () => ({
+      rest: ["POST", `/v1/vendors/${org.vendorIds[0]}/evidence`, { uploadId: "upl_missing" }],
+      gql: ['mutation($id: ID!) { addVendorEvidence(vendorId: $id, uploadId: "upl_missing") { id } }', { id: org.vendorIds[0] }],
+    }),
+  },
+  "Mutation.acceptEvidence": {
+    permission: "control:update",
+    call: async () => {
+      const [a, b] = [await evidenceRow("submitted"), await evidenceRow("submitted")];
+      return {
+        rest: ["POST", `/v1/evidence/${a}/accept`],
+        gql: ["mutation($id: ID!) { acceptEvidence(id: $id) { id } }", { id: b }],
+      };
+    },
+  },
+  "Mutation.rejectEvidence": {
+    permission: "control:update",
+    call: async () => {
+      const [a, b] = [await evidenceRow("submitted"), await evidenceRow("submitted")];
+      return {
+        rest: ["POST", `/v1/evidence/${a}/reject`, { reason: "Blurry" }],
+        gql: ['mutation($id: ID!) { rejectEvidence(id: $id, reason: "Blurry") { id } }', { id: b }],
+      };
+    },
+  },
+  "Mutation.deleteEvidence": {
+    permission: "control:update",
+    call: async () => {
+      const [a, b] = [await evidenceRow("accepted"), await evidenceRow("accepted")];
+      return {
+        rest: ["DELETE", `/v1/evidence/${a}`],
+        gql: ["mutation($id: ID!) { deleteEvidence(id: $id) { deletedId } }", { id: b }],
+      };
+    },
+  },
+} satisfies typeof operations);
+
+/** A control nobody owns (so an employee's call on it is a 404), mapped to the matrix's requirement when asked. */
+async function newControl(mapped = false): Promise<string> {
+  const id = newId("ctl");
+  await t.db.control.create({ data: { id, organizationId: org.organizationId, code: `M-${unique()}`, name: "Matrix" } });
+  if (mapped)
+    await t.db.controlRequirement.create({ data: { organizationId: org.organizationId, controlId: id, requirementId } });
+  return id;
+}
+
+/** Evidence of the matrix's control with a file row of its own (its object is never read). */
+async function evidenceRow(status: "submitted" | "accepted"): Promise<string> {
+  const attachmentId = newId("att");
+  const id = newId("evd");
+  await t.db.attachment.create({
+    data: {
+      id: attachmentId,
+      organizationId: org.organizationId,
+      name: "e.pdf",
+      type: "application/pdf",
+      size: 1,
+      sha256: "0".repeat(64),
+      store: "database",
+      objectKey: randomBytes(16).toString("hex"),
+    },
+  });
+  await t.db.evidence.create({
+    data: { id, organizationId: org.organizationId, controlId, attachmentId, collectedAt: new Date(), status },
+  });
+  return id;
+}
+
 async function commentBy(userId: string): Promise<string> {
   const res = await t.rest("POST", "/v1/comments", {
     key: org.apiKey,
@@ -665,6 +938,19 @@ beforeAll(async () => {
     },
   });
   attachmentId = comment.body.attachments[0].id;
+  const frameworkId = newId("fw");
+  requirementId = newId("req");
+  await t.db.framework.create({
+    data: {
+      id: frameworkId,
+      organizationId: org.organizationId,
+      key: frameworkId,
+      name: "Matrix",
+      version: "1",
+      requirements: { create: [{ id: requirementId, ref: "M-1", title: "M", position: 0 }] },
+    },
+  });
+  controlId = await newControl();
   for (const role of Object.keys(rolePermissions) as MemberRole[]) {
     const { userId, memberId } = await createUser(t.db, {
       email: `${role}.${unique()}@example.com`,
@@ -690,18 +976,29 @@ describe("permissions", () => {
 
   it.each(Object.keys(rolePermissions))("grants and refuses by role: %s", async (role) => {
     const credential = credentials.find((c) => c.name.endsWith(` ${role}`)) as Credential;
-    for (const [field, { permission, call, personal, linkOnly }] of Object.entries(operations)) {
-      const allowed = linkOnly ? "unauthenticated" : personal || credential.holds(permission);
-      await expectOutcome(field, await call(credential.who), credential.headers(), allowed);
+    for (const [field, { permission, call, personal, linkOnly, withoutPermission, passes }] of Object.entries(operations)) {
+      const holds = personal || credential.holds(permission);
+      // Scoped to the controls they own: a person who reads no control otherwise (a reader of every control is refused the change).
+      const scoped = withoutPermission && !credential.holds("control:read");
+      const expected = linkOnly
+        ? "unauthenticated"
+        : holds
+          ? (passes ?? true)
+          : scoped
+            ? withoutPermission === "allowed"
+              ? true
+              : 404
+            : false;
+      await expectOutcome(field, await call(credential.who), credential.headers(), expected);
     }
   });
 
   it("grants an API key exactly its scopes", async () => {
-    for (const [field, { permission, call, approverOnly, personal, alsoBy, linkOnly }] of Object.entries(operations)) {
+    for (const [field, { permission, call, approverOnly, personal, passes, alsoBy, linkOnly }] of Object.entries(operations)) {
       // Granting a role needs every permission of that role: createMember makes an employee.
       const grants = field === "Mutation.createMember" ? rolePermissions.employee : [];
       const only = await t.keyWith(org.organizationId, [permission, ...grants]);
-      const allowed = linkOnly ? "unauthenticated" : !approverOnly && !personal;
+      const allowed = linkOnly ? "unauthenticated" : !approverOnly && !personal && (passes ?? true);
       await expectOutcome(field, await call({}), { "x-api-key": only.key }, allowed);
       const allBut = await t.keyWith(
         org.organizationId,
@@ -974,13 +1271,22 @@ async function expectFieldOutcome(
   }
 }
 
-async function expectOutcome(field: string, call: Call, headers: Record<string, string>, allowed: boolean | "unauthenticated") {
+/** `true`: allowed; `false`: refused (403); 404: past the permission check, as missing; "unauthenticated": 401. */
+async function expectOutcome(
+  field: string,
+  call: Call,
+  headers: Record<string, string>,
+  allowed: boolean | 404 | "unauthenticated",
+) {
   const [method, path, body] = call.rest;
   const rest = await t.rest(method, path, { headers, body });
   const gql = await t.gql(call.gql[0], call.gql[1], { headers });
   const gqlCode = gql.body.errors?.[0]?.extensions?.code;
-  const label = `${field} (${allowed ? "allowed" : "refused"}): REST ${rest.status} ${rest.text.slice(0, 200)} / GraphQL ${JSON.stringify(gql.body).slice(0, 200)}`;
-  if (allowed === "unauthenticated") {
+  const label = `${field} (${allowed === 404 ? "404" : allowed ? "allowed" : "refused"}): REST ${rest.status} ${rest.text.slice(0, 200)} / GraphQL ${JSON.stringify(gql.body).slice(0, 200)}`;
+  if (allowed === 404) {
+    expect(rest.status, label).toBe(404);
+    expect(gqlCode, label).toBe("NOT_FOUND");
+  } else if (allowed === "unauthenticated") {
     expect(rest.status, label).toBe(401);
     expect(rest.body.code, label).toBe("UNAUTHENTICATED");
     expect(gqlCode, label).toBe("UNAUTHENTICATED");

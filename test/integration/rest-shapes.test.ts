@@ -1,8 +1,11 @@
+import { createHash } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SeedResult } from "../../src/admin/seed.js";
 import { createSession } from "../../src/auth/sessions.js";
+import { newId } from "../../src/platform/ids.js";
 import { restRoutes } from "../../src/rest/routes.js";
+import { makeFramework } from "../helpers/frameworks.js";
 import { createTestApp, type TestApp } from "../helpers/test-app.js";
 
 // The keys of every REST answer, recorded before GraphQL gained relations (contract section 7):
@@ -60,6 +63,7 @@ async function callEveryRoute(): Promise<Record<string, { status: number; shape:
   const approver = { authorization: `Bearer ${session.token}`, "x-organization-id": org.organizationId };
   // biome-ignore lint/suspicious/noExplicitAny: a REST answer
   let draft: { body: any } = { body: {} };
+  let framework = { id: "", requirements: [] as string[] };
   const calls: Record<string, () => Promise<{ status: number; body: unknown }>> = {
     "Mutation.createComment": async () => comment,
     "Mutation.unlinkDevice": () => t.rest("PATCH", `/v1/people/${org.memberIds[1]}/unlink-device`, { key }),
@@ -138,6 +142,19 @@ async function callEveryRoute(): Promise<Record<string, { status: number; shape:
     "Query.notificationPreferences": () => t.rest("GET", "/v1/notifications/preferences", { headers: approver }),
     "Mutation.updateNotificationPreferences": () =>
       t.rest("PATCH", "/v1/notifications/preferences", { headers: approver, body: { email: { mention: false } } }),
+    "Mutation.adoptFramework": async () => {
+      framework = await makeFramework(t.db, { organizationId: org.organizationId, groups: 1, perGroup: 2 });
+      return t.rest("POST", `/v1/frameworks/${framework.id}/adoption`, { key });
+    },
+    "Query.frameworks": () => t.rest("GET", `/v1/frameworks?adopted=true`, { key }),
+    "Query.framework": () => t.rest("GET", `/v1/frameworks/${framework.id}`, { key }),
+    "Query.frameworkRequirements": () => t.rest("GET", `/v1/frameworks/${framework.id}/requirements`, { key }),
+    "Mutation.setRequirementApplicability": () =>
+      t.rest("PUT", `/v1/requirements/${framework.requirements[0]}/applicability`, {
+        key,
+        body: { applicable: false, justification: "Not in scope" },
+      }),
+    "Mutation.withdrawFramework": () => t.rest("DELETE", `/v1/frameworks/${framework.id}/adoption`, { key }),
     "Mutation.createWebhookEndpoint": async () => {
       hook = await t.rest("POST", "/v1/webhook-endpoints", { key, body: { url: "https://hooks.example.com/a" } });
       return hook;
@@ -192,6 +209,81 @@ async function callEveryRoute(): Promise<Record<string, { status: number; shape:
       });
       return t.rest("POST", `/v1/evidence-requests/${other.body.id}/cancel`, { key });
     },
+    "Mutation.createControl": async () => {
+      ctl = await t.rest("POST", "/v1/controls", {
+        key,
+        body: { code: `SHAPE-${Date.now()}`, name: "C", description: "d", ownerId: org.memberIds[0], evidenceEveryDays: 90 },
+      });
+      return ctl;
+    },
+    "Query.controls": () => t.rest("GET", "/v1/controls", { key }),
+    "Query.control": () => t.rest("GET", `/v1/controls/${ctl.body.id}`, { key }),
+    "Mutation.updateControl": () => t.rest("PATCH", `/v1/controls/${ctl.body.id}`, { key, body: { name: "C2" } }),
+    "Mutation.mapControl": async () => {
+      const frameworkId = newId("fw");
+      requirementId = newId("req");
+      await t.db.framework.create({
+        data: {
+          id: frameworkId,
+          organizationId: org.organizationId,
+          key: frameworkId,
+          name: "F",
+          version: "1",
+          requirements: { create: [{ id: requirementId, ref: "R-1", title: "R", position: 0 }] },
+        },
+      });
+      return t.rest("POST", `/v1/controls/${ctl.body.id}/requirements`, { key, body: { requirementIds: [requirementId] } });
+    },
+    "Mutation.unmapControl": () => t.rest("DELETE", `/v1/controls/${ctl.body.id}/requirements/${requirementId}`, { key }),
+    "Mutation.linkControl": () =>
+      t.rest("POST", `/v1/controls/${ctl.body.id}/links`, {
+        key,
+        body: { policyIds: [org.policyIds[0]], taskIds: [org.taskIds[0]] },
+      }),
+    "Mutation.unlinkControl": () => t.rest("DELETE", `/v1/controls/${ctl.body.id}/links?taskIds=${org.taskIds[0]}`, { key }),
+    "Mutation.addEvidence": async () =>
+      (evd = await t.rest("POST", `/v1/controls/${ctl.body.id}/evidence`, {
+        key,
+        body: { uploadId: await uploaded(), description: "d", collectedAt: "2026-01-01T00:00:00.000Z" },
+      })),
+    "Query.controlEvidence": () => t.rest("GET", `/v1/controls/${ctl.body.id}/evidence`, { key }),
+    "Query.evidence": () => t.rest("GET", `/v1/evidence/${evd.body.id}`, { key }),
+    "Mutation.addVendorEvidence": async () =>
+      t.rest("POST", `/v1/vendors/${org.vendorIds[0]}/evidence`, {
+        key,
+        body: { uploadId: await uploaded(), validUntil: "2030-01-01T00:00:00.000Z" },
+      }),
+    "Query.vendorEvidence": () => t.rest("GET", `/v1/vendors/${org.vendorIds[0]}/evidence`, { key }),
+    "Mutation.acceptEvidence": async () => {
+      await t.db.evidence.update({ where: { id: evd.body.id }, data: { status: "submitted" } });
+      return t.rest("POST", `/v1/evidence/${evd.body.id}/accept`, { key });
+    },
+    "Mutation.rejectEvidence": async () => {
+      await t.db.evidence.update({ where: { id: evd.body.id }, data: { status: "submitted" } });
+      return t.rest("POST", `/v1/evidence/${evd.body.id}/reject`, { key, body: { reason: "no" } });
+    },
+    "Mutation.deleteEvidence": () => t.rest("DELETE", `/v1/evidence/${evd.body.id}`, { key }),
+    "Mutation.deleteControl": () => t.rest("DELETE", `/v1/controls/${ctl.body.id}`, { key }),
+  };
+  let ctl = { body: { id: "" } } as Awaited<ReturnType<TestApp["rest"]>>;
+  let evd = { body: { id: "" } } as Awaited<ReturnType<TestApp["rest"]>>;
+  let requirementId = "";
+  /** An upload of the key with its bytes sent: its id. */
+  const uploaded = async () => {
+    const bytes = Buffer.from("%PDF-1.7\nshape\n");
+    const created = await t.rest("POST", "/v1/attachment-uploads", {
+      key,
+      body: {
+        fileName: "e.pdf",
+        fileType: "application/pdf",
+        size: bytes.length,
+        sha256: createHash("sha256").update(bytes).digest("base64"),
+      },
+    });
+    await t.app.fetch(
+      new Request(created.body.uploadUrl, { method: "PUT", headers: created.body.headers, body: new Uint8Array(bytes) }),
+    );
+    return created.body.id as string;
   };
   let request = { body: {} } as Awaited<ReturnType<TestApp["rest"]>>;
   const linkToken = () => ({ "x-evidence-request-token": String(request.body.url).split("/").pop() as string });

@@ -120,6 +120,28 @@ export function exportRequest(query: URLSearchParams): SequenceRange & { format:
 }
 
 /**
+ * Text chunks as a byte stream pulled one chunk at a time: the reader's pace sets the reading, so
+ * memory stays flat however long the stream (the exports of the audit trail and of a statement of
+ * applicability).
+ */
+export function textStream(source: AsyncGenerator<string>): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        const next = await source.next();
+        if (next.done) controller.close();
+        else controller.enqueue(encoder.encode(next.value));
+      },
+      async cancel() {
+        await source.return(undefined);
+      },
+    },
+    { highWaterMark: 1 },
+  );
+}
+
+/**
  * The export as a byte stream pulled batch by batch from the database (the reader's pace sets the
  * reading: memory stays flat). jsonl ends with the signed checkpoint of the range's last event.
  */
@@ -146,21 +168,7 @@ export function exportStream(
       yield `${JSON.stringify({ checkpoint: trail.signAt(organizationId, at) })}\n`;
     }
   }
-  const source = chunks();
-  const encoder = new TextEncoder();
-  const body = new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        const next = await source.next();
-        if (next.done) controller.close();
-        else controller.enqueue(encoder.encode(next.value));
-      },
-      async cancel() {
-        await source.return(undefined);
-      },
-    },
-    { highWaterMark: 1 },
-  );
+  const body = textStream(chunks());
   const range = `${request.from ?? 1}-${request.to ?? "end"}`;
   return {
     body,

@@ -4,7 +4,7 @@ import { exportRequest, exportStream } from "./audit.export.js";
 import type { AuditService } from "./audit.service.js";
 
 /** The REST facade's own audit routes (routes.ts, ownRestRoutes): the export stream and the public key. */
-export function auditRestHandlers(audit: AuditService): OwnRouteHandlers {
+export function auditRestHandlers(audit: AuditService): Pick<OwnRouteHandlers, "exportAuditEvents" | "getAuditPublicKey"> {
   return {
     async exportAuditEvents({ url, auth, requestId }) {
       const actor = authorize({ auth, requestId }, "audit:read");

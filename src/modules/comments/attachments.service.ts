@@ -117,11 +117,10 @@ export type AttachmentItem = {
 };
 
 /** Where an item sits in the request: `attachments.<index>` of createComment, or the argument's own place (an evidence's upload). */
-export type ItemPath = (index: number) => string;
-const inAttachments: ItemPath = (index) => `attachments.${index}`;
+export type ItemPath = (index: number, field?: string) => string;
+const inAttachments: ItemPath = (index, field) => (field ? `attachments.${index}.${field}` : `attachments.${index}`);
 
-const itemError = (code: "BAD_USER_INPUT" | "CONFLICT" | "NOT_FOUND", at: string, message: string, field = "") => {
-  const path = field ? (at ? `${at}.${field}` : field) : at;
+const itemError = (code: "BAD_USER_INPUT" | "CONFLICT" | "NOT_FOUND", path: string, message: string) => {
   const details: ErrorDetail[] = [{ path, message }];
   return new AppError(code, `${path}: ${message}`, details);
 };
@@ -343,7 +342,7 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings, ev
         }
         if (inline && (!item.fileName || !item.fileType)) {
           const field = item.fileName ? "fileType" : "fileName";
-          throw itemError("BAD_USER_INPUT", itemPath(index), "is required with fileData", field);
+          throw itemError("BAD_USER_INPUT", itemPath(index, field), "is required with fileData");
         }
       }
       const uploadIds = items.flatMap((item) => (item.uploadId ? [item.uploadId] : []));
@@ -352,9 +351,8 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings, ev
         const index = items.findLastIndex((item) => item.uploadId === repeated);
         throw itemError(
           "BAD_USER_INPUT",
-          itemPath(index),
+          itemPath(index, "uploadId"),
           "names an upload another item of this comment already attaches",
-          "uploadId",
         );
       }
       const uploads = uploadIds.length
@@ -372,16 +370,15 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings, ev
             found.apiKeyId !== caller?.apiKeyId ||
             found.evidenceRequestId !== (caller?.evidenceRequestId ?? null)
           ) {
-            throw itemError("NOT_FOUND", itemPath(index), `upload ${JSON.stringify(item.uploadId)} was not found`, "uploadId");
+            throw itemError("NOT_FOUND", itemPath(index, "uploadId"), `upload ${JSON.stringify(item.uploadId)} was not found`);
           }
           if (found.attachmentId)
-            throw itemError("CONFLICT", itemPath(index), "this upload is already attached to a comment", "uploadId");
+            throw itemError("CONFLICT", itemPath(index, "uploadId"), "this upload is already attached to a comment");
           if (found.expiresAt.getTime() <= now) {
             throw itemError(
               "BAD_USER_INPUT",
-              itemPath(index),
+              itemPath(index, "uploadId"),
               "this upload expired: create a new one and send the bytes again",
-              "uploadId",
             );
           }
           for (const field of ["fileName", "fileType"] as const) {
@@ -390,9 +387,8 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings, ev
             if (given && (field === "fileType" ? given.toLowerCase() : given) !== declared) {
               throw itemError(
                 "BAD_USER_INPUT",
-                itemPath(index),
+                itemPath(index, field),
                 `differs from the upload's ${JSON.stringify(declared)}: leave it out`,
-                field,
               );
             }
           }

@@ -68,7 +68,7 @@ const Author = builder.prismaObject("Member", {
 });
 
 /** The service's origin as this request reached it: the URLs it signs itself start with it (unless PUBLIC_URL is set). */
-const originOf = (ctx: object): string | undefined => {
+export const originOf = (ctx: object): string | undefined => {
   const request = (ctx as { request?: Request }).request;
   return request ? new URL(request.url).origin : undefined;
 };
@@ -371,7 +371,7 @@ builder.queryField("attachment", (t) =>
   }),
 );
 
-const AttachmentDownloadUrl = builder.objectRef<{ url: string; expiresAt: Date }>("AttachmentDownloadUrl").implement({
+export const AttachmentDownloadUrl = builder.objectRef<{ url: string; expiresAt: Date }>("AttachmentDownloadUrl").implement({
   description: "A URL that serves an attachment's bytes without a credential, until it expires.",
   fields: (t) => ({
     url: t.exposeString("url", {

@@ -20,11 +20,14 @@ import { rowByIdReader } from "../../platform/db/row-by-id.js";
 import { ConflictError, ForbiddenError, NotFoundError } from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, integer, limit, list, text } from "../../platform/limits.js";
-import { notNull, parseInput, type WithNulls } from "../../platform/validation.js";
+import { parseInput, type WithNulls } from "../../platform/validation.js";
 import { auditEvent, changesBetween, writeAuditEvent } from "../audit/audit.service.js";
 import { scheduleObjectDeletions } from "../comments/attachments.jobs.js";
 import { assertActiveMember } from "../entities.js";
+import { controlFilters, type Notify, recordControlStatusChanges } from "../frameworks/frameworks.readiness.js";
 import type { Notifier } from "../notifications/notifications.service.js";
+import { policyList } from "../policies/policies.service.js";
+import { taskList } from "../tasks/tasks.service.js";
 
 type ControlQuery = { select?: Prisma.ControlSelect; include?: Prisma.ControlInclude };
 type Tx = Prisma.TransactionClient;
@@ -39,10 +42,17 @@ export const controlLimits = {
     patternHint: "letters, digits and . _ ( ) / : -, starting with a letter or digit",
   }),
   evidenceEveryDays: limit({ minimum: 1, maximum: 3650 }),
-  requirementIds: limit({ minLength: 1, maxItems: 100 }),
-  policyIds: limit({ maxItems: 100 }),
-  taskIds: limit({ maxItems: 100 }),
+  requirementIds: limit({ maxItems: 50 }),
+  policyIds: limit({ maxItems: 25 }),
+  taskIds: limit({ maxItems: 25 }),
 };
+
+/**
+ * How many requirements one control maps to: Control.requirements is answered whole, and a page of
+ * 50 controls with theirs stays within the query cost limit (query-cost.ts reads it as the list's
+ * maximum). Linked policies and tasks are pages, and have no such cap.
+ */
+export const controlCaps = { requirements: 50 };
 
 // Who sees which controls -------------------------------------------------------------------------
 
@@ -89,13 +99,19 @@ export async function callerMemberId(db: Pick<Db, "member">, actor: Actor): Prom
 
 /**
  * Records `control.status_changed` for each control whose state a change in `tx` may have moved
- * (section 16: every write that changes a control's state records it in its own transaction).
- * The one place every write of controls and evidence calls; readiness itself (the states and
- * `recordControlStatusChanges`) is the frameworks module's (frameworks.readiness.ts), wired here
- * once it is merged.
+ * (section 16: every write that changes a control's state records it in its own transaction), with
+ * the frameworks module's readiness (frameworks.readiness.ts). The one place every write of
+ * controls and evidence calls; a write that can make a control not ready passes `notify`, so that
+ * its owner hears of it (control_not_ready).
  */
-export async function recordControlStates(_tx: Tx, _recorder: Recorder, controlIds: readonly string[]): Promise<void> {
+export async function recordControlStates(
+  tx: Tx,
+  recorder: Recorder,
+  controlIds: readonly string[],
+  notify?: Notify,
+): Promise<void> {
   if (controlIds.length === 0) return;
+  await recordControlStatusChanges(tx, recorder, recorder.organizationId, controlIds, { notify });
 }
 
 // Lists ------------------------------------------------------------------------------------------
@@ -119,8 +135,11 @@ export const controlList: ListSpec = {
     search: search("code", "name"),
     // Not a filter field: the caller's scope (controlScope) when it is not every control.
     ownedBy: equals("ownerId", "text"),
-    // `state` and `evidenceDueBefore` (section 16) need the readiness SQL of the frameworks module
-    // (frameworks.readiness.ts): their rules go here, over `t`, once it is merged.
+    // Readiness now, from the frameworks module's SQL (frameworks.readiness.ts).
+    state: ((states: readonly string[], { organizationId }: { organizationId: string }) =>
+      controlFilters.stateIn(organizationId, states)) as FilterRule,
+    evidenceDueBefore: ((before: string, { organizationId }: { organizationId: string }) =>
+      controlFilters.evidenceDueBefore(organizationId, new Date(before))) as FilterRule,
   },
   orders: {
     ...dateSortKeys(true),
@@ -128,6 +147,34 @@ export const controlList: ListSpec = {
     name: sortBy.text("name"),
   },
   defaultOrder: newestFirst,
+};
+
+/** The controls a task backs (Task.controls), through their links. */
+export const controlsOfTask: ListSpec = {
+  ...controlList,
+  rowsInline: false,
+  parent: [{ name: "taskId", sqlType: "text" }],
+  through: { table: "ControlTask", column: "controlId" },
+};
+/** The controls a policy backs (Policy.controls), through their links. */
+export const controlsOfPolicy: ListSpec = {
+  ...controlsOfTask,
+  parent: [{ name: "policyId", sqlType: "text" }],
+  through: { table: "ControlPolicy", column: "controlId" },
+};
+/** A control's linked policies (Control.policies), as `policies` filters and sorts them. */
+export const policiesOfControl: ListSpec = {
+  ...policyList,
+  rowsInline: false,
+  parent: [{ name: "controlId", sqlType: "text" }],
+  through: { table: "ControlPolicy", column: "policyId" },
+};
+/** A control's linked tasks (Control.tasks), as `tasks` filters and sorts them. */
+export const tasksOfControl: ListSpec = {
+  ...taskList,
+  rowsInline: false,
+  parent: [{ name: "controlId", sqlType: "text" }],
+  through: { table: "ControlTask", column: "taskId" },
 };
 
 /** Controls' scalar columns by id (row-by-id.ts). */
@@ -164,7 +211,9 @@ const updateInput = z
   })
   .refine((input) => Object.values(input).some((v) => v !== undefined), "give at least one field to change");
 
-const mapInput = z.object({ requirementIds: list(id, controlLimits.requirementIds).min(1, "name at least one requirement") });
+const mapInput = z.object({
+  requirementIds: list(id, controlLimits.requirementIds).refine((ids) => ids.length > 0, "name at least one requirement"),
+});
 const linkInput = z
   .object({
     policyIds: list(id, controlLimits.policyIds).nullish(),
@@ -192,7 +241,8 @@ const unique = (ids: readonly string[]) => [...new Set(ids)];
 /** A clear 409 for a code the organization already uses (the unique index decides under a race). */
 async function assertCodeFree(tx: Tx, organizationId: string, code: string, except?: string) {
   const taken = await tx.control.findUnique({ where: { organizationId_code: { organizationId, code } }, select: { id: true } });
-  if (taken && taken.id !== except) throw new ConflictError(`The code ${JSON.stringify(code)} is already used by control ${taken.id}`);
+  if (taken && taken.id !== except)
+    throw new ConflictError(`The code ${JSON.stringify(code)} is already used by control ${taken.id}`);
 }
 
 /** 404 naming the first id that is not one of the organization's records of this kind. */
@@ -260,7 +310,10 @@ export function createControlService(db: Db, notifier: Notifier) {
           ownerId: input.ownerId ?? null,
           evidenceEveryDays: input.evidenceEveryDays ?? null,
         };
-        const control = await tx.control.create({ ...query, data: { id: controlId, organizationId: actor.organizationId, ...data } });
+        const control = await tx.control.create({
+          ...query,
+          data: { id: controlId, organizationId: actor.organizationId, ...data },
+        });
         const { description: _description, ...recorded } = data;
         await writeAuditEvent(tx, auditEvent(actor, "control.created", { type: "control", id: controlId }, recorded));
         // A new control has no links: it starts not ready, which is what the frameworks module records first.
@@ -272,7 +325,7 @@ export function createControlService(db: Db, notifier: Notifier) {
     /** Changes the given fields under the row's lock, so that the audit event's `from` values are exact. */
     async update(actor: Actor, controlId: string, args: UpdateControlArgs, query: ControlQuery) {
       const input = parseInput(updateInput, args);
-      return notifier.transaction(db, actor, async (tx) => {
+      return notifier.transaction(db, actor, async (tx, notify) => {
         const { id: _id, ...current } = await locked(tx, actor, controlId);
         if (input.code !== undefined && input.code !== current.code) {
           await assertCodeFree(tx, actor.organizationId, input.code, controlId);
@@ -280,12 +333,16 @@ export function createControlService(db: Db, notifier: Notifier) {
         if (input.ownerId) await assertActiveMember(tx, actor.organizationId, input.ownerId);
         const { changes, data } = changesBetween(current, input as Partial<Editable>);
         if (Object.keys(changes).length === 0) return readBack(tx, actor, controlId, query);
-        const updated = await tx.control.update({ ...query, where: { id: controlId, organizationId: actor.organizationId }, data });
+        const updated = await tx.control.update({
+          ...query,
+          where: { id: controlId, organizationId: actor.organizationId },
+          data,
+        });
         await writeAuditEvent(
           tx,
           auditEvent(actor, "control.updated", { type: "control", id: controlId }, { changes } as Prisma.InputJsonValue),
         );
-        if (changes.evidenceEveryDays) await recordControlStates(tx, actor, [controlId]);
+        if (changes.evidenceEveryDays) await recordControlStates(tx, actor, [controlId], notify);
         return updated;
       });
     },
@@ -348,12 +405,23 @@ export function createControlService(db: Db, notifier: Notifier) {
           skipDuplicates: true,
           select: { requirementId: true },
         });
+        const mapped = await tx.controlRequirement.count({ where: { controlId } });
+        if (mapped > controlCaps.requirements) {
+          throw new ConflictError(
+            `A control maps to at most ${controlCaps.requirements} requirements; this one would map to ${mapped}: split it, or unmap some first`,
+          );
+        }
         if (added.length) {
           await writeAuditEvent(
             tx,
-            auditEvent(actor, "control.mapped", { type: "control", id: controlId }, {
-              requirementIds: added.map((a) => a.requirementId),
-            }),
+            auditEvent(
+              actor,
+              "control.mapped",
+              { type: "control", id: controlId },
+              {
+                requirementIds: added.map((a) => a.requirementId),
+              },
+            ),
           );
           await recordControlStates(tx, actor, [controlId]);
         }
@@ -384,7 +452,7 @@ export function createControlService(db: Db, notifier: Notifier) {
       const input = parseInput(linkInput, args);
       const policyIds = unique(input.policyIds ?? []);
       const taskIds = unique(input.taskIds ?? []);
-      return notifier.transaction(db, actor, async (tx) => {
+      return notifier.transaction(db, actor, async (tx, notify) => {
         await locked(tx, actor, controlId);
         await assertLinkable(tx, actor.organizationId, policyIds, taskIds);
         const where = { organizationId: actor.organizationId };
@@ -405,12 +473,17 @@ export function createControlService(db: Db, notifier: Notifier) {
         if (addedPolicies.length || addedTasks.length) {
           await writeAuditEvent(
             tx,
-            auditEvent(actor, "control.linked", { type: "control", id: controlId }, {
-              policyIds: addedPolicies.map((p) => p.policyId),
-              taskIds: addedTasks.map((t) => t.taskId),
-            }),
+            auditEvent(
+              actor,
+              "control.linked",
+              { type: "control", id: controlId },
+              {
+                policyIds: addedPolicies.map((p) => p.policyId),
+                taskIds: addedTasks.map((t) => t.taskId),
+              },
+            ),
           );
-          await recordControlStates(tx, actor, [controlId]);
+          await recordControlStates(tx, actor, [controlId], notify);
         }
         return readBack(tx, actor, controlId, query);
       });
@@ -421,7 +494,7 @@ export function createControlService(db: Db, notifier: Notifier) {
       const input = parseInput(linkInput, args);
       const policyIds = unique(input.policyIds ?? []);
       const taskIds = unique(input.taskIds ?? []);
-      return notifier.transaction(db, actor, async (tx) => {
+      return notifier.transaction(db, actor, async (tx, notify) => {
         await locked(tx, actor, controlId);
         await assertLinkable(tx, actor.organizationId, policyIds, taskIds);
         const policies = policyIds.length
@@ -437,12 +510,17 @@ export function createControlService(db: Db, notifier: Notifier) {
         if (policies.length || tasks.length) {
           await writeAuditEvent(
             tx,
-            auditEvent(actor, "control.unlinked", { type: "control", id: controlId }, {
-              policyIds: policies.map((p) => p.policyId),
-              taskIds: tasks.map((t) => t.taskId),
-            }),
+            auditEvent(
+              actor,
+              "control.unlinked",
+              { type: "control", id: controlId },
+              {
+                policyIds: policies.map((p) => p.policyId),
+                taskIds: tasks.map((t) => t.taskId),
+              },
+            ),
           );
-          await recordControlStates(tx, actor, [controlId]);
+          await recordControlStates(tx, actor, [controlId], notify);
         }
         return readBack(tx, actor, controlId, query);
       });

@@ -193,6 +193,10 @@ const EmailPreferences = builder.objectRef<NotificationPreferences["email"]>("No
       description: "E-mail when a policy version I submitted is approved or rejected",
     }),
     webhook_disabled: t.exposeBoolean("webhook_disabled", { description: "E-mail when a webhook endpoint is disabled" }),
+    control_not_ready: t.exposeBoolean("control_not_ready", { description: "E-mail when a control I own stops being ready" }),
+    evidence_due: t.exposeBoolean("evidence_due", {
+      description: "E-mail when the evidence of a control I own expires within 14 days",
+    }),
   }),
 });
 
@@ -212,6 +216,8 @@ const EmailPreferencesInput = builder.inputType("NotificationEmailPreferencesInp
     review_requested: t.boolean({ description: "E-mail when I am asked to approve a policy version" }),
     review_completed: t.boolean({ description: "E-mail when a policy version I submitted is approved or rejected" }),
     webhook_disabled: t.boolean({ description: "E-mail when a webhook endpoint is disabled" }),
+    control_not_ready: t.boolean({ description: "E-mail when a control I own stops being ready" }),
+    evidence_due: t.boolean({ description: "E-mail when the evidence of a control I own expires within 14 days" }),
   }),
 });
 

@@ -42,7 +42,7 @@ const policyVersionListArgs = listArgs("PolicyVersion", policyVersionList, {
   }),
 });
 
-const Policy = builder.prismaObject("Policy", {
+export const Policy = builder.prismaObject("Policy", {
   description: "A policy of the organization. Its text lives in versions; currentVersionId names the one in force.",
   interfaces: [Node],
   fields: (t) => ({
@@ -218,9 +218,9 @@ builder.queryField("policyVersions", (t) =>
   }),
 );
 
-const PolicyConnection = defineConnection("Policy", Policy);
+export const PolicyConnection = defineConnection("Policy", Policy);
 
-const policyListArgs = listArgs("Policy", policyList, {
+export const policyListArgs = listArgs("Policy", policyList, {
   description: "Which policies a list shows.",
   fields: (t) => ({
     status: t.field({

@@ -26,6 +26,7 @@ import { newId } from "../../platform/ids.js";
 import { commonLimits, limit, text } from "../../platform/limits.js";
 import { parseInput, type WithNulls } from "../../platform/validation.js";
 import { auditEvent, changesBetween, writeAuditEvent } from "../audit/audit.service.js";
+import { controlsOfPolicy, recordControlStatusChanges } from "../frameworks/frameworks.readiness.js";
 import type { NotificationDraft, Notifier } from "../notifications/notifications.service.js";
 
 /** Policies with a version in review that names this member as its approver. */
@@ -455,6 +456,16 @@ export function createPolicyService(db: Db, events: Events, notifier: Notifier) 
             ),
           );
           await notifySubmitter(tx, actor, version, args.id, "approved", notify);
+          // A published current version can make the policy's controls ready.
+          await recordControlStatusChanges(
+            tx,
+            actor,
+            actor.organizationId,
+            await controlsOfPolicy(tx, actor.organizationId, args.id),
+            {
+              notify,
+            },
+          );
           return afterWrite(tx, version.id, query);
         }),
       );

@@ -27,7 +27,7 @@ export const TaskStatus = builder.enumType(TaskStatusValues, {
   },
 });
 
-const Task = builder.prismaObject("Task", {
+export const Task = builder.prismaObject("Task", {
   description: "A compliance task of the organization.",
   interfaces: [Node],
   fields: (t) => ({
@@ -60,9 +60,9 @@ const Task = builder.prismaObject("Task", {
   }),
 });
 
-const TaskConnection = defineConnection("Task", Task);
+export const TaskConnection = defineConnection("Task", Task);
 
-const taskListArgs = listArgs("Task", taskList, {
+export const taskListArgs = listArgs("Task", taskList, {
   description: "Which tasks a list shows.",
   fields: (t) => ({
     status: t.field({ type: [TaskStatus], required: { list: false, items: true }, ...anyOf("Only tasks in these statuses") }),

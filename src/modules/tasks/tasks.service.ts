@@ -24,6 +24,7 @@ import { commonLimits, limit, text } from "../../platform/limits.js";
 import { notNull, parseInput, type WithNulls } from "../../platform/validation.js";
 import { auditEvent, changesBetween, writeAuditEvent } from "../audit/audit.service.js";
 import { assertActiveMember } from "../entities.js";
+import { controlsOfTask, recordControlStatusChanges } from "../frameworks/frameworks.readiness.js";
 import type { Notifier } from "../notifications/notifications.service.js";
 
 type TaskQuery = { select?: Prisma.TaskSelect; include?: Prisma.TaskInclude };
@@ -179,6 +180,11 @@ export function createTaskService(db: Db, notifier: Notifier) {
         );
         if (changes.assigneeId) {
           await notify({ reason: "assigned", recipientIds: [data.assigneeId], entity: { type: "task", id: taskId } });
+        }
+        // Done or no longer done: the task's controls may change state.
+        if (changes.status) {
+          const controlIds = await controlsOfTask(tx, actor.organizationId, taskId);
+          await recordControlStatusChanges(tx, actor, actor.organizationId, controlIds, { notify });
         }
         return updated;
       });

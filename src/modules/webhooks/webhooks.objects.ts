@@ -136,6 +136,44 @@ export async function restObjectOf(db: Db, organizationId: string, entity: { typ
           },
         }),
       );
+    case "control":
+      return json(
+        await db.control.findFirst({
+          where,
+          select: {
+            id: true,
+            code: true,
+            name: true,
+            description: true,
+            ownerId: true,
+            evidenceEveryDays: true,
+            createdAt: true,
+            updatedAt: true,
+          },
+        }),
+      );
+    case "evidence":
+      return json(
+        await db.evidence.findFirst({
+          where,
+          select: {
+            id: true,
+            controlId: true,
+            vendorId: true,
+            description: true,
+            collectedAt: true,
+            validUntil: true,
+            status: true,
+            submittedById: true,
+            submittedByEmail: true,
+            reviewedById: true,
+            reviewedAt: true,
+            rejectionReason: true,
+            createdAt: true,
+            attachment: { select: { id: true, name: true, type: true, size: true, sha256: true, createdAt: true } },
+          },
+        }),
+      );
     case "task_item":
       return json(
         await db.taskItem.findFirst({

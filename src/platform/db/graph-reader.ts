@@ -126,12 +126,20 @@ function planLevel(modelName: string, args: Args | true, where: (alias: string) 
     columns.push(`${alias}.${quoted(name)}${cast} AS c${columns.length}`);
     return columns.length - 1;
   };
+  const constant = (alias: string) => {
+    columns.push(`${alias} IS NOT NULL AS c${columns.length}`);
+    return columns.length - 1;
+  };
   const build = (name: string, nodeArgs: Args | true, alias: string, keyColumn: string): Node | null => {
     const model = models.get(name);
     if (!model) return null;
     const selection = selectionOf(model, nodeArgs);
     if (!selection) return null;
-    const node: Node = { key: column(alias, keyColumn), scalars: [], toOne: [], toMany: [] };
+    // A join table (ControlRequirement) has no id: as a level's root it needs none, since roots are
+    // shaped once per row; joined as a to-one relation it is not planned.
+    if (!model.byName.has(keyColumn) && alias !== "t0") return null;
+    const key = model.byName.has(keyColumn) ? column(alias, keyColumn) : constant(alias);
+    const node: Node = { key, scalars: [], toOne: [], toMany: [] };
     for (const field of selection.scalars) {
       node.scalars.push({ field: field.name, column: column(alias, field.name, field), bytes: field.type === "Bytes" });
     }

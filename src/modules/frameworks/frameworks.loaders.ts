@@ -1,0 +1,92 @@
+import DataLoader from "dataloader";
+import type { Control, Evidence, Framework, Requirement } from "../../generated/prisma/client.js";
+import { Prisma } from "../../generated/prisma/client.js";
+import { listLoader } from "../../graphql/lists.js";
+import { recordLoader } from "../../graphql/loaders.js";
+import type { Db } from "../../platform/db/database.js";
+import { recordsByKey } from "../../platform/db/graph-reader.js";
+import { readRows } from "../../platform/db/row-by-id.js";
+import { controlStatuses, frameworkReadiness, requirementStatuses } from "./frameworks.readiness.js";
+import { createFrameworkService, requirementList } from "./frameworks.service.js";
+
+const { sql } = Prisma;
+
+/**
+ * Frameworks, requirements and their readiness for one request of one organization: each batch one
+ * statement, so a framework's page costs the same number of statements for 5 requirements as for
+ * 100, whatever the controls and links behind them. Readiness is read at the request's time.
+ */
+export function createFrameworkLoaders(db: Db, organizationId: string) {
+  const service = createFrameworkService(db);
+  const now = new Date();
+  const controlIdsByOwner = new Map<string, DataLoader<string, string[]>>();
+  return {
+    byId: recordLoader<Framework>(service.frameworksByIds(organizationId)),
+    requirementById: recordLoader<Requirement>(service.requirementsByIds(organizationId)),
+    /** Pages of requirements of many frameworks, with their counts. */
+    requirementPages: listLoader(db, organizationId, requirementList, service.requirementsByIds(organizationId)),
+    /** Whether the organization adopted each framework. */
+    adopted: new DataLoader<string, boolean>(async (ids) => {
+      const rows = await readRows<{ frameworkId: string }>(
+        db,
+        sql`SELECT "frameworkId" FROM "FrameworkAdoption" WHERE "organizationId" = ${organizationId} AND "frameworkId" = ANY(${[...ids]}::text[])`,
+      );
+      const found = new Set(rows.map((r) => r.frameworkId));
+      return ids.map((id) => found.has(id));
+    }),
+    /** Each framework's readiness; null when not adopted. */
+    readiness: new DataLoader(async (ids: readonly string[]) => {
+      const found = await frameworkReadiness(db, organizationId, ids, now);
+      return ids.map((id) => found.get(id) ?? null);
+    }),
+    requirementStatus: new DataLoader(async (ids: readonly string[]) => {
+      const found = await requirementStatuses(db, organizationId, ids, now);
+      return ids.map((id) => found.get(id) ?? null);
+    }),
+    /** A requirement's applicability row; null where none was written (applicable). */
+    applicability: new DataLoader(async (ids: readonly string[]) => {
+      const rows = await readRows<{ requirementId: string; applicable: boolean; justification: string | null }>(
+        db,
+        sql`SELECT "requirementId", "applicable", "justification" FROM "RequirementApplicability"
+            WHERE "organizationId" = ${organizationId} AND "requirementId" = ANY(${[...ids]}::text[])`,
+      );
+      const byId = new Map(rows.map((r) => [r.requirementId, r]));
+      return ids.map((id) => byId.get(id) ?? null);
+    }),
+    controlStatus: new DataLoader(async (ids: readonly string[]) => {
+      const found = await controlStatuses(db, organizationId, ids, now);
+      return ids.map((id) => found.get(id) ?? null);
+    }),
+    /**
+     * The controls mapped to each requirement, by code, that the caller reads: every one, or those
+     * `ownerId` owns (an employee's scope, controls.service's controlScope).
+     */
+    requirementControlIds: (ownerId: string | null) => {
+      const key = ownerId ?? "";
+      let loader = controlIdsByOwner.get(key);
+      if (!loader) {
+        loader = new DataLoader<string, string[]>(async (ids) => {
+          const rows = await readRows<{ requirementId: string; controlId: string }>(
+            db,
+            sql`SELECT cr."requirementId", c."id" AS "controlId"
+                FROM "ControlRequirement" cr JOIN "Control" c ON c."id" = cr."controlId"
+                WHERE cr."organizationId" = ${organizationId} AND cr."requirementId" = ANY(${[...ids]}::text[])
+                  AND (${ownerId}::text IS NULL OR c."ownerId" = ${ownerId}::text)
+                ORDER BY c."code", c."id"`,
+          );
+          const byRequirement = new Map<string, string[]>();
+          for (const row of rows)
+            byRequirement.set(row.requirementId, [...(byRequirement.get(row.requirementId) ?? []), row.controlId]);
+          return ids.map((id) => byRequirement.get(id) ?? []);
+        });
+        controlIdsByOwner.set(key, loader);
+      }
+      return loader;
+    },
+    controlById: recordLoader(recordsByKey<Control>("Control", db, organizationId)),
+    /** Evidence named by a control's reasons. */
+    evidenceById: recordLoader(recordsByKey<Evidence>("Evidence", db, organizationId)),
+  };
+}
+
+export type FrameworkLoaders = ReturnType<typeof createFrameworkLoaders>;

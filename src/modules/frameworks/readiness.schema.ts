@@ -1,0 +1,183 @@
+import { queryFromInfo } from "@pothos/plugin-prisma";
+import { authenticated, authorize } from "../../auth/actor.js";
+import { builder } from "../../graphql/builder.js";
+import type { Context } from "../../graphql/context.js";
+import type { RecordQuery } from "../../graphql/loaders.js";
+import { nodeTypeOf } from "../../platform/ids.js";
+import { graphOnly } from "../../rest/rest-schema.js";
+import { Control } from "../controls/controls.schema.js";
+import type { ControlScope } from "../controls/controls.service.js";
+import { Evidence } from "../evidence/evidence.schema.js";
+import { referencedRecord } from "../request-loaders.js";
+import type { ControlReason, ControlStatus, FrameworkReadiness, RequirementStatus } from "./frameworks.readiness.js";
+import { ControlState, Framework, REQUIREMENT_CONTROLS_COST, Requirement, RequirementState } from "./frameworks.schema.js";
+
+const ControlReasonCode = builder.enumType("ControlReasonCode", {
+  description: "Why a control is not ready",
+  values: {
+    no_links: { description: "No linked policy, task or accepted evidence" },
+    policy_not_published: { description: "A linked policy has no published current version (entity: the policy)" },
+    task_not_done: { description: "A linked task is not done (entity: the task)" },
+    evidence_missing: { description: "Evidence is required (evidenceEveryDays) and none is accepted" },
+    evidence_expired: {
+      description: "Evidence is required and every accepted item's validUntil has passed (entity: the latest one)",
+    },
+  },
+});
+
+const ReasonEntityType = builder.enumType("ControlReasonEntityType", {
+  description: "The kind of record a reason names",
+  values: { policy: { description: "A policy" }, task: { description: "A task" }, evidence: { description: "An evidence item" } },
+});
+
+const ReasonEntity = builder.unionType("ControlReasonEntity", {
+  description: "The record a reason names",
+  types: ["Policy", "Task", Evidence] as never,
+  // Evidence ids name no Node type.
+  resolveType: (entity) => nodeTypeOf((entity as { id: string }).id) ?? "Evidence",
+});
+
+const Reason = builder.objectRef<ControlReason>("ControlReason").implement({
+  description: "One thing that keeps a control from being ready",
+  fields: (t) => ({
+    code: t.expose("code", { type: ControlReasonCode, description: "What is missing" }),
+    entityType: t.expose("entityType", {
+      type: ReasonEntityType,
+      nullable: true,
+      description: "The kind of record it names; null for no_links and evidence_missing",
+    }),
+    entityId: t.exposeID("entityId", { nullable: true, description: "The id of the record it names" }),
+    entity: t.field({
+      type: ReasonEntity,
+      nullable: true,
+      ...graphOnly,
+      description:
+        "The policy, task or evidence it names, as it is now. Needs `policy:read`, `task:read` or `control:read`: without it, null with FORBIDDEN here",
+      resolve: (reason, _args, ctx) => {
+        if (!reason.entityId || !reason.entityType) return null;
+        if (reason.entityType === "evidence") {
+          authorize(ctx, "control:read");
+          return ctx.loaders.frameworks.evidenceById.load({ id: reason.entityId }) as never;
+        }
+        return referencedRecord(ctx, reason.entityType, reason.entityId);
+      },
+    }),
+  }),
+});
+
+const ControlStatusRef = builder.objectRef<ControlStatus>("ControlStatus").implement({
+  description: "A control's readiness, computed from its links and evidence at the time of the request",
+  fields: (t) => ({
+    state: t.expose("state", { type: ControlState, description: "ready or not_ready" }),
+    reasons: t.field({
+      type: [Reason],
+      // The cost estimate's count: one per code is the usual case (docs/frameworks.md).
+      extensions: { listMax: 5 },
+      description: "Why it is not ready, by code; empty when ready",
+      resolve: (status) => status.reasons,
+    }),
+    evidenceDueAt: t.expose("evidenceDueAt", {
+      type: "DateTime",
+      nullable: true,
+      description:
+        "When its newest accepted evidence stops counting (the latest validUntil); null without accepted evidence or when it never expires",
+    }),
+  }),
+});
+
+builder.prismaObjectField(Control, "status", (t) =>
+  t.field({
+    type: ControlStatusRef,
+    description: "Its readiness now: state, reasons, evidenceDueAt",
+    resolve: async (control, _args, ctx) => (await ctx.loaders.frameworks.controlStatus.load(control.id)) as ControlStatus,
+  }),
+);
+
+type AssessedStatus = RequirementStatus & { state: NonNullable<RequirementStatus["state"]> };
+
+const RequirementStatusRef = builder.objectRef<AssessedStatus>("RequirementStatus").implement({
+  description: "A requirement's readiness, computed from the controls mapped to it (or to a mapped requirement)",
+  fields: (t) => ({
+    state: t.expose("state", { type: RequirementState, description: "Where it stands" }),
+    inheritedFromId: t.exposeID("inheritedFromId", {
+      nullable: true,
+      description:
+        "The requirement (of another framework) whose controls gave this state through a mapping; null when the state is its own",
+    }),
+    inheritedFrom: t.field({
+      type: Requirement,
+      nullable: true,
+      ...graphOnly,
+      description: "The requirement whose controls gave this state through a mapping; null when the state is its own",
+      resolve: (status, _args, ctx) =>
+        status.inheritedFromId ? (ctx.loaders.frameworks.requirementById.load({ id: status.inheritedFromId }) as never) : null,
+    }),
+  }),
+});
+
+builder.prismaObjectField(Requirement, "status", (t) =>
+  t.field({
+    type: RequirementStatusRef,
+    nullable: true,
+    description: "Its readiness now; null for a group (not assessed) and in a framework the organization has not adopted",
+    resolve: async (requirement, _args, ctx) => {
+      const status = await ctx.loaders.frameworks.requirementStatus.load(requirement.id);
+      return status?.state ? (status as AssessedStatus) : null;
+    },
+  }),
+);
+
+const FrameworkReadinessRef = builder.objectRef<FrameworkReadiness>("FrameworkReadiness").implement({
+  description: "How ready the organization is for a framework: its assessable requirements counted by state",
+  fields: (t) => ({
+    assessable: t.exposeInt("assessable", { description: "Requirements assessed (groups left out)" }),
+    notApplicable: t.exposeInt("notApplicable", { description: "Of those, marked not applicable" }),
+    unmapped: t.exposeInt("unmapped", { description: "Applicable, with no control and no mapping giving them a state" }),
+    ready: t.exposeInt("ready", { description: "Ready" }),
+    partial: t.exposeInt("partial", { description: "Partly ready" }),
+    notReady: t.exposeInt("notReady", { description: "Not ready" }),
+    readyPercent: t.exposeFloat("readyPercent", {
+      description: "ready / (assessable - notApplicable) x 100, one decimal, rounded down; 0 when nothing is applicable",
+    }),
+  }),
+});
+
+builder.prismaObjectField(Framework, "readiness", (t) =>
+  t.field({
+    type: FrameworkReadinessRef,
+    nullable: true,
+    description: "The organization's readiness for it, computed now; null when it has not adopted it",
+    resolve: (framework, _args, ctx) => ctx.loaders.frameworks.readiness.load(framework.id),
+  }),
+);
+
+/** The caller's control scope, once per request (controls.service's controlScope: every control, or the ones they own). */
+const scopes = new WeakMap<object, Promise<ControlScope>>();
+const scopeOf = (ctx: Context) => {
+  let scope = scopes.get(ctx);
+  if (!scope) {
+    scope = ctx.services.controls.scope(authenticated(ctx));
+    scopes.set(ctx, scope);
+  }
+  return scope;
+};
+
+builder.prismaObjectField(Requirement, "controls", (t) =>
+  t.field({
+    type: [Control],
+    nullable: true,
+    // The cost estimate's count: a requirement is met by a few controls, and a framework's page of
+    // 100 requirements with their controls' states must stay within the limit (docs/frameworks.md).
+    extensions: { ...graphOnly.extensions, listMax: REQUIREMENT_CONTROLS_COST },
+    description:
+      "The organization's controls mapped to it, by code: with `control:read` every one, for a person without it the ones they own; otherwise null with FORBIDDEN here. Not in REST answers.",
+    resolve: async (requirement, _args, ctx, info) => {
+      const scope = await scopeOf(ctx);
+      const { frameworks } = ctx.loaders;
+      const ids = await frameworks.requirementControlIds(scope.all ? null : scope.ownerId).load(requirement.id);
+      const query = queryFromInfo({ context: ctx, info, typeName: "Control" }) as RecordQuery;
+      const rows = await Promise.all(ids.map((id) => frameworks.controlById.load({ id, query })));
+      return rows.filter((row) => row !== null) as never;
+    },
+  }),
+);
