@@ -646,8 +646,12 @@ describe("guessing", () => {
 });
 
 describe("a control's request", () => {
-  it("makes submitted evidence of the control, and accepting it accepts the evidence", async () => {
+  it("makes submitted evidence of the control, and accepting it accepts the evidence, which makes the control ready", async () => {
     const controlId = await controlOf(org);
+    const state = async () =>
+      (await t.gql("query($id: ID!) { control(id: $id) { status { state } } }", { id: controlId }, { key: org.apiKey })).body.data
+        .control.status.state;
+    expect(await state()).toBe("not_ready");
     const { id, token } = await createRequest({ vendorId: undefined, controlId });
     const upload = await uploadThroughLink(token, pdf("access review"));
     const submitted = await t.rest("POST", "/v1/evidence-requests/current/submission", {
@@ -662,5 +666,8 @@ describe("a control's request", () => {
       where: { action: "evidence.accepted", entityId: accepted.body.evidence[0].id },
     });
     expect(event.data).toMatchObject({ sha256: sha256(pdf("access review")).toString("hex"), evidenceRequestId: id });
+    expect(await state()).toBe("ready");
+    const changed = await t.db.auditEvent.findFirst({ where: { action: "control.status_changed", entityId: controlId } });
+    expect(changed?.data).toMatchObject({ from: "not_ready", to: "ready" });
   });
 });

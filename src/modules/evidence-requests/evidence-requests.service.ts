@@ -425,10 +425,10 @@ export function createEvidenceRequestService(db: Db, notifier: Notifier, options
 
     /** Accepts a submitted request and every item it submitted that awaits review (which can make the control ready). */
     async accept(actor: Actor, id: string, query: RequestQuery) {
-      return notifier.transaction(db, actor, async (tx) => {
+      return notifier.transaction(db, actor, async (tx, notify) => {
         const row = await lockForChange(tx, actor, id);
         if (row.status !== "submitted") throw conflict(id, row.status, "only a submitted request is accepted");
-        const decided = await decideEvidence(tx, actor, id, { status: "accepted" });
+        const decided = await decideEvidence(tx, actor, id, { status: "accepted" }, notify);
         const updated = await tx.evidenceRequest.update({ ...query, where: { id }, data: { status: "accepted" } });
         await writeAuditEvent(
           tx,
@@ -444,10 +444,10 @@ export function createEvidenceRequestService(db: Db, notifier: Notifier, options
      */
     async reject(actor: Actor, id: string, reason: string, query: RequestQuery) {
       const input = parseInput(rejectInput, { reason });
-      return notifier.transaction(db, actor, async (tx) => {
+      return notifier.transaction(db, actor, async (tx, notify) => {
         const row = await lockForChange(tx, actor, id);
         if (row.status !== "submitted") throw conflict(id, row.status, "only a submitted request is rejected");
-        const decided = await decideEvidence(tx, actor, id, { status: "rejected", reason: input.reason });
+        const decided = await decideEvidence(tx, actor, id, { status: "rejected", reason: input.reason }, notify);
         const updated = await tx.evidenceRequest.update({
           ...query,
           where: { id },
@@ -528,6 +528,7 @@ async function decideEvidence(
   actor: Actor,
   evidenceRequestId: string,
   outcome: { status: "accepted" } | { status: "rejected"; reason: string },
+  notify: Parameters<typeof recordControlStates>[3],
 ) {
   const items = await tx.$queryRaw<
     { id: string; controlId: string | null; vendorId: string | null; attachmentId: string; sha256: string }[]
@@ -567,7 +568,7 @@ async function decideEvidence(
     );
   }
   const controls = [...new Set(items.flatMap((i) => (i.controlId ? [i.controlId] : [])))];
-  await recordControlStates(tx, actor, controls);
+  await recordControlStates(tx, actor, controls, notify);
   return items.map((i) => ({ id: i.id, sha256: i.sha256 }));
 }
 
