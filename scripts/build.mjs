@@ -12,7 +12,7 @@
 // (about 30 ms instead of 0.6 s). Contents, not modification times: a checkout or a copy that
 // keeps the bytes does not rebuild, an edit within the same second does.
 import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -22,6 +22,8 @@ const outdir = args.find((arg) => arg.startsWith("--outdir="))?.slice("--outdir=
 const ifChanged = args.includes("--if-changed");
 const stampFile = path.join(outdir, "build-inputs.json");
 const outputs = ["service.js", "service.js.map", "server.js"].map((file) => path.join(outdir, file));
+// Files the bundle reads beside itself at run time (new URL("./<folder>/", import.meta.url)), copied next to it.
+const besideBundle = ["src/modules/evidence-requests/evidence-request-page"].filter((folder) => existsSync(folder));
 const LAUNCHER = `// Written by scripts/build.mjs: the compile cache first (module.enableCompileCache, in the OS's
 // temporary directory; NODE_DISABLE_COMPILE_CACHE=1 turns it off), then the service's bundle.
 import module from "node:module";
@@ -68,7 +70,8 @@ function recorded() {
 const inputs = inputsDigest();
 if (ifChanged) {
   const stamp = recorded();
-  if (stamp?.inputs === inputs && outputs.every((file) => existsSync(file)) && stamp.outputs === outputsDigest()) {
+  const copied = besideBundle.every((folder) => existsSync(path.join(outdir, path.basename(folder))));
+  if (stamp?.inputs === inputs && copied && outputs.every((file) => existsSync(file)) && stamp.outputs === outputsDigest()) {
     process.exit(0);
   }
 }
@@ -87,6 +90,7 @@ await build({
   logLevel: "warning",
 });
 writeFileSync(path.join(outdir, "server.js"), LAUNCHER);
+for (const folder of besideBundle) cpSync(folder, path.join(outdir, path.basename(folder)), { recursive: true });
 // The map of the bundle that was dist/server.js before the launcher took its name.
 rmSync(path.join(outdir, "server.js.map"), { force: true });
 writeFileSync(stampFile, `${JSON.stringify({ inputs, outputs: outputsDigest() }, null, 2)}\n`);

@@ -17,6 +17,7 @@ import { corsFor, useVaryOnOrigin } from "./http/cors.js";
 import { maskError, maskResult, restErrorsResponse, useUnexpectedErrorLog, withSafetyNet } from "./http/error-masking.js";
 import { errorBody, errorResponse, RETRY_AFTER_SECONDS } from "./http/error-response.js";
 import { useCsrfPreventionExceptSameOriginEventStreams } from "./http/event-streams.js";
+import { useEvidenceRequestPage, useRecipientOperations } from "./http/evidence-request-page.js";
 import { graphiqlExamples, renderLocalGraphiQL, useGraphiQLAssets } from "./http/graphiql.js";
 import { useHeadAsGet } from "./http/head.js";
 import { useIdempotency } from "./http/idempotency.js";
@@ -33,6 +34,8 @@ import { useUnsubscribe } from "./http/unsubscribe.js";
 import type { AuditSigner } from "./modules/audit/audit.keys.js";
 import { auditRestHandlers } from "./modules/audit/audit.routes.js";
 import { attachmentDownload } from "./modules/comments/attachments.routes.js";
+import { evidenceRequestPage } from "./modules/evidence-requests/evidence-requests.page.js";
+import type { LinkTokens } from "./modules/evidence-requests/evidence-requests.token.js";
 import { frameworkRestHandlers } from "./modules/frameworks/frameworks.soa.js";
 import type { DeviceManagement } from "./modules/members/device-management.js";
 import type { NotificationMailer } from "./modules/notifications/notifications.mail.js";
@@ -102,6 +105,12 @@ export type AppDeps = {
    */
   attachmentStores?: AttachmentStores;
   /**
+   * Evidence requests' links: their tokens' derivation (EVIDENCE_REQUEST_LINK_SECRET, else the
+   * service's kept secret; a secret of the app's own when absent) and PUBLIC_URL, their base (the
+   * request's own origin when unset).
+   */
+  evidenceRequests?: { links?: LinkTokens; publicUrl?: string };
+  /**
    * False: Sofa answers every REST route itself, as before rest-dispatch.ts answered the reads by
    * id and the writes without its second routing. For the test that proves both answer alike.
    */
@@ -165,6 +174,7 @@ export function createApp(deps: AppDeps) {
       uploadTtlSeconds: config.attachments?.uploadTtlSeconds ?? 900,
       downloadTtlSeconds: config.attachments?.downloadTtlSeconds ?? 300,
     },
+    evidenceRequests: deps.evidenceRequests,
   });
   const verify = createAuthenticator(database.db, config.jwt, { corsOrigins: config.corsOrigins });
   const authenticate = limitAuthenticationFailures(verify, {
@@ -203,6 +213,11 @@ export function createApp(deps: AppDeps) {
   const trustedDocuments = useTrustedDocuments({
     db: database.db,
     policy: config.trustedDocuments ?? "allow",
+    authenticate: authenticateOnce,
+  });
+
+  const requestPage = useEvidenceRequestPage({
+    page: evidenceRequestPage(services.evidenceRequests, services.attachments.settings),
     authenticate: authenticateOnce,
   });
 
@@ -326,6 +341,8 @@ export function createApp(deps: AppDeps) {
             }),
           ]
         : []),
+      // An evidence request's page and its assets: after the rate limit, which counts its guesses.
+      requestPage.page,
       useGraphqlInputHygiene(),
       useGraphqlBodyAdmission({ reader: bodyReader, authenticate: authenticateOnce, rememberAuth }),
       useRestGuard({
@@ -368,7 +385,11 @@ export function createApp(deps: AppDeps) {
       trustedDocuments.parsing,
       // A simple POST with a form content type cannot carry a GraphQL request: no cross-site writes.
       // A same-origin EventSource (GET, cookie) is let through: it cannot be cross-site (event-streams.ts).
-      useCsrfPreventionExceptSameOriginEventStreams({ requestHeaders: ["x-api-key", "authorization", "x-graphql-yoga-csrf"] }),
+      useCsrfPreventionExceptSameOriginEventStreams({
+        requestHeaders: ["x-api-key", "authorization", "x-evidence-request-token", "x-graphql-yoga-csrf"],
+      }),
+      // A link token runs the page's three operations only.
+      useRecipientOperations(),
       ...((config.introspection ?? !config.production) ? [] : [useDisableIntrospection()]),
       // Last before Sofa: the reads it answers have passed every check above, as Sofa's do.
       restDispatch.plugin,
@@ -383,6 +404,7 @@ export function createApp(deps: AppDeps) {
         }),
       ),
       // Last, once every plugin above has made the answer final (a 204, an ETag, a 304).
+      requestPage.callHeaders,
       useAnswerHeaders(),
       head.withoutBody,
       // The status the client gets, counted and logged.

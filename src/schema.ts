@@ -5,6 +5,7 @@ import "./modules/audit/audit.schema.js";
 import "./modules/comments/comments.schema.js";
 import "./modules/controls/controls.schema.js";
 import "./modules/evidence/evidence.schema.js";
+import "./modules/evidence-requests/evidence-requests.schema.js";
 import "./modules/frameworks/frameworks.import.schema.js";
 import "./modules/frameworks/frameworks.schema.js";
 import "./modules/frameworks/readiness.schema.js";

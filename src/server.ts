@@ -11,6 +11,8 @@ import { setAuditChainForBench } from "./modules/audit/audit.chain.js";
 import { startAuditTimers } from "./modules/audit/audit.jobs.js";
 import { auditSignerFromConfig } from "./modules/audit/audit.keys.js";
 import { startAttachmentJobs } from "./modules/comments/attachments.jobs.js";
+import { startEvidenceRequestJobs } from "./modules/evidence-requests/evidence-requests.jobs.js";
+import { linkTokens } from "./modules/evidence-requests/evidence-requests.token.js";
 import { startControlStatusJobs } from "./modules/frameworks/frameworks.jobs.js";
 import { createDeviceManagement } from "./modules/members/device-management.js";
 import { createNotificationMailer } from "./modules/notifications/notifications.mail.js";
@@ -23,6 +25,7 @@ import { type Database, openDatabase } from "./platform/db/database.js";
 import { isDatabaseUnavailable } from "./platform/db/unavailable.js";
 import { createEvents, createRedisEventTarget } from "./platform/events.js";
 import { startJobQueue } from "./platform/jobs.js";
+import { keptSecret } from "./platform/kept-secrets.js";
 import { createNativeMemoryTrim } from "./platform/native-memory.js";
 import { connectRedis } from "./platform/redis.js";
 
@@ -154,6 +157,24 @@ const jobQueue =
 let webhooksStarting: Promise<void> | undefined;
 
 /**
+ * Evidence requests' link tokens are derived with EVIDENCE_REQUEST_LINK_SECRET, else a secret the
+ * service keeps (DATA_DIR, or the database on PostgreSQL): the app answers links with it, the mail
+ * worker rebuilds them with it.
+ */
+const links = linkTokens(
+  keptSecret(
+    {
+      given: config.evidenceRequestLinkSecret,
+      dataDir: config.dataDir,
+      databaseUrl: config.databaseUrl,
+      file: "evidence-request-link-secret",
+      name: "evidence-request-link",
+    },
+    database.db,
+  ),
+);
+
+/**
  * E-mail for notifications: a worker on every replica but those started with MAIL_WORKER=false.
  * Without SMTP configured nothing is started: no job is ever enqueued.
  */
@@ -162,7 +183,7 @@ const mail =
     ? await (async (mailConfig) => {
         try {
           const { boss } = await jobQueue;
-          const mailer = await createNotificationMailer({ db: database.db, boss, config: mailConfig, logger });
+          const mailer = await createNotificationMailer({ db: database.db, boss, config: mailConfig, logger, links });
           if (mailConfig.worker) await mailer.start();
           else logger.info("MAIL_WORKER=false: this replica enqueues e-mail and leaves the sending to replicas with it on");
           return { mailer, unsubscribe: createUnsubscribe(database.db, mailConfig.unsubscribeSecret) };
@@ -221,6 +242,7 @@ const app = createApp({
   isShuttingDown: () => shuttingDown,
   tracer: tracing?.tracer,
   mail,
+  evidenceRequests: { links, publicUrl: config.attachments.publicUrl },
   webhooks: { options: config.webhooks, worker: webhookWorker },
   nativeMemory: nativeMemory.counts,
   deviceManagement: config.deviceManagement
@@ -237,6 +259,8 @@ const auditTimers = startAuditTimers(app.services.audit.trail, {
 /** Attachments' objects deleted once the rows naming them are gone, and uploads never attached swept: on every replica. */
 const attachmentJobs = startAttachmentJobs({ db: database.db, storeOf: attachmentStores.storeOf, logger });
 
+/** Evidence requests' reminders (3 days before dueAt) and expiries: on every replica, each claimed once. */
+const evidenceRequestJobs = startEvidenceRequestJobs({ db: database.db, mail: mail?.mailer, logger });
 /** Controls whose state moved without a write (evidence expiring) recorded, and owners told of evidence coming due: on every replica. */
 const controlStatusJobs = startControlStatusJobs({ db: database.db, notifier: app.services.notifier, logger });
 
@@ -347,6 +371,7 @@ async function shutdown(signal: string) {
   await run("dispose the GraphQL server", () => app.yoga.dispose());
   await run("stop the audit timers", () => auditTimers.stop());
   await run("stop the attachment jobs", () => attachmentJobs.stop());
+  await run("stop the evidence request jobs", () => evidenceRequestJobs.stop());
   await run("stop the control status jobs", () => controlStatusJobs.stop());
   // Messages being sent finish (within SHUTDOWN_TIMEOUT_MS); the jobs not taken wait for another replica.
   await run("stop the mail worker", () => mail?.mailer.stop());

@@ -8,6 +8,14 @@ import { commonLimits } from "../platform/limits.js";
 import { apiKeyMatches, parseApiKey } from "./api-keys.js";
 import type { AuthState, Caller } from "./caller.js";
 import { eventStreamOrganization } from "./event-stream-requests.js";
+import {
+  DEAD_LINK_MESSAGE,
+  hashLinkToken,
+  isLinkToken,
+  LINK_TOKEN_HEADER,
+  linkTokenInPath,
+  linkTokenMatches,
+} from "./evidence-request-links.js";
 import { isPermission, rolePermissions } from "./permissions.js";
 import { hashSessionToken, isSessionToken } from "./sessions.js";
 
@@ -127,6 +135,28 @@ export function createAuthenticator(
     return { caller };
   }
 
+  /**
+   * An evidence request's link: one indexed lookup by the token's hash, a constant-time comparison,
+   * and the request must still take submissions or await review (open, rejected, submitted) before
+   * it expires. Never cached: a resend or a cancellation ends the old link at once. Every refusal
+   * is the same, so a guess learns nothing; each counts against the address's failure limit.
+   */
+  async function byLinkToken(token: string): Promise<AuthState> {
+    const dead: AuthState = { error: new UnauthenticatedError(DEAD_LINK_MESSAGE) };
+    const presented = hashLinkToken(isLinkToken(token) ? token : "");
+    const row = isLinkToken(token)
+      ? await db.evidenceRequest.findUnique({
+          where: { tokenHash: presented },
+          select: { id: true, organizationId: true, recipientEmail: true, status: true, expiresAt: true, tokenHash: true },
+        })
+      : null;
+    if (!linkTokenMatches(presented, row?.tokenHash ?? null) || !row) return dead;
+    if (!["open", "rejected", "submitted"].includes(row.status) || row.expiresAt <= new Date()) return dead;
+    return {
+      recipient: { organizationId: row.organizationId, evidenceRequestId: row.id, recipientEmail: row.recipientEmail },
+    };
+  }
+
   async function userIdFromJwt(token: string): Promise<string | AuthState> {
     if (!jwtKey) return { error: new UnauthenticatedError("JWT authentication is not enabled on this server") };
     try {
@@ -193,6 +223,10 @@ export function createAuthenticator(
   }
 
   return async function authenticate(request) {
+    // The link's token decides when present: the page's calls (and the page itself) are the
+    // recipient's, whatever session cookie the browser also holds for this origin.
+    const linkToken = request.headers.get(LINK_TOKEN_HEADER) ?? linkTokenInPath(request);
+    if (linkToken !== null) return byLinkToken(linkToken.trim());
     const organizationHeader = request.headers.get("x-organization-id")?.trim() || eventStreamOrganization(request);
     if (organizationHeader && organizationHeader.length > commonLimits.id.maxLength) {
       const message = `must be at most ${commonLimits.id.maxLength} characters`;

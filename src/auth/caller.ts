@@ -11,4 +11,16 @@ export type Caller = {
   permissions: ReadonlySet<Permission>;
 };
 
-export type AuthState = { caller: Caller } | { error: AppError } | { anonymous: true };
+/**
+ * The outside party an evidence request's link was sent to (X-Evidence-Request-Token, or the
+ * page's own path): no member, no key, no permission. It is no `Caller`, so `authorize` and
+ * `authenticated` refuse it (401) and only the three operations of the page accept it
+ * (`asRecipient` in actor.ts).
+ */
+export type Recipient = {
+  organizationId: string;
+  evidenceRequestId: string;
+  recipientEmail: string;
+};
+
+export type AuthState = { caller: Caller } | { recipient: Recipient } | { error: AppError } | { anonymous: true };

@@ -1,6 +1,7 @@
 import { type DocumentNode, getOperationAST } from "graphql";
 import type { Plugin } from "graphql-yoga";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { LINK_PATH } from "../auth/evidence-request-links.js";
 import { OBJECTS_PATH } from "../platform/attachments/signed-urls.js";
 import type { PoolStats } from "../platform/db/database.js";
 import type { ReplicaStatus } from "../platform/db/read-replicas.js";
@@ -8,6 +9,7 @@ import type { NativeMemoryCounts } from "../platform/native-memory.js";
 import type { RedisHealth } from "../platform/redis.js";
 import type { CompiledRoute } from "../rest/request-validation.js";
 import { REST_BASE } from "../rest/routes.js";
+import { PAGE_ASSETS_PATH } from "./evidence-request-page.js";
 import type { LiveStreamCounts } from "./live-streams.js";
 import type { TrustedDocumentCounts } from "./trusted-documents.js";
 
@@ -174,6 +176,8 @@ export function useMetrics({
     }
     if (fixedRoutes.has(pathname)) return { route: pathname, transport: "other" };
     if (pathname.startsWith(UNSUBSCRIBE_PREFIX)) return { route: "/unsubscribe/{token}", transport: "other" };
+    if (pathname.startsWith(LINK_PATH)) return { route: `${LINK_PATH}{token}`, transport: "other" };
+    if (pathname.startsWith(PAGE_ASSETS_PATH)) return { route: PAGE_ASSETS_PATH, transport: "other" };
     if (pathname.startsWith(OBJECTS_PATH)) return { route: `${OBJECTS_PATH}{key}`, transport: "other" };
     if (pathname.startsWith("/graphiql/")) return { route: "/graphiql", transport: "other" };
     return { route: "unmatched", transport: "other" };

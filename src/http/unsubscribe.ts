@@ -1,4 +1,5 @@
 import type { Plugin } from "graphql-yoga";
+import { withoutLinkToken } from "../auth/evidence-request-links.js";
 import type { BodyReader } from "./body-admission.js";
 import { requestIdOf } from "./request-id.js";
 
@@ -10,9 +11,9 @@ export type UnsubscribeHandler = {
 
 export const UNSUBSCRIBE_PATH = "/unsubscribe/";
 
-/** The path as logs and traces may keep it: an unsubscribe token is a credential, so it is left out. */
+/** The path as logs and traces may keep it: an unsubscribe token or an evidence request's link token is a credential, so it is left out. */
 export function loggablePath(pathname: string): string {
-  return pathname.startsWith(UNSUBSCRIBE_PATH) ? `${UNSUBSCRIBE_PATH}{token}` : pathname;
+  return pathname.startsWith(UNSUBSCRIBE_PATH) ? `${UNSUBSCRIBE_PATH}{token}` : withoutLinkToken(pathname);
 }
 /** A JWT of ours is about 250 characters; anything much longer is not one. */
 const MAX_TOKEN_LENGTH = 1_024;

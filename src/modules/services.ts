@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import type { Db } from "../platform/db/database.js";
 import { createEvents, type Events } from "../platform/events.js";
 import type { AuditSigner } from "./audit/audit.keys.js";
@@ -6,6 +7,8 @@ import { type AttachmentSettings, createAttachmentService } from "./comments/att
 import { createCommentService } from "./comments/comments.service.js";
 import { createControlService } from "./controls/controls.service.js";
 import { createEvidenceService, evidenceFileReadable } from "./evidence/evidence.service.js";
+import { createEvidenceRequestService } from "./evidence-requests/evidence-requests.service.js";
+import { type LinkTokens, linkTokens } from "./evidence-requests/evidence-requests.token.js";
 import { createFrameworkImportService } from "./frameworks/frameworks.import.js";
 import { createFrameworkService } from "./frameworks/frameworks.service.js";
 import type { DeviceManagement } from "./members/device-management.js";
@@ -36,6 +39,8 @@ export type ServiceOptions = {
   auditSigner?: AuditSigner;
   /** The attachment store and its settings (ATTACHMENT_*): uploads, inline bytes and downloads. */
   attachments: AttachmentSettings;
+  /** Evidence requests' links: how their tokens are derived, and PUBLIC_URL (the request's origin when unset). */
+  evidenceRequests?: { links?: LinkTokens; publicUrl?: string };
 };
 
 export function createServices(db: Db, options: ServiceOptions) {
@@ -54,6 +59,15 @@ export function createServices(db: Db, options: ServiceOptions) {
     controls: createControlService(db, notifier),
     evidence: createEvidenceService(db, notifier, attachments),
     frameworks: createFrameworkService(db),
+    /** Uploads, stored files and their URLs: for comments, evidence and evidence requests' links. */
+    attachments,
+    evidenceRequests: createEvidenceRequestService(db, notifier, {
+      // Without a secret of the caller's (tests), one of this process's own: its links die with it.
+      links: options.evidenceRequests?.links ?? linkTokens(randomBytes(32).toString("base64url")),
+      publicUrl: options.evidenceRequests?.publicUrl,
+      mail: options.mail,
+      attachments,
+    }),
     members: createMemberService(db, options.deviceManagement),
     notifications: createNotificationService(db, events),
     policies: createPolicyService(db, events, notifier),

@@ -197,6 +197,7 @@ const schema = z.object({
   S3_ENDPOINT: z.string().refine(isBaseUrl, "must be an http(s) URL such as http://127.0.0.1:9000").optional(),
   S3_FORCE_PATH_STYLE: z.enum(["true", "false"]).default("false"),
   ATTACHMENT_URL_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+  EVIDENCE_REQUEST_LINK_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
   ATTACHMENT_MAX_BYTES: z.coerce.number().int().min(1).max(MAX_ATTACHMENT_BYTES).optional(),
   ATTACHMENT_UPLOAD_TTL_SECONDS: z.coerce.number().int().min(1).max(604_800).default(900),
   ATTACHMENT_DOWNLOAD_TTL_SECONDS: z.coerce.number().int().min(1).max(3_600).default(300),
@@ -320,6 +321,8 @@ export type Config = {
   webhooks: WebhookConfig;
   audit: AuditConfig;
   attachments: AttachmentConfig;
+  /** EVIDENCE_REQUEST_LINK_SECRET: the key evidence requests' link tokens are derived with; kept by the service when unset. */
+  evidenceRequestLinkSecret: string | undefined;
 };
 
 /** Where attachments' bytes live and the limits of their URLs (contract section 15, src/platform/attachments). */
@@ -467,6 +470,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       chain: e.BENCH_AUDIT_CHAIN === "on",
     },
     attachments: attachmentConfig(e),
+    evidenceRequestLinkSecret: e.EVIDENCE_REQUEST_LINK_SECRET,
   };
 }
 

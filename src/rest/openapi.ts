@@ -86,6 +86,8 @@ const tagDescriptions: Record<string, string> = {
   Frameworks:
     "Frameworks (catalogs of requirements), shipped and the organization's own, mapping sets between them, adoption, the statement of applicability and readiness computed from the organization's controls",
   Comments: "Comments on tasks, vendors, risks and policies, and their attachments",
+  "Evidence requests":
+    "Links that let someone outside the organization upload evidence for a control or a vendor; the link's page calls the three operations that take X-Evidence-Request-Token",
   Controls: "The organization's controls, their maps to framework requirements and their links to policies and tasks",
   Evidence: "Files that show a control works or document a vendor, and their review",
   People: "Members of the organization and their managed devices",
@@ -148,7 +150,25 @@ const securitySchemes = {
   },
 };
 
+/** An evidence request's link token: the credential of the link's page, for its three operations alone. */
+const linkTokenScheme = {
+  EvidenceRequestToken: {
+    type: "apiKey",
+    in: "header",
+    name: "X-Evidence-Request-Token",
+    description:
+      "The token of an evidence request's link (the last segment of `/requests/<token>`): accepted by `GET /evidence-requests/current`, `POST /attachment-uploads` and `POST /evidence-requests/current/submission` only; any other operation answers 401 with it.",
+  },
+};
+
 const anyCredential = Object.keys(securitySchemes).map((name) => ({ [name]: [] }));
+const linkToken = [{ EvidenceRequestToken: [] }];
+/** The operations the link token runs (and only these), by GraphQL field. */
+const linkTokenFields: Record<string, "only" | "also"> = {
+  "Query.currentEvidenceRequest": "only",
+  "Mutation.submitEvidenceRequest": "only",
+  "Mutation.createAttachmentUpload": "also",
+};
 
 const ref = (name: string, kind = "schemas") => ({ $ref: `#/components/${kind}/${name}` });
 
@@ -479,7 +499,12 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
         description: `${description}\n\nOver GraphQL: the \`${field.name}\` ${route.field.startsWith("Query.") ? "query" : "mutation"}.`,
         tags: route.tags,
         ...(field.deprecationReason ? { deprecated: true } : {}),
-        security: anyCredential,
+        security:
+          linkTokenFields[route.field] === "only"
+            ? linkToken
+            : linkTokenFields[route.field] === "also"
+              ? [...anyCredential, ...linkToken]
+              : anyCredential,
         parameters,
         ...(requestBody ? { requestBody } : {}),
         responses,
@@ -645,7 +670,7 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
           schema: { type: "string", enum: ["true"] },
         },
       },
-      securitySchemes,
+      securitySchemes: { ...securitySchemes, ...linkTokenScheme },
     },
   };
 }

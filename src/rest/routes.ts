@@ -186,6 +186,66 @@ export const restRoutes: Record<string, RestRoute> = {
     responseStatus: 200,
     tags: ["Frameworks"],
   },
+  // Before `/evidence-requests/:id`, which would take "current" for an id: the table's order is the match order.
+  "Query.currentEvidenceRequest": {
+    method: "GET",
+    path: "/evidence-requests/current",
+    responseStatus: 200,
+    tags: ["Evidence requests"],
+  },
+  "Mutation.submitEvidenceRequest": {
+    method: "POST",
+    path: "/evidence-requests/current/submission",
+    responseStatus: 200,
+    tags: ["Evidence requests"],
+  },
+  "Mutation.createEvidenceRequest": {
+    method: "POST",
+    path: "/evidence-requests",
+    responseStatus: 201,
+    tags: ["Evidence requests"],
+  },
+  "Query.evidenceRequests": {
+    method: "GET",
+    path: "/evidence-requests",
+    responseStatus: 200,
+    tags: ["Evidence requests"],
+    omit: ["EvidenceRequest.url"],
+  },
+  "Query.evidenceRequest": {
+    method: "GET",
+    path: "/evidence-requests/:id",
+    responseStatus: 200,
+    tags: ["Evidence requests"],
+    omit: ["EvidenceRequest.url"],
+  },
+  "Mutation.cancelEvidenceRequest": {
+    method: "POST",
+    path: "/evidence-requests/:id/cancel",
+    responseStatus: 200,
+    tags: ["Evidence requests"],
+    omit: ["EvidenceRequest.url"],
+  },
+  "Mutation.resendEvidenceRequest": {
+    method: "POST",
+    path: "/evidence-requests/:id/resend",
+    responseStatus: 200,
+    tags: ["Evidence requests"],
+  },
+  "Mutation.acceptEvidenceRequest": {
+    method: "POST",
+    path: "/evidence-requests/:id/accept",
+    responseStatus: 200,
+    tags: ["Evidence requests"],
+    omit: ["EvidenceRequest.url"],
+  },
+  "Mutation.rejectEvidenceRequest": {
+    method: "POST",
+    path: "/evidence-requests/:id/reject",
+    responseStatus: 200,
+    tags: ["Evidence requests"],
+    omit: ["EvidenceRequest.url"],
+  },
 };
 
 /** The table as Sofa takes it: Sofa cannot send a 204 without a body, so the REST guard turns its 200 into one. */

@@ -181,6 +181,8 @@ export async function createTestApp(
     attachmentStores?: AttachmentStores;
     /** False: Sofa answers every REST route (rest-dispatch.test.ts compares). */
     restDispatch?: boolean;
+    /** Evidence requests' link tokens and PUBLIC_URL (a link secret of the app's own, and the request's origin, when absent). */
+    evidenceRequests?: AppDeps["evidenceRequests"];
   } = {},
 ) {
   const { database, drop } = options.database
@@ -219,6 +221,7 @@ export async function createTestApp(
     webhooks: options.webhooks,
     auditSigner: options.auditSigner,
     restDispatch: options.restDispatch,
+    evidenceRequests: options.evidenceRequests,
   });
 
   async function rest(method: string, path: string, opts: RestOptions = {}) {

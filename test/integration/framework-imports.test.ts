@@ -7,7 +7,20 @@ import { oscalCatalog } from "../helpers/oscal.js";
 const { t, org, other } = await openFixture();
 const operator = createFrameworkImportService(t.db);
 
-const frameworkFields = ["custom", "id", "key", "license", "name", "requirementCount", "source", "version"];
+const frameworkFields = [
+  "adopted",
+  "createdAt",
+  "custom",
+  "id",
+  "key",
+  "license",
+  "name",
+  "readiness",
+  "requirementCount",
+  "source",
+  "updatedAt",
+  "version",
+];
 const IMPORT = `mutation($format: FrameworkFormat!, $document: String!, $key: String, $name: String, $version: String) {
   importFramework(format: $format, document: $document, key: $key, name: $name, version: $version) {
     id key name version source license custom requirementCount } }`;

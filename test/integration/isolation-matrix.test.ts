@@ -60,6 +60,7 @@ type Webhooks = {
   webhookDeliveryIds: string[];
   webhookSecrets: string[];
   checkpointIds: string[];
+  evidenceRequestIds: string[];
   /** A custom framework of the organization's own (adopted), and its requirements (a group and one assessed). */
   frameworkIds: string[];
   requirementIds: string[];
@@ -175,6 +176,17 @@ async function enrich(org: SeedResult) {
       submittedById: org.memberIds[3],
     },
   });
+  // An evidence request for a vendor, with its link (section 17).
+  const request = await t.rest("POST", "/v1/evidence-requests", {
+    key: org.apiKey,
+    body: {
+      vendorId: org.vendorIds[0],
+      title: `Evidence of ${org.organizationId}`,
+      recipientEmail: `auditor@${org.organizationId.replace("_", "-")}.example`,
+      dueAt: new Date(Date.now() + 5 * 86_400_000).toISOString(),
+    },
+  });
+  expect(request.status, request.text).toBe(201);
   // And a signed checkpoint of its audit chain (section 14).
   const checkpoint = await t.rest("POST", "/v1/audit/checkpoints", { key: org.apiKey });
   expect(checkpoint.status, checkpoint.text).toBe(201);
@@ -198,6 +210,7 @@ async function enrich(org: SeedResult) {
     // A requirement of a framework of its own that is not adopted, which its control maps to.
     controlRequirementIds: [requirementId],
     evidenceIds: [evidenceId],
+    evidenceRequestIds: [request.body.id as string],
     emails: (
       await t.db.user.findMany({
         where: { memberships: { some: { organizationId: org.organizationId } } },
@@ -359,8 +372,10 @@ function leakedOfA(text: string, requested: string): string[] {
     ...A.controlRequirementIds,
     ...A.evidenceIds,
     ...A.emails,
+    ...A.evidenceRequestIds,
     `Control of ${A.organizationId}`,
     `Confidential note of ${A.organizationId}`,
+    `Evidence of ${A.organizationId}`,
     Buffer.from(`%PDF-1.7 ${A.organizationId}`).toString("base64"),
   ];
   return markers.filter((m) => text.includes(m) && !requested.includes(m));
@@ -394,7 +409,15 @@ const idTakingArguments = roots
     // markNotificationsRead's ids likewise match only the caller's own notifications, and skip
     // the rest without an error (test/integration/notifications-inbox.test.ts checks that).
   )
-  .filter((path) => !path.includes(":filter.") && path !== "Mutation.markNotificationsRead:ids");
+  // submitEvidenceRequest takes an evidence request's link token as its only credential, which no
+  // column of this matrix is: another link's (and organization's) uploads are refused with 404 in
+  // test/integration/evidence-requests.test.ts.
+  .filter(
+    (path) =>
+      !path.includes(":filter.") &&
+      path !== "Mutation.markNotificationsRead:ids" &&
+      path !== "Mutation.submitEvidenceRequest:uploadIds",
+  );
 
 function fieldOf(name: string): { root: Root; field: GraphQLField<unknown, unknown> } {
   const [root, fieldName] = name.split(".") as [Root, string];
@@ -428,6 +451,7 @@ function attempts({ wrongKind = false } = {}): Attempt[] {
     webhookEndpoint: A.webhookEndpointIds,
     webhookDelivery: A.webhookDeliveryIds,
     control: A.controlIds,
+    evidenceRequest: A.evidenceRequestIds,
     evidence: A.evidenceIds,
     framework: A.frameworkIds,
     requirement: A.requirementIds,
@@ -594,6 +618,15 @@ function attempts({ wrongKind = false } = {}): Attempt[] {
   add("Mutation.sendTestWebhook", "id", A.webhookEndpointIds, (id) => ({ id }));
   add("Mutation.replayWebhookEndpoint", "id", A.webhookEndpointIds, (id) => ({ id, since: "2000-01-01T00:00:00Z" }));
   add("Mutation.redeliverWebhook", "id", A.webhookDeliveryIds, (id) => ({ id }));
+  // Evidence requests (contract section 17): another organization's request, control or vendor is 404.
+  const due = new Date(Date.now() + 5 * 86_400_000).toISOString();
+  const ask = { title: "B was here", recipientEmail: "b@example.com", dueAt: due };
+  add("Mutation.createEvidenceRequest", "vendorId", A.vendorIds, (id) => ({ vendorId: id, ...ask }));
+  add("Mutation.createEvidenceRequest", "controlId", A.controlIds, (id) => ({ controlId: id, ...ask }));
+  add("Query.evidenceRequest", "id", A.evidenceRequestIds, (id) => ({ id }));
+  for (const field of ["cancel", "resend", "accept"])
+    add(`Mutation.${field}EvidenceRequest`, "id", A.evidenceRequestIds, (id) => ({ id }));
+  add("Mutation.rejectEvidenceRequest", "id", A.evidenceRequestIds, (id) => ({ id, reason: "B was here" }));
   // Controls and evidence (contract section 16): A's control, requirement, policy, task, upload,
   // vendor and evidence are 404 to B, in the path and in the body alike.
   const controlOfB = B.controlIds[0] as string;

@@ -4,6 +4,7 @@ import type { Prisma } from "../../src/generated/prisma/client.js";
 import { type ListKey, type ListSpec, listPage } from "../../src/graphql/lists.js";
 import { auditEventList } from "../../src/modules/audit/audit.service.js";
 import { commentList } from "../../src/modules/comments/comments.service.js";
+import { evidenceRequestList } from "../../src/modules/evidence-requests/evidence-requests.service.js";
 import { memberList } from "../../src/modules/members/members.service.js";
 import { notificationList } from "../../src/modules/notifications/notifications.service.js";
 import { policyList } from "../../src/modules/policies/policies.service.js";
@@ -193,6 +194,19 @@ describe.skipIf(!usePostgres)("list plans on PostgreSQL", () => {
     ["Member", memberList, { role: ["admin"], department: ["it"], isActive: true, search: "person1" }],
     ["Comment", commentList, { authorId: ["usr_4"] }, ["task", "tsk_00000001"]],
     ["Notification", notificationList, { unread: true, reason: ["mention", "assigned"] }, ["mem_2"]],
+    [
+      "EvidenceRequest",
+      evidenceRequestList,
+      {
+        status: ["open", "rejected"],
+        controlId: ["ctl_00000001"],
+        vendorId: ["vnd_00000001"],
+        dueBefore: new Date(),
+        dueAfter: new Date(),
+        search: "abc1",
+        visibleTo: ["vendor"],
+      },
+    ],
     [
       "AuditEvent",
       auditEventList,

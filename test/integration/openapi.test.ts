@@ -196,14 +196,23 @@ describe("GET /v1/openapi.json", () => {
     expect(doc.components.parameters.IdempotencyKey).toMatchObject({ name: "Idempotency-Key", in: "header", required: false });
   });
 
-  it("offers the three credentials as alternatives on every operation", () => {
+  it("offers the three credentials as alternatives on every operation, and the link token on the link page's three alone", () => {
     expect(doc.components.securitySchemes).toEqual({
       ApiKey: expect.objectContaining({ type: "apiKey", in: "header", name: "X-API-Key" }),
       BearerJwt: expect.objectContaining({ type: "http", scheme: "bearer", bearerFormat: "JWT" }),
       SessionCookie: expect.objectContaining({ type: "apiKey", in: "cookie", name: "session_token" }),
+      EvidenceRequestToken: expect.objectContaining({ type: "apiKey", in: "header", name: "X-Evidence-Request-Token" }),
     });
-    for (const { op } of operations()) {
-      expect(op.security, op.operationId).toEqual([{ ApiKey: [] }, { BearerJwt: [] }, { SessionCookie: [] }]);
+    const members = [{ ApiKey: [] }, { BearerJwt: [] }, { SessionCookie: [] }];
+    const linkOnly = new Set(["/evidence-requests/current", "/evidence-requests/current/submission"]);
+    for (const { path, op } of operations()) {
+      const expected = linkOnly.has(path)
+        ? [{ EvidenceRequestToken: [] }]
+        : path === "/attachment-uploads"
+          ? [...members, { EvidenceRequestToken: [] }]
+          : members;
+      expect(op.security, op.operationId).toEqual(expected);
+      if (linkOnly.has(path)) continue;
       expect(op.parameters, op.operationId).toContainEqual({ $ref: "#/components/parameters/OrganizationId" });
     }
   });

@@ -19,8 +19,8 @@ let n = 0;
 const unique = () => `${Date.now()}${n++}`;
 
 type Call = { rest: [method: string, path: string, body?: unknown]; gql: [query: string, variables: Record<string, unknown>] };
-/** The caller a call is made for: its user and member (none for an API key). */
-type Who = { userId?: string; memberId?: string };
+/** The caller a call is made for: its user and member (none for an API key), or an evidence request's link. */
+type Who = { userId?: string; memberId?: string; link?: string };
 
 /** Every operation with the permission the contract gives it, and a valid call of it on each transport. */
 const operations: Record<
@@ -32,6 +32,10 @@ const operations: Record<
     approverOnly?: boolean;
     /** The caller's own inbox: every user credential, whatever its role; an API key is refused whatever its scopes. */
     personal?: boolean;
+    /** A permission that would also let the call through (a list of either kind): a key refused lacks both. */
+    alsoBy?: Permission;
+    /** Takes an evidence request's link token alone: every member's or key's credential is 401. */
+    linkOnly?: boolean;
     /**
      * A person without the permission nor control:read (an employee, a contractor) acts on the controls they own:
      * the call names a control they do not own, so it is as missing (404), or a list shows theirs.
@@ -533,6 +537,133 @@ Object.assign(operations, {
   },
 } satisfies typeof operations);
 
+// Evidence requests (contract section 17): a vendor's, so vendor:read and vendor:update decide.
+const dueIn5Days = () => new Date(Date.now() + 5 * 86_400_000).toISOString();
+
+/** A new evidence request for the organization's vendor, and its link's token. */
+async function evidenceRequest(): Promise<{ id: string; token: string }> {
+  const res = await t.rest("POST", "/v1/evidence-requests", {
+    key: org.apiKey,
+    body: { vendorId: org.vendorIds[0], title: "SOC 2", recipientEmail: "s@vendor.example", dueAt: dueIn5Days() },
+  });
+  expect(res.status, res.text).toBe(201);
+  return { id: res.body.id, token: String(res.body.url).split("/").pop() as string };
+}
+
+/** An upload through a link, its bytes in the store. */
+async function linkUpload(token: string): Promise<string> {
+  const bytes = new TextEncoder().encode("%PDF-1.7\n");
+  const res = await t.rest("POST", "/v1/attachment-uploads", {
+    headers: { "x-evidence-request-token": token },
+    body: {
+      fileName: "r.pdf",
+      fileType: "application/pdf",
+      size: bytes.length,
+      sha256: "Bxb5Jkyf4Z9ddFUnYQfz3cwdNJf2PWBomnNViuihv14=",
+    },
+  });
+  expect(res.status, res.text).toBe(201);
+  const put = await t.app.fetch(new Request(res.body.uploadUrl, { method: "PUT", headers: res.body.headers, body: bytes }));
+  expect(put.status).toBeLessThan(300);
+  return res.body.id;
+}
+
+/** A request whose recipient has submitted a file: what accept and reject decide. */
+async function submittedRequest(): Promise<string> {
+  const { id, token } = await evidenceRequest();
+  const res = await t.rest("POST", "/v1/evidence-requests/current/submission", {
+    headers: { "x-evidence-request-token": token },
+    body: { uploadIds: [await linkUpload(token)] },
+  });
+  expect(res.status, res.text).toBe(200);
+  return id;
+}
+
+const onRequest =
+  (make: () => Promise<string>, rest: (id: string) => [string, string, unknown?], gql: string) => async (): Promise<Call> => {
+    const [a, b] = [await make(), await make()];
+    return { rest: rest(a), gql: [gql, { id: b }] };
+  };
+const newRequestId = async () => (await evidenceRequest()).id;
+
+Object.assign(operations, {
+  "Mutation.createEvidenceRequest": {
+    permission: "vendor:update",
+    call: () => {
+      const args = { vendorId: org.vendorIds[0], title: "SOC 2", recipientEmail: "s@vendor.example", dueAt: dueIn5Days() };
+      return {
+        rest: ["POST", "/v1/evidence-requests", args],
+        gql: [
+          "mutation($vendorId: ID!, $title: String!, $recipientEmail: String!, $dueAt: DateTime!) { createEvidenceRequest(vendorId: $vendorId, title: $title, recipientEmail: $recipientEmail, dueAt: $dueAt) { id } }",
+          args,
+        ],
+      };
+    },
+  },
+  "Query.evidenceRequests": {
+    permission: "vendor:read",
+    alsoBy: "control:read",
+    call: () => ({ rest: ["GET", "/v1/evidence-requests"], gql: ["{ evidenceRequests { nextCursor } }", {}] }),
+  },
+  "Query.evidenceRequest": {
+    permission: "vendor:read",
+    alsoBy: "control:read",
+    call: onRequest(
+      newRequestId,
+      (id) => ["GET", `/v1/evidence-requests/${id}`],
+      "query($id: ID!) { evidenceRequest(id: $id) { id } }",
+    ),
+  },
+  "Mutation.cancelEvidenceRequest": {
+    permission: "vendor:update",
+    call: onRequest(
+      newRequestId,
+      (id) => ["POST", `/v1/evidence-requests/${id}/cancel`],
+      "mutation($id: ID!) { cancelEvidenceRequest(id: $id) { id } }",
+    ),
+  },
+  "Mutation.resendEvidenceRequest": {
+    permission: "vendor:update",
+    call: onRequest(
+      newRequestId,
+      (id) => ["POST", `/v1/evidence-requests/${id}/resend`],
+      "mutation($id: ID!) { resendEvidenceRequest(id: $id) { url } }",
+    ),
+  },
+  "Mutation.acceptEvidenceRequest": {
+    permission: "vendor:update",
+    call: onRequest(
+      submittedRequest,
+      (id) => ["POST", `/v1/evidence-requests/${id}/accept`],
+      "mutation($id: ID!) { acceptEvidenceRequest(id: $id) { status } }",
+    ),
+  },
+  "Mutation.rejectEvidenceRequest": {
+    permission: "vendor:update",
+    call: onRequest(
+      submittedRequest,
+      (id) => ["POST", `/v1/evidence-requests/${id}/reject`, { reason: "older report" }],
+      'mutation($id: ID!) { rejectEvidenceRequest(id: $id, reason: "older report") { status } }',
+    ),
+  },
+  "Query.currentEvidenceRequest": {
+    permission: "vendor:read",
+    linkOnly: true,
+    call: () => ({ rest: ["GET", "/v1/evidence-requests/current"], gql: ["{ currentEvidenceRequest { title } }", {}] }),
+  },
+  "Mutation.submitEvidenceRequest": {
+    permission: "vendor:update",
+    linkOnly: true,
+    call: async (who) => {
+      const uploadIds = who.link ? [await linkUpload(who.link)] : ["upl_none"];
+      return {
+        rest: ["POST", "/v1/evidence-requests/current/submission", { uploadIds }],
+        gql: ["mutation($ids: [ID!]!) { submitEvidenceRequest(uploadIds: $ids) { status } }", { ids: uploadIds }],
+      };
+    },
+  },
+} satisfies typeof operations);
+
 /** Frameworks of the organization: one adopted for good (applicability), one adopted and withdrawn by the calls. */
 let frameworksMade:
   | Promise<{ adopted: Awaited<ReturnType<typeof makeFramework>>; moving: Awaited<ReturnType<typeof makeFramework>> }>
@@ -886,26 +1017,66 @@ describe("permissions", () => {
 
   it.each(Object.keys(rolePermissions))("grants and refuses by role: %s", async (role) => {
     const credential = credentials.find((c) => c.name.endsWith(` ${role}`)) as Credential;
-    for (const [field, { permission, call, personal, withoutPermission, passes }] of Object.entries(operations)) {
+    for (const [field, { permission, call, personal, linkOnly, withoutPermission, passes }] of Object.entries(operations)) {
       const holds = personal || credential.holds(permission);
       // Scoped to the controls they own: a person who reads no control otherwise (a reader of every control is refused the change).
       const scoped = withoutPermission && !credential.holds("control:read");
-      const expected = holds ? (passes ?? true) : scoped ? (withoutPermission === "allowed" ? true : 404) : false;
+      const expected = linkOnly
+        ? "unauthenticated"
+        : holds
+          ? (passes ?? true)
+          : scoped
+            ? withoutPermission === "allowed"
+              ? true
+              : 404
+            : false;
       await expectOutcome(field, await call(credential.who), credential.headers(), expected);
     }
   });
 
   it("grants an API key exactly its scopes", async () => {
-    for (const [field, { permission, call, approverOnly, personal, passes }] of Object.entries(operations)) {
+    for (const [field, { permission, call, approverOnly, personal, passes, alsoBy, linkOnly }] of Object.entries(operations)) {
       // Granting a role needs every permission of that role: createMember makes an employee.
       const grants = field === "Mutation.createMember" ? rolePermissions.employee : [];
       const only = await t.keyWith(org.organizationId, [permission, ...grants]);
-      await expectOutcome(field, await call({}), { "x-api-key": only.key }, !approverOnly && !personal && (passes ?? true));
+      const allowed = linkOnly ? "unauthenticated" : !approverOnly && !personal && (passes ?? true);
+      await expectOutcome(field, await call({}), { "x-api-key": only.key }, allowed);
       const allBut = await t.keyWith(
         org.organizationId,
-        permissions.filter((p) => p !== permission),
+        permissions.filter((p) => p !== permission && p !== alsoBy),
       );
-      await expectOutcome(field, await call({}), { "x-api-key": allBut.key }, false);
+      await expectOutcome(field, await call({}), { "x-api-key": allBut.key }, linkOnly ? "unauthenticated" : false);
+    }
+  });
+
+  it("an evidence request's link token runs the link's three operations, and is 401 on every other", async () => {
+    const takesLink = new Set([
+      "Query.currentEvidenceRequest",
+      "Mutation.submitEvidenceRequest",
+      "Mutation.createAttachmentUpload",
+    ]);
+    const shared = await evidenceRequest();
+    for (const [field, { call }] of Object.entries(operations)) {
+      if (!takesLink.has(field)) {
+        // Refused before its arguments matter: one link for all, and both transports at once.
+        await expectOutcome(field, await call({}), { "x-evidence-request-token": shared.token }, "unauthenticated");
+        continue;
+      }
+      // A link of its own per transport: a submission ends what the link takes.
+      for (const transport of ["rest", "gql"] as const) {
+        const { token } = await evidenceRequest();
+        const made = await call({ link: token });
+        const headers = { "x-evidence-request-token": token };
+        const [method, path, body] = made.rest;
+        const answer =
+          transport === "rest"
+            ? await t.rest(method, path, { headers, body })
+            : await t.gql(made.gql[0], made.gql[1], { headers });
+        const code = transport === "rest" ? answer.body?.code : answer.body.errors?.[0]?.extensions?.code;
+        const label = `${field} over ${transport}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 200)}`;
+        expect(answer.status, label).toBeLessThan(300);
+        expect(code, label).toBeUndefined();
+      }
     }
   });
 });
@@ -1141,8 +1312,13 @@ async function expectFieldOutcome(
   }
 }
 
-/** `true`: allowed; `false`: refused (403); 404: past the permission check, as missing. */
-async function expectOutcome(field: string, call: Call, headers: Record<string, string>, allowed: boolean | 404) {
+/** `true`: allowed; `false`: refused (403); 404: past the permission check, as missing; "unauthenticated": 401. */
+async function expectOutcome(
+  field: string,
+  call: Call,
+  headers: Record<string, string>,
+  allowed: boolean | 404 | "unauthenticated",
+) {
   const [method, path, body] = call.rest;
   const rest = await t.rest(method, path, { headers, body });
   const gql = await t.gql(call.gql[0], call.gql[1], { headers });
@@ -1151,6 +1327,10 @@ async function expectOutcome(field: string, call: Call, headers: Record<string, 
   if (allowed === 404) {
     expect(rest.status, label).toBe(404);
     expect(gqlCode, label).toBe("NOT_FOUND");
+  } else if (allowed === "unauthenticated") {
+    expect(rest.status, label).toBe(401);
+    expect(rest.body.code, label).toBe("UNAUTHENTICATED");
+    expect(gqlCode, label).toBe("UNAUTHENTICATED");
   } else if (allowed) {
     expect(rest.status, label).toBeLessThan(300);
     expect(gqlCode, label).toBeUndefined();

@@ -179,6 +179,36 @@ async function callEveryRoute(): Promise<Record<string, { status: number; shape:
       return t.rest("POST", `/v1/webhook-deliveries/${delivery.id}/redeliver`, { key });
     },
     "Mutation.deleteWebhookEndpoint": () => t.rest("DELETE", `/v1/webhook-endpoints/${hook.body.id}`, { key }),
+    "Mutation.createEvidenceRequest": async () => {
+      const due = new Date(Date.now() + 5 * 86_400_000).toISOString();
+      request = await t.rest("POST", "/v1/evidence-requests", {
+        key,
+        body: { vendorId: org.vendorIds[0], title: "SOC 2", recipientEmail: "a@vendor.example", dueAt: due },
+      });
+      return request;
+    },
+    "Query.evidenceRequests": () => t.rest("GET", "/v1/evidence-requests", { key }),
+    "Query.evidenceRequest": () => t.rest("GET", `/v1/evidence-requests/${request.body.id}`, { key }),
+    "Query.currentEvidenceRequest": () => t.rest("GET", "/v1/evidence-requests/current", { headers: linkToken() }),
+    "Mutation.submitEvidenceRequest": () => submitThroughLink(),
+    "Mutation.rejectEvidenceRequest": () =>
+      t.rest("POST", `/v1/evidence-requests/${request.body.id}/reject`, { key, body: { reason: "older report" } }),
+    "Mutation.resendEvidenceRequest": async () => {
+      const resent = await t.rest("POST", `/v1/evidence-requests/${request.body.id}/resend`, { key });
+      request.body.url = resent.body.url;
+      return resent;
+    },
+    "Mutation.acceptEvidenceRequest": async () => {
+      await submitThroughLink();
+      return t.rest("POST", `/v1/evidence-requests/${request.body.id}/accept`, { key });
+    },
+    "Mutation.cancelEvidenceRequest": async () => {
+      const other = await t.rest("POST", "/v1/evidence-requests", {
+        key,
+        body: { vendorId: org.vendorIds[0], title: "x", recipientEmail: "b@vendor.example", dueAt: request.body.dueAt },
+      });
+      return t.rest("POST", `/v1/evidence-requests/${other.body.id}/cancel`, { key });
+    },
     "Mutation.createControl": async () => {
       ctl = await t.rest("POST", "/v1/controls", {
         key,
@@ -275,6 +305,22 @@ async function callEveryRoute(): Promise<Record<string, { status: number; shape:
     );
     return created.body.id as string;
   };
+  let request = { body: {} } as Awaited<ReturnType<TestApp["rest"]>>;
+  const linkToken = () => ({ "x-evidence-request-token": String(request.body.url).split("/").pop() as string });
+  /** One file sent through the request's link: an upload, its bytes, the submission. */
+  async function submitThroughLink() {
+    const bytes = new TextEncoder().encode("%PDF-1.7 shape");
+    const sha256 = Buffer.from(await crypto.subtle.digest("SHA-256", bytes)).toString("base64");
+    const upload = await t.rest("POST", "/v1/attachment-uploads", {
+      headers: linkToken(),
+      body: { fileName: "r.pdf", fileType: "application/pdf", size: bytes.length, sha256 },
+    });
+    await t.app.fetch(new Request(upload.body.uploadUrl, { method: "PUT", headers: upload.body.headers, body: bytes }));
+    return t.rest("POST", "/v1/evidence-requests/current/submission", {
+      headers: linkToken(),
+      body: { uploadIds: [upload.body.id], note: "n" },
+    });
+  }
   const answers: Record<string, { status: number; shape: unknown }> = {};
   let hook = { body: { id: "" } } as Awaited<ReturnType<TestApp["rest"]>>;
   for (const [field, call] of Object.entries(calls)) {

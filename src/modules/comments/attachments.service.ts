@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
 import { z } from "zod";
-import type { Actor } from "../../auth/actor.js";
+import type { Actor, RecipientActor } from "../../auth/actor.js";
 import {
   type AttachmentStore,
   base64ToHex,
@@ -159,9 +159,18 @@ const SIGNATURE_BYTES = 8;
  */
 export type EvidenceFileAccess = (actor: Actor, attachmentId: string) => Promise<boolean>;
 
+type UploadOwner =
+  | { memberId: string; apiKeyId: null; evidenceRequestId?: undefined }
+  | { memberId: null; apiKeyId: string; evidenceRequestId?: undefined }
+  | { memberId: null; apiKeyId: null; evidenceRequestId: string };
+
 export function createAttachmentService(db: Db, settings: AttachmentSettings, evidenceFileReadable?: EvidenceFileAccess) {
-  /** The caller an upload belongs to: the member behind a user credential, or the API key itself. */
-  async function callerOf(actor: Actor): Promise<{ memberId: string; apiKeyId: null } | { memberId: null; apiKeyId: string }> {
+  /**
+   * The caller an upload belongs to: the member behind a user credential, or the API key itself, or
+   * the evidence request whose link made it (its recipient has neither member nor key).
+   */
+  async function callerOf(actor: Actor | RecipientActor): Promise<UploadOwner> {
+    if ("evidenceRequestId" in actor) return { memberId: null, apiKeyId: null, evidenceRequestId: actor.evidenceRequestId };
     if (actor.apiKeyId && !actor.userId) return { memberId: null, apiKeyId: actor.apiKeyId };
     const member = await db.member.findUnique({
       where: { organizationId_userId: { organizationId: actor.organizationId, userId: actor.userId as string } },
@@ -247,8 +256,16 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings, ev
     settings,
     discard,
 
-    /** A URL the caller sends one file's bytes to (createAttachmentUpload). */
-    async createUpload(actor: Actor, args: CreateUploadArgs, origin?: string): Promise<AttachmentUploadTicket> {
+    /**
+     * A URL the caller sends one file's bytes to (createAttachmentUpload); the caller holds at most
+     * `most` uploads not yet attached (an evidence request's link: its own smaller limit).
+     */
+    async createUpload(
+      actor: Actor | RecipientActor,
+      args: CreateUploadArgs,
+      origin?: string,
+      most = MAX_PENDING_UPLOADS,
+    ): Promise<AttachmentUploadTicket> {
       const input = parseInput(createUploadInput, args);
       const refused = refusedFile(input.fileName, input.fileType);
       if (refused)
@@ -272,14 +289,16 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings, ev
       const id = newId("upl");
       await db.$transaction(async (tx) => {
         // One caller's uploads are counted and added one request at a time, so the limit holds under a race.
-        const callerKey = `attachment-uploads:${caller.memberId ?? caller.apiKeyId}`;
+        const callerKey = `attachment-uploads:${caller.memberId ?? caller.apiKeyId ?? caller.evidenceRequestId}`;
         await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${callerKey}, 0))`;
         const pending = await tx.attachmentUpload.count({
           where: { organizationId: actor.organizationId, ...caller, attachmentId: null, expiresAt: { gt: new Date() } },
         });
-        if (pending >= MAX_PENDING_UPLOADS) {
+        if (pending >= most) {
           throw new ConflictError(
-            `You hold ${pending} uploads not yet attached, the most allowed: attach them to a comment, or wait until their URLs expire`,
+            caller.evidenceRequestId
+              ? `This request holds ${pending} files not yet submitted, the most it takes: submit them, or wait until their URLs expire`
+              : `You hold ${pending} uploads not yet attached, the most allowed: attach them to a comment, or wait until their URLs expire`,
           );
         }
         await tx.attachmentUpload.create({
@@ -306,7 +325,11 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings, ev
      * everything createComment needs of the store, before its transaction. Refusals name the item;
      * the store failing is a 503. Objects written here are removed when a later item fails.
      */
-    async prepare(actor: Actor, items: AttachmentItem[], itemPath: ItemPath = inAttachments): Promise<StoredFile[]> {
+    async prepare(
+      actor: Actor | RecipientActor,
+      items: AttachmentItem[],
+      itemPath: ItemPath = inAttachments,
+    ): Promise<StoredFile[]> {
       for (const [index, item] of items.entries()) {
         const inline = item.fileData !== undefined && item.fileData !== null;
         const upload = item.uploadId !== undefined && item.uploadId !== null;
@@ -341,7 +364,12 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings, ev
       for (const [index, item] of items.entries()) {
         if (item.uploadId) {
           const found = uploads.find((u) => u.id === item.uploadId);
-          if (!found || found.memberId !== caller?.memberId || found.apiKeyId !== caller?.apiKeyId) {
+          if (
+            !found ||
+            found.memberId !== caller?.memberId ||
+            found.apiKeyId !== caller?.apiKeyId ||
+            found.evidenceRequestId !== (caller?.evidenceRequestId ?? null)
+          ) {
             throw itemError("NOT_FOUND", itemPath(index, "uploadId"), `upload ${JSON.stringify(item.uploadId)} was not found`);
           }
           if (found.attachmentId)

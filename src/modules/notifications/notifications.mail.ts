@@ -7,6 +7,8 @@ import type { NotificationEntityType, NotificationReason, Prisma } from "../../g
 import type { MailConfig } from "../../platform/config.js";
 import type { Db } from "../../platform/db/database.js";
 import { QUEUES } from "../../platform/jobs.js";
+import { composeRequestMessage, type EvidenceRequestMailJob } from "../evidence-requests/evidence-requests.mail.js";
+import type { LinkTokens } from "../evidence-requests/evidence-requests.token.js";
 import { referenceReadPermission } from "../request-loaders.js";
 import { emailColumn, type NotificationMail } from "./notifications.service.js";
 import { unsubscribeUrl } from "./notifications.unsubscribe.js";
@@ -25,7 +27,14 @@ export type NotificationMailer = NotificationMail & {
   stop(): Promise<void>;
 };
 
-type MailJob = { notificationId: string };
+/** A notification's message to a member, or an evidence request's to its outside recipient. */
+type MailJob = { notificationId: string } | EvidenceRequestMailJob;
+
+/** What a job's log lines may name: ids and kinds, never a link. */
+const jobFacts = (data: MailJob) =>
+  "notificationId" in data
+    ? { notificationId: data.notificationId }
+    : { evidenceRequestId: data.evidenceRequestId, kind: data.kind };
 
 /**
  * The job id of a notification's message: a UUID derived from the notification id, so that a
@@ -33,7 +42,16 @@ type MailJob = { notificationId: string };
  * NOTHING) and a message is never doubled by the queue.
  */
 export function mailJobId(notificationId: string): string {
-  const hex = createHash("sha256").update(`notification-mail:${notificationId}`).digest("hex");
+  return uuidOf(`notification-mail:${notificationId}`);
+}
+
+/** The job id of an evidence request's message: one job per request, kind, link generation and change. */
+export function requestMailJobId(job: EvidenceRequestMailJob): string {
+  return uuidOf(`evidence-request-mail:${job.evidenceRequestId}:${job.kind}:${job.generation}:${job.at}`);
+}
+
+function uuidOf(text: string): string {
+  const hex = createHash("sha256").update(text).digest("hex");
   // RFC 9562 version 8 (custom) with the RFC 4122 variant: pg-boss's uuid column accepts any UUID.
   const variant = ((Number.parseInt(hex[16] as string, 16) & 0x3) | 0x8).toString(16);
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
@@ -51,6 +69,8 @@ export type NotificationMailerOptions = {
   logger: Logger;
   /** Jobs each replica fetches (and sends at once, over up to 3 SMTP connections) at a time; 10 when absent. */
   batchSize?: number;
+  /** Rebuilds evidence requests' links for their e-mail (EVIDENCE_REQUEST_LINK_SECRET); such jobs fail without it. */
+  links?: LinkTokens;
 };
 
 /**
@@ -94,9 +114,13 @@ export async function createNotificationMailer(options: NotificationMailerOption
 
   async function attempt(job: JobWithMetadata<MailJob>) {
     try {
-      const composed = await composeMessage(db, job.data.notificationId, config);
+      const { data } = job;
+      let composed: Mail.Options | { skip: string };
+      if ("notificationId" in data) composed = await composeMessage(db, data.notificationId, config);
+      else if (options.links) composed = await composeRequestMessage({ db, config, links: options.links }, data);
+      else throw new Error("this replica cannot rebuild evidence request links: start the mailer with them");
       if ("skip" in composed) {
-        logger.info({ notificationId: job.data.notificationId, reason: composed.skip }, "notification e-mail not sent");
+        logger.info({ ...jobFacts(data), reason: composed.skip }, "notification e-mail not sent");
         return { id: job.id, status: "completed" as const, output: { skipped: composed.skip } };
       }
       const info = await transport.sendMail(composed);
@@ -107,7 +131,7 @@ export async function createNotificationMailer(options: NotificationMailerOption
       if (last) counts.failed++;
       else counts.retried++;
       logger[last ? "error" : "warn"](
-        { err: error, notificationId: job.data.notificationId, attempt: job.retryCount + 1, of: job.retryLimit + 1 },
+        { err: error, ...jobFacts(job.data), attempt: job.retryCount + 1, of: job.retryLimit + 1 },
         last ? "notification e-mail failed after its last attempt; kept as failed" : "notification e-mail failed; will retry",
       );
       return { id: job.id, status: "failed" as const, output: { message: (error as Error).message } };
@@ -123,6 +147,9 @@ export async function createNotificationMailer(options: NotificationMailerOption
         notificationIds.map((notificationId) => ({ id: mailJobId(notificationId), data: { notificationId } })),
         { db: fromPrisma(tx) },
       );
+    },
+    async enqueueEvidenceRequest(tx: Prisma.TransactionClient, job: EvidenceRequestMailJob) {
+      await boss.insert(MAIL_QUEUE, [{ id: requestMailJobId(job), data: job }], { db: fromPrisma(tx) });
     },
     async start() {
       workerId ??= await boss.work(

@@ -21,11 +21,14 @@ import { newId } from "../../platform/ids.js";
 import { commonLimits, limit, list, text } from "../../platform/limits.js";
 import { notNull, parseInput } from "../../platform/validation.js";
 import { type AuditEventInput, auditEvent, type Changes, changesBetween, writeAuditEvent } from "../audit/audit.service.js";
+import type { EvidenceRequestMailJob } from "../evidence-requests/evidence-requests.mail.js";
 
 /** E-mail for notifications; absent when SMTP is not configured. */
 export type NotificationMail = {
   /** In the caller's transaction, one e-mail job per notification given (the caller has left out the reasons each recipient switched off). */
   enqueue(tx: Prisma.TransactionClient, notificationIds: readonly string[]): Promise<void>;
+  /** In the caller's transaction, the e-mail of an evidence request to its outside recipient (no member: no notification). */
+  enqueueEvidenceRequest?(tx: Prisma.TransactionClient, job: EvidenceRequestMailJob): Promise<void>;
 };
 
 /** Where deep links point: the web app's origin (none: notifications carry no url) and the other origins trusted (CORS_ORIGINS). */

@@ -22,6 +22,15 @@ export const webhookEventTypes: Record<string, string> = {
   "framework.mappings_imported":
     "The organization imported a mapping set between frameworks (object is its source framework when that is the organization's own)",
   "framework.withdrawn": "The organization withdrew a framework's adoption",
+  "evidence_request.created": "An evidence request was created for a control or a vendor",
+  "evidence_request.sent":
+    "An evidence request's link was issued to its recipient (at creation and at each resend); never the link itself",
+  "evidence_request.opened": "The recipient first opened an evidence request's link (data.actorEmail)",
+  "evidence_request.submitted": "The recipient submitted files through the link (data.actorEmail; each file's sha256)",
+  "evidence_request.accepted": "An evidence request's submitted evidence was accepted",
+  "evidence_request.rejected": "An evidence request's submitted evidence was rejected and the request reopened",
+  "evidence_request.cancelled": "An evidence request was cancelled: its link stopped working",
+  "evidence_request.expired": "An evidence request's link passed its expiry before the evidence was accepted",
   "member.created": "A member was added",
   "member.updated": "A member was changed",
   "member.device_unlinked": "A member's device was unlinked",

@@ -1,8 +1,6 @@
-import { randomBytes } from "node:crypto";
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import path from "node:path";
 import type { AttachmentConfig } from "../config.js";
 import type { Db } from "../db/database.js";
+import { keptSecret } from "../kept-secrets.js";
 import { createDatabaseStore } from "./database.js";
 import { createFilesystemStore } from "./filesystem.js";
 import { createS3Store, type S3StoreSettings } from "./s3.js";
@@ -51,9 +49,6 @@ export function openAttachmentStores(settings: AttachmentStoreSettings, deps: { 
   return { store, storeOf, urls };
 }
 
-const URL_SECRET_FILE = "attachment-url-secret";
-const URL_SECRET_NAME = "attachment-url";
-
 /**
  * The secret of the service-signed URLs: ATTACHMENT_URL_SECRET; else, on the embedded database,
  * the one kept in DATA_DIR, and on PostgreSQL the one kept in the database, which every replica
@@ -63,32 +58,14 @@ export function attachmentUrlSecret(
   config: { dataDir: string; databaseUrl?: string; attachments: Pick<AttachmentConfig, "urlSecret"> },
   db?: Db,
 ): UrlSecret {
-  if (config.attachments.urlSecret) return config.attachments.urlSecret;
-  if (!config.databaseUrl) return secretInDataDir(config.dataDir);
-  return async () => {
-    if (!db) throw new Error("the attachment URL secret is kept in the database: pass the database");
-    await db.serviceSecret.createMany({
-      data: [{ name: URL_SECRET_NAME, value: randomBytes(32).toString("base64url") }],
-      skipDuplicates: true,
-    });
-    return (await db.serviceSecret.findUniqueOrThrow({ where: { name: URL_SECRET_NAME } })).value;
-  };
-}
-
-function secretInDataDir(dataDir: string): string {
-  const file = path.join(dataDir, URL_SECRET_FILE);
-  try {
-    return readFileSync(file, "utf8").trim();
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-  }
-  mkdirSync(dataDir, { recursive: true });
-  try {
-    // "wx": of two processes starting on one directory, the second reads the first's secret.
-    writeFileSync(file, randomBytes(32).toString("base64url"), { flag: "wx", mode: 0o600 });
-    chmodSync(file, 0o600);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-  }
-  return readFileSync(file, "utf8").trim();
+  return keptSecret(
+    {
+      given: config.attachments.urlSecret,
+      dataDir: config.dataDir,
+      databaseUrl: config.databaseUrl,
+      file: "attachment-url-secret",
+      name: "attachment-url",
+    },
+    db,
+  );
 }
