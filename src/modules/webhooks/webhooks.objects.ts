@@ -152,6 +152,43 @@ export async function restObjectOf(db: Db, organizationId: string, entity: { typ
           },
         }),
       );
+    case "framework": {
+      // Shipped frameworks belong to no organization: every organization sees them.
+      const framework = await db.framework.findFirst({
+        where: { id: entity.id, OR: [{ organizationId: null }, { organizationId }] },
+        select: {
+          id: true,
+          key: true,
+          name: true,
+          version: true,
+          source: true,
+          license: true,
+          organizationId: true,
+          requirementCount: true,
+          createdAt: true,
+          updatedAt: true,
+        },
+      });
+      if (!framework) return null;
+      const { organizationId: owner, ...rest } = framework;
+      return json({ ...rest, custom: owner !== null });
+    }
+    case "requirement":
+      return json(
+        await db.requirement.findFirst({
+          where: { id: entity.id, framework: { OR: [{ organizationId: null }, { organizationId }] } },
+          select: {
+            id: true,
+            frameworkId: true,
+            ref: true,
+            title: true,
+            description: true,
+            parentId: true,
+            assessable: true,
+            position: true,
+          },
+        }),
+      );
     case "evidence":
       return json(
         await db.evidence.findFirst({
