@@ -37,6 +37,11 @@ export type ListSpec = {
   table: string;
   /** The columns that name the list's parent (e.g. entityType, entityId); none for a root list. */
   parent: { name: string; sqlType: string }[];
+  /**
+   * A list through a join table (a control's policies, a task's controls): the parent columns are
+   * the join table's (alias `j`), and `column` is its column naming the list's row.
+   */
+  through?: { table: string; column: string };
   filters: Record<string, FilterRule>;
   orders: Record<string, SortKey>;
   defaultOrder: Order;
@@ -332,6 +337,10 @@ function plan(spec: ListSpec, key: ListKey, organizationId: string): Plan {
 }
 
 const whereAll = (parts: Prisma.Sql[]) => join(parts, " AND ");
+/** The alias of the parent's columns: the list's table, or the join table it is read through. */
+const parentAlias = (spec: ListSpec) => (spec.through ? "j" : "t");
+const joinThrough = (spec: ListSpec) =>
+  spec.through ? raw(` JOIN "${spec.through.table}" j ON j."${spec.through.column}" = t."id"`) : empty;
 
 const scopeOf = (spec: ListSpec, organizationId: string) =>
   spec.scope ? sql`(${spec.scope(organizationId)})` : sql`t."organizationId" = ${organizationId}`;
@@ -416,14 +425,14 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
       ];
       const names = ["idx", "take", "hc", "cn", "cv", "ci", ...spec.parent.map((_, i) => `p${i}`)];
       const ks = keyset(key, order.direction, { value: sql`k."cv"`, id: sql`k."ci"`, valueIsNull: sql`k."cn"` }, backward);
-      const parentMatch = spec.parent.map((c, i) => sql`t.${q(c.name)} = k.${q(`p${i}`)}`);
+      const parentMatch = spec.parent.map((c, i) => sql`${raw(parentAlias(spec))}.${q(c.name)} = k.${q(`p${i}`)}`);
       const rows = await readRows<{ idx: number; id: string; v: string | null }>(
         db,
         sql`
         SELECT k."idx", w."id", w."v"
         FROM unnest(${join(columns)}) AS k(${raw(names.map((n) => `"${n}"`).join(", "))})
         CROSS JOIN LATERAL (
-          SELECT t."id", (${key.sql})::text AS "v" FROM ${q(spec.table)} t
+          SELECT t."id", (${key.sql})::text AS "v" FROM ${q(spec.table)} t${joinThrough(spec)}
           WHERE ${whereAll([...base, ...parentMatch, sql`(NOT k."hc" OR ${ks.where})`])}
           ORDER BY ${ks.orderBy}
           LIMIT k."take"
@@ -506,7 +515,7 @@ async function countRows(db: Db, organizationId: string, spec: ListSpec, plans: 
         for (const index of indexes) counts[index] = Number(row?.n ?? 0);
         return;
       }
-      const tuple = raw(`(${spec.parent.map((c) => `t."${c.name}"`).join(", ")})`);
+      const tuple = raw(`(${spec.parent.map((c) => `${parentAlias(spec)}."${c.name}"`).join(", ")})`);
       const parents = spec.parent.map((c, i) =>
         typedArray(
           indexes.map((index) => (plans[index] as Plan).parent[i]),
@@ -516,8 +525,8 @@ async function countRows(db: Db, organizationId: string, spec: ListSpec, plans: 
       const rows = await readRows<{ n: number } & Record<string, string>>(
         db,
         sql`
-        SELECT ${raw(spec.parent.map((c, i) => `t."${c.name}"::text AS "p${i}"`).join(", "))}, count(*)::int AS "n"
-        FROM ${q(spec.table)} t
+        SELECT ${raw(spec.parent.map((c, i) => `${parentAlias(spec)}."${c.name}"::text AS "p${i}"`).join(", "))}, count(*)::int AS "n"
+        FROM ${q(spec.table)} t${joinThrough(spec)}
         WHERE ${whereAll([...base, sql`${tuple} IN (SELECT * FROM unnest(${join(parents)}))`])}
         GROUP BY ${tuple}`,
       );

@@ -6,6 +6,7 @@ import type { Permission } from "../auth/permissions.js";
 import { lazily } from "../graphql/loaders.js";
 import type { Db } from "../platform/db/database.js";
 import { createCommentLoaders } from "./comments/comments.loaders.js";
+import { createControlLoaders } from "./controls/controls.loaders.js";
 import { createEvidenceLoaders } from "./evidence/evidence.loaders.js";
 import { createFrameworkLoaders } from "./frameworks/frameworks.loaders.js";
 import { createMemberLoaders } from "./members/members.loaders.js";
@@ -22,6 +23,7 @@ import { createVendorLoaders } from "./vendors/vendors.loaders.js";
 export function createLoaders(db: Db, organizationId: string) {
   return lazily({
     comments: () => createCommentLoaders(db, organizationId),
+    controls: () => createControlLoaders(db, organizationId),
     frameworks: () => createFrameworkLoaders(db, organizationId),
     evidence: () => createEvidenceLoaders(db, organizationId),
     members: () => createMemberLoaders(db, organizationId),

@@ -167,14 +167,17 @@ describe("who sees a requirement's controls", () => {
     await makeControl(t.db, org.organizationId, { requirementIds: [requirementId], ownerId: org.memberIds[0], code: "OTHER-1" });
     const session = await createSession(t.db, org.userIds[3] as string, 3_600_000);
     const headers = { authorization: `Bearer ${session.token}`, "x-organization-id": org.organizationId };
-    const query = `query($id: ID!) { control(id: $id) { code requirements { ref controls { id code status { state } } } } }`;
+    const query = `query($id: ID!) { control(id: $id) { code requirements { items { ref controls { id code status { state } } } } } }`;
     const asEmployee = await t.gql(query, { id: mine }, { headers });
     expect(asEmployee.body.errors).toBeUndefined();
-    expect(asEmployee.body.data.control.requirements).toEqual([
+    expect(asEmployee.body.data.control.requirements.items).toEqual([
       { ref: "G1.1", controls: [{ id: mine, code: "MINE-1", status: { state: "not_ready" } }] },
     ]);
     const asKey = await t.gql(query, { id: mine }, { key: org.apiKey });
-    expect(asKey.body.data.control.requirements[0].controls.map((c: { code: string }) => c.code)).toEqual(["MINE-1", "OTHER-1"]);
+    expect(asKey.body.data.control.requirements.items[0].controls.map((c: { code: string }) => c.code)).toEqual([
+      "MINE-1",
+      "OTHER-1",
+    ]);
   });
 });
 

@@ -196,11 +196,11 @@ describe("controls", () => {
     expect((await map(["req_missing"])).status).toBe(404);
     expect((await map([])).status).toBe(400);
     const graph = await t.gql(
-      `query($id: ID!) { control(id: $id) { requirements { id ref framework { id } } } }`,
+      `query($id: ID!) { control(id: $id) { requirements { totalCount items { id ref framework { id } } } } }`,
       { id: control.id },
       { key: org.apiKey },
     );
-    expect(graph.body.data.control.requirements).toEqual([
+    expect(graph.body.data.control.requirements.items).toEqual([
       { id: shipped.requirementIds[0], ref: "AC-1", framework: { id: shipped.id } },
       { id: custom.requirementIds[0], ref: "OWN-1", framework: { id: custom.id } },
     ]);
@@ -245,28 +245,26 @@ describe("controls", () => {
     expect((await t.rest("POST", `/v1/controls/${control.id}/links`, { key: org.apiKey, body: {} })).status).toBe(400);
     const graph = await t.gql(
       `query($id: ID!, $task: ID!, $policy: ID!) {
-        control(id: $id) { policies { id } tasks { id } }
-        task(taskId: $task) { controls { id } }
-        policy(id: $policy) { controls { id } }
+        control(id: $id) { policies { totalCount items { id } } tasks(orderBy: { field: title, direction: asc }) { items { id title } } }
+        task(taskId: $task) { controls { items { id } } }
+        policy(id: $policy) { controls { items { id } } }
       }`,
       { id: control.id, task: org.taskIds[1], policy: org.policyIds[0] },
       { key: org.apiKey },
     );
     expect(graph.body.errors).toBeUndefined();
-    expect(graph.body.data.control).toEqual({
-      policies: [{ id: org.policyIds[0] }],
-      tasks: [{ id: org.taskIds[0] }, { id: org.taskIds[1] }],
-    });
-    expect(graph.body.data.task.controls).toContainEqual({ id: control.id });
-    expect(graph.body.data.policy.controls).toContainEqual({ id: control.id });
+    expect(graph.body.data.control.policies).toEqual({ totalCount: 1, items: [{ id: org.policyIds[0] }] });
+    expect(graph.body.data.control.tasks.items.map((i: { id: string }) => i.id)).toEqual([org.taskIds[0], org.taskIds[1]]);
+    expect(graph.body.data.task.controls.items).toContainEqual({ id: control.id });
+    expect(graph.body.data.policy.controls.items).toContainEqual({ id: control.id });
     const unlinked = await t.rest("DELETE", `/v1/controls/${control.id}/links?taskIds=${org.taskIds[0]}`, { key: org.apiKey });
     expect(unlinked.status, unlinked.text).toBe(200);
     const again = await t.gql(
-      `mutation($id: ID!, $tasks: [ID!]) { unlinkControl(controlId: $id, taskIds: $tasks) { tasks { id } } }`,
+      `mutation($id: ID!, $tasks: [ID!]) { unlinkControl(controlId: $id, taskIds: $tasks) { tasks { items { id } } } }`,
       { id: control.id, tasks: [org.taskIds[0]] },
       { key: org.apiKey },
     );
-    expect(again.body.data.unlinkControl.tasks).toEqual([{ id: org.taskIds[1] }]);
+    expect(again.body.data.unlinkControl.tasks.items).toEqual([{ id: org.taskIds[1] }]);
     const events = (await auditOf(control.id)).map((e) => [e.action, e.data]);
     expect(events.slice(1)).toEqual([
       ["control.linked", { policyIds: [org.policyIds[0]], taskIds: [org.taskIds[0], org.taskIds[1]] }],
@@ -344,7 +342,8 @@ describe("controls", () => {
       });
     }
     const query = `query($limit: Int!) { controls(limit: $limit) { totalCount items {
-      id code owner { id name } requirements { id ref framework { key } } policies { id name } tasks { id title }
+      id code owner { id name } requirements { totalCount items { id ref framework { key } } }
+      policies { totalCount items { id name } } tasks { totalCount items { id title } }
       evidence(limit: 5) { totalCount items { id status attachment { sha256 } } }
     } } }`;
     const run = async (limit: number) => {
@@ -354,7 +353,7 @@ describe("controls", () => {
       });
       expect(answer?.body.errors, JSON.stringify(answer?.body.errors)).toBeUndefined();
       expect(answer?.body.data.controls.items).toHaveLength(limit);
-      expect(answer?.body.data.controls.items[0].requirements).toHaveLength(2);
+      expect(answer?.body.data.controls.items[0].requirements.items).toHaveLength(2);
       return counted.count;
     };
     const five = await run(5);

@@ -18,11 +18,13 @@
  * nor B's audit export A's events.
  */
 
+import { randomBytes } from "node:crypto";
 import { type GraphQLArgument, type GraphQLField, type GraphQLInputType, getNamedType, isInputObjectType } from "graphql";
 import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SeedResult } from "../../src/admin/seed.js";
 import { createSession } from "../../src/auth/sessions.js";
+import { newId } from "../../src/platform/ids.js";
 import { REST_BASE, restRoutes } from "../../src/rest/routes.js";
 import { schema } from "../../src/schema.js";
 import { selectionOf } from "../fuzz/arbitraries.js";
@@ -68,8 +70,10 @@ let A: SeedResult & {
   uploadIds: string[];
   commentIds: string[];
   emails: string[];
-} & Webhooks;
-let B: SeedResult & { versionIds: string[]; draftVersionId: string; commentIds: string[] } & Webhooks;
+} & Webhooks &
+  Controls;
+let B: SeedResult & { versionIds: string[]; draftVersionId: string; commentIds: string[] } & Webhooks & Controls;
+type Controls = { controlIds: string[]; controlRequirementIds: string[]; evidenceIds: string[]; uploadIds: string[] };
 const headersOfB = {} as Record<CredentialKind, Record<string, string>>;
 
 async function enrich(org: SeedResult) {
@@ -119,6 +123,58 @@ async function enrich(org: SeedResult) {
     },
   });
   expect(upload.status, upload.text).toBe(201);
+  // A control mapped to a requirement of its own framework, with a policy and a task linked, and
+  // evidence submitted by its owner (sections 16 and 17): its file is one of the attachments.
+  const frameworkId = newId("fw");
+  const requirementId = newId("req");
+  await t.db.framework.create({
+    data: {
+      id: frameworkId,
+      organizationId: org.organizationId,
+      key: `own-${frameworkId}`,
+      name: "Own framework",
+      version: "1",
+      requirements: { create: [{ id: requirementId, ref: "OWN-1", title: "Own", position: 0 }] },
+    },
+  });
+  const control = await t.rest("POST", "/v1/controls", {
+    key: org.apiKey,
+    body: { code: "ISO-1", name: `Control of ${org.organizationId}`, ownerId: org.memberIds[3] },
+  });
+  expect(control.status, control.text).toBe(201);
+  await t.rest("POST", `/v1/controls/${control.body.id}/requirements`, {
+    key: org.apiKey,
+    body: { requirementIds: [requirementId] },
+  });
+  await t.rest("POST", `/v1/controls/${control.body.id}/links`, {
+    key: org.apiKey,
+    body: { policyIds: [org.policyIds[0]], taskIds: [org.taskIds[0]] },
+  });
+  const evidenceFile = newId("att");
+  const evidenceId = newId("evd");
+  await t.db.attachment.create({
+    data: {
+      id: evidenceFile,
+      organizationId: org.organizationId,
+      name: "review.pdf",
+      type: "application/pdf",
+      size: 1,
+      sha256: "0".repeat(64),
+      store: "database",
+      objectKey: randomBytes(16).toString("hex"),
+    },
+  });
+  await t.db.evidence.create({
+    data: {
+      id: evidenceId,
+      organizationId: org.organizationId,
+      controlId: control.body.id,
+      attachmentId: evidenceFile,
+      collectedAt: new Date(),
+      status: "submitted",
+      submittedById: org.memberIds[3],
+    },
+  });
   // And a signed checkpoint of its audit chain (section 14).
   const checkpoint = await t.rest("POST", "/v1/audit/checkpoints", { key: org.apiKey });
   expect(checkpoint.status, checkpoint.text).toBe(201);
@@ -138,6 +194,10 @@ async function enrich(org: SeedResult) {
     webhookDeliveryIds: (await t.db.webhookDelivery.findMany(where)).map((r) => r.id),
     webhookSecrets: [endpoint.body.secret as string],
     checkpointIds: [checkpoint.body.id as string],
+    controlIds: [control.body.id as string],
+    // A requirement of a framework of its own that is not adopted, which its control maps to.
+    controlRequirementIds: [requirementId],
+    evidenceIds: [evidenceId],
     emails: (
       await t.db.user.findMany({
         where: { memberships: { some: { organizationId: org.organizationId } } },
@@ -294,7 +354,12 @@ function leakedOfA(text: string, requested: string): string[] {
     ...A.webhookDeliveryIds,
     ...A.webhookSecrets,
     ...A.checkpointIds,
+    ...A.controlIds,
+    ...A.requirementIds,
+    ...A.controlRequirementIds,
+    ...A.evidenceIds,
     ...A.emails,
+    `Control of ${A.organizationId}`,
     `Confidential note of ${A.organizationId}`,
     Buffer.from(`%PDF-1.7 ${A.organizationId}`).toString("base64"),
   ];
@@ -362,6 +427,8 @@ function attempts({ wrongKind = false } = {}): Attempt[] {
     attachment: A.attachmentIds,
     webhookEndpoint: A.webhookEndpointIds,
     webhookDelivery: A.webhookDeliveryIds,
+    control: A.controlIds,
+    evidence: A.evidenceIds,
     framework: A.frameworkIds,
     requirement: A.requirementIds,
   };
@@ -527,6 +594,34 @@ function attempts({ wrongKind = false } = {}): Attempt[] {
   add("Mutation.sendTestWebhook", "id", A.webhookEndpointIds, (id) => ({ id }));
   add("Mutation.replayWebhookEndpoint", "id", A.webhookEndpointIds, (id) => ({ id, since: "2000-01-01T00:00:00Z" }));
   add("Mutation.redeliverWebhook", "id", A.webhookDeliveryIds, (id) => ({ id }));
+  // Controls and evidence (contract section 16): A's control, requirement, policy, task, upload,
+  // vendor and evidence are 404 to B, in the path and in the body alike.
+  const controlOfB = B.controlIds[0] as string;
+  add("Query.control", "id", A.controlIds, (id) => ({ id }));
+  add("Query.controlEvidence", "controlId", A.controlIds, (id) => ({ controlId: id }));
+  add("Mutation.updateControl", "id", A.controlIds, (id) => ({ id, name: "B was here" }));
+  add("Mutation.deleteControl", "id", A.controlIds, (id) => ({ id }));
+  add("Mutation.createControl", "ownerId", A.memberIds, (id) => ({ code: "B-1", name: "B was here", ownerId: id }));
+  add("Mutation.updateControl", "ownerId", A.memberIds, (id) => ({ id: controlOfB, ownerId: id }));
+  const controlRequirementsOfA = [...A.controlRequirementIds, ...A.requirementIds];
+  add("Mutation.mapControl", "controlId", A.controlIds, (id) => ({ controlId: id, requirementIds: B.controlRequirementIds }));
+  add("Mutation.mapControl", "requirementIds", controlRequirementsOfA, (id) => ({ controlId: controlOfB, requirementIds: [id] }));
+  add("Mutation.unmapControl", "controlId", A.controlIds, (id) => ({ controlId: id, requirementId: A.controlRequirementIds[0] }));
+  add("Mutation.unmapControl", "requirementId", controlRequirementsOfA, (id) => ({ controlId: controlOfB, requirementId: id }));
+  for (const field of ["Mutation.linkControl", "Mutation.unlinkControl"]) {
+    add(field, "controlId", A.controlIds, (id) => ({ controlId: id, taskIds: [B.taskIds[0]] }));
+    add(field, "policyIds", A.policyIds, (id) => ({ controlId: controlOfB, policyIds: [id] }));
+    add(field, "taskIds", A.taskIds, (id) => ({ controlId: controlOfB, taskIds: [id] }));
+  }
+  add("Mutation.addEvidence", "controlId", A.controlIds, (id) => ({ controlId: id, uploadId: B.uploadIds[0] }));
+  add("Mutation.addEvidence", "uploadId", A.uploadIds, (id) => ({ controlId: controlOfB, uploadId: id }));
+  add("Mutation.addVendorEvidence", "vendorId", A.vendorIds, (id) => ({ vendorId: id, uploadId: B.uploadIds[0] }));
+  add("Mutation.addVendorEvidence", "uploadId", A.uploadIds, (id) => ({ vendorId: B.vendorIds[0], uploadId: id }));
+  add("Query.vendorEvidence", "vendorId", A.vendorIds, (id) => ({ vendorId: id }));
+  add("Query.evidence", "id", A.evidenceIds, (id) => ({ id }));
+  add("Mutation.acceptEvidence", "id", A.evidenceIds, (id) => ({ id }));
+  add("Mutation.rejectEvidence", "id", A.evidenceIds, (id) => ({ id, reason: "B was here" }));
+  add("Mutation.deleteEvidence", "id", A.evidenceIds, (id) => ({ id }));
   // Frameworks (contract section 16): another organization's custom framework or requirement is 404, as a missing one.
   add("Query.framework", "id", A.frameworkIds, (id) => ({ id }));
   add("Query.frameworkRequirements", "id", A.frameworkIds, (id) => ({ id }));

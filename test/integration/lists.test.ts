@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createSession } from "../../src/auth/sessions.js";
+import { newId } from "../../src/platform/ids.js";
 import { openFixture } from "../helpers/fixtures.js";
 
 const { t, org } = await openFixture({ organizations: 1 });
@@ -458,9 +459,22 @@ describe("totalCount", () => {
     expect(hook.status, hook.text).toBe(201);
     await makeTasks(org.apiKey, [{ title: "Delivered" }]);
     expect((await t.rest("POST", "/v1/audit/checkpoints", { key: org.apiKey, body: {} })).status).toBe(201);
+    const control = await t.rest("POST", "/v1/controls", { key: org.apiKey, body: { code: `L-${Date.now()}`, name: "Listed" } });
+    expect(control.status, control.text).toBe(201);
+    idOf.Control = control.body.id;
+    const frameworkId = newId("fw");
+    await t.db.framework.create({
+      data: { id: frameworkId, organizationId: org.organizationId, key: frameworkId, name: "Listed", version: "1" },
+    });
+    idOf.Framework = frameworkId;
     const required: Record<string, string> = { entityId: `"${idOf.Vendor}"`, entityType: "vendor", id: `"${idOf.Policy}"` };
     // The `id` of a list under one record other than a policy.
-    const requiredOf: Record<string, Record<string, string>> = { webhookDeliveries: { id: `"${hook.body.id}"` } };
+    const requiredOf: Record<string, Record<string, string>> = {
+      webhookDeliveries: { id: `"${hook.body.id}"` },
+      controlEvidence: { controlId: `"${idOf.Control}"` },
+      vendorEvidence: { vendorId: `"${idOf.Vendor}"` },
+      frameworkRequirements: { id: `"${frameworkId}"` },
+    };
     const argsOf = (f: Field) => {
       const given = f.args
         .filter((a) => a.type.kind === "NON_NULL")
@@ -506,6 +520,14 @@ describe("totalCount", () => {
         "Query.webhookEndpoints",
         "Query.webhookDeliveries",
         "Query.auditCheckpoints",
+        "Query.controls",
+        "Query.controlEvidence",
+        "Control.evidence",
+        "Control.policies",
+        "Control.tasks",
+        "Task.controls",
+        "Policy.controls",
+        "Vendor.evidence",
       ]),
     );
   });

@@ -11,6 +11,7 @@ import {
 } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSession } from "../../src/auth/sessions.js";
+import { newId } from "../../src/platform/ids.js";
 import { schema } from "../../src/schema.js";
 import { openFixture } from "../helpers/fixtures.js";
 import { startWebhookReceiver } from "../helpers/webhook-receiver.js";
@@ -134,6 +135,74 @@ async function withDelivery() {
   return { endpointId, deliveryId: delivery?.id as string };
 }
 
+// Controls and evidence (contract section 16)
+const newControl = async () =>
+  (await gqlId('mutation($c: String!) { createControl(code: $c, name: "Payloads") { id } }', { c: `PL-${unique()}` }))
+    .id as string;
+let requirementId: string | undefined;
+let frameworkOfRequirement: string | undefined;
+/** The organization's own framework of one requirement. */
+async function ownFramework() {
+  await requirement();
+  return frameworkOfRequirement as string;
+}
+async function requirement() {
+  if (requirementId) return requirementId;
+  const frameworkId = newId("fw");
+  frameworkOfRequirement = frameworkId;
+  requirementId = newId("req");
+  await t.db.framework.create({
+    data: {
+      id: frameworkId,
+      organizationId: org.organizationId,
+      key: frameworkId,
+      name: "Payloads",
+      version: "1",
+      requirements: { create: [{ id: requirementId, ref: "PL-1", title: "Payloads", position: 0 }] },
+    },
+  });
+  return requirementId;
+}
+/** An upload of the org's key, its bytes sent. */
+async function uploaded() {
+  const bytes = Buffer.from(`%PDF-1.7\n${unique()}\n`);
+  const created = await t.rest("POST", "/v1/attachment-uploads", {
+    key: org.apiKey,
+    body: {
+      fileName: "evidence.pdf",
+      fileType: "application/pdf",
+      size: bytes.length,
+      sha256: createHash("sha256").update(bytes).digest("base64"),
+    },
+  });
+  const put = await t.app.fetch(
+    new Request(created.body.uploadUrl, { method: "PUT", headers: created.body.headers, body: new Uint8Array(bytes) }),
+  );
+  expect(put.status).toBe(200);
+  return created.body.id as string;
+}
+/** Evidence of a new control, set back to submitted so that it can be reviewed. */
+async function submittedEvidence() {
+  const evidence = await gqlId("mutation($c: ID!, $u: ID!) { addEvidence(controlId: $c, uploadId: $u) { id } }", {
+    c: await newControl(),
+    u: await uploaded(),
+  });
+  await t.db.evidence.update({ where: { id: evidence.id as string }, data: { status: "submitted" } });
+  return evidence.id as string;
+}
+/** A download URL is made anew at each read (its expiry moves): compared without it. */
+function withoutUrls(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutUrls);
+  if (value && typeof value === "object") {
+    return Object.fromEntries(
+      Object.entries(value)
+        .filter(([k]) => k !== "downloadUrl")
+        .map(([k, v]) => [k, withoutUrls(v)]),
+    );
+  }
+  return value;
+}
+
 type Case = () => Promise<{ variables: Record<string, unknown>; headers?: Record<string, string> }>;
 
 /** How to call each mutation of the schema; a mutation missing here fails the coverage test. */
@@ -198,6 +267,50 @@ const cases: Record<string, Case> = {
   deleteWebhookEndpoint: async () => ({ variables: { id: await newEndpoint() } }),
   rotateWebhookEndpointSecret: async () => ({ variables: { id: await newEndpoint() } }),
   sendTestWebhook: async () => ({ variables: { id: await newEndpoint() } }),
+  createControl: async () => ({
+    variables: { code: `PL-${unique()}`, name: "Backups", ownerId: org.memberIds[3], evidenceEveryDays: 90 },
+  }),
+  updateControl: async () => ({ variables: { id: await newControl(), name: "Renamed", evidenceEveryDays: 30 } }),
+  deleteControl: async () => ({ variables: { id: await newControl() } }),
+  mapControl: async () => ({ variables: { controlId: await newControl(), requirementIds: [await requirement()] } }),
+  unmapControl: async () => {
+    const controlId = await newControl();
+    await gqlId("mutation($c: ID!, $r: [ID!]!) { mapControl(controlId: $c, requirementIds: $r) { id } }", {
+      c: controlId,
+      r: [await requirement()],
+    });
+    return { variables: { controlId, requirementId: await requirement() } };
+  },
+  linkControl: async () => ({
+    variables: { controlId: await newControl(), policyIds: [org.policyIds[0]], taskIds: [org.taskIds[0]] },
+  }),
+  unlinkControl: async () => {
+    const controlId = await newControl();
+    await gqlId("mutation($c: ID!, $t: [ID!]) { linkControl(controlId: $c, taskIds: $t) { id } }", {
+      c: controlId,
+      t: org.taskIds,
+    });
+    return { variables: { controlId, taskIds: [org.taskIds[0]] } };
+  },
+  addEvidence: async () => ({
+    variables: { controlId: await newControl(), uploadId: await uploaded(), description: "Restore test" },
+  }),
+  addVendorEvidence: async () => ({
+    variables: { vendorId: org.vendorIds[0], uploadId: await uploaded(), validUntil: "2030-01-01T00:00:00.000Z" },
+  }),
+  acceptEvidence: async () => ({ variables: { id: await submittedEvidence() } }),
+  rejectEvidence: async () => ({ variables: { id: await submittedEvidence(), reason: "Blurry" } }),
+  deleteEvidence: async () => ({ variables: { id: await submittedEvidence() } }),
+  adoptFramework: async () => ({ variables: { frameworkId: await ownFramework() } }),
+  withdrawFramework: async () => {
+    const frameworkId = await ownFramework();
+    await gqlId("mutation($f: ID!) { adoptFramework(frameworkId: $f) { id } }", { f: frameworkId });
+    return { variables: { frameworkId } };
+  },
+  setRequirementApplicability: async () => {
+    await gqlId("mutation($f: ID!) { adoptFramework(frameworkId: $f) { id } }", { f: await ownFramework() });
+    return { variables: { requirementId: await requirement(), applicable: false, justification: "No card data" } };
+  },
   redeliverWebhook: async () => {
     const { deliveryId } = await withDelivery();
     // As the worker leaves a delivery it gave up on.
@@ -318,6 +431,23 @@ describe("mutation payloads", () => {
           orderBy: { sequence: "desc" },
         });
         expect(answer).toMatchObject({ organizationId: org.organizationId, sequence: head.sequence, hash: head.hash });
+      } else if (typeName === "Control" || typeName === "Evidence" || typeName === "Framework") {
+        const root = typeName.toLowerCase();
+        const selection = selectionOf(field.type);
+        const fresh = await freshField(`query($id: ID!) { ${root}(id: $id) ${selection} }`, { id: answer.id });
+        expect(withoutUrls(answer)).toEqual(withoutUrls(fresh));
+      } else if (typeName === "Requirement") {
+        // A requirement is read under its framework, whose one requirement it is (a page of one: its full selection is dear).
+        const selection = selectionOf(field.type);
+        const page = await freshField(`query($id: ID!) { frameworkRequirements(id: $id, limit: 1) { items ${selection} } }`, {
+          id: answer.frameworkId,
+        });
+        expect((page.items as { id: string }[]).find((r) => r.id === answer.id)).toEqual(answer);
+      } else if (typeName === "DeleteControlPayload" || typeName === "DeleteEvidencePayload") {
+        const root = typeName === "DeleteControlPayload" ? "control" : "evidence";
+        const res = await t.gql(`query($id: ID!) { ${root}(id: $id) { id } }`, { id: answer.deletedId }, { key: org.apiKey });
+        expect(res.body.errors?.[0]?.extensions?.code).toBe("NOT_FOUND");
+        expect(answer.deletedId).toBe(variables.id);
       } else if (typeName.startsWith("Delete")) {
         expect(await freshRead(answer.deletedId, "Node", "{ id }")).toBeNull();
         const entityType = answer.entity.__typename;

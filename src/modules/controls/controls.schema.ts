@@ -1,17 +1,15 @@
-import { authenticated, authorize, can } from "../../auth/actor.js";
+import type { GraphQLResolveInfo } from "graphql";
+import { authenticated, authorize } from "../../auth/actor.js";
 import { builder } from "../../graphql/builder.js";
+import type { Context } from "../../graphql/context.js";
 import { anyOf, dateBounds, defineConnection, itemsQuery, listArgs, searchField } from "../../graphql/page.schema.js";
 import { commonLimits, limited, listLimits } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
-import { ControlState, Requirement } from "../frameworks/frameworks.schema.js";
+import { ControlState, RequirementConnection, requirementListArgs } from "../frameworks/frameworks.schema.js";
 import { Member } from "../members/members.schema.js";
-import { Policy } from "../policies/policies.schema.js";
-import { Task } from "../tasks/tasks.schema.js";
-import { controlCaps, controlLimits, controlList, type DeletedControl } from "./controls.service.js";
-
-/** The records a join table's rows name, in the rows' order (the selection joined them in). */
-const through = (parent: unknown, relation: string, target: string): never =>
-  ((parent as Record<string, Record<string, unknown>[] | undefined>)[relation] ?? []).map((row) => row[target]) as never;
+import { PolicyConnection, policyListArgs } from "../policies/policies.schema.js";
+import { TaskConnection, taskListArgs } from "../tasks/tasks.schema.js";
+import { controlLimits, controlList, type DeletedControl } from "./controls.service.js";
 
 export const Control = builder.prismaObject("Control", {
   description:
@@ -39,57 +37,40 @@ export const Control = builder.prismaObject("Control", {
       resolve: (parent) => (parent as { owner?: unknown }).owner as never,
     }),
     requirements: t.field({
-      type: [Requirement],
-      description: `The requirements the control is mapped to, of any framework, in the order they were mapped (at most ${controlCaps.requirements}). Not in REST answers.`,
-      extensions: { ...graphOnly.extensions, listMax: controlCaps.requirements },
-      select: (_args, _ctx, nestedSelection) => ({
-        requirements: { select: { requirement: nestedSelection(true) }, orderBy: { createdAt: "asc" } },
-      }),
-      resolve: (parent) => through(parent, "requirements", "requirement"),
+      type: RequirementConnection,
+      ...graphOnly,
+      description:
+        "The requirements the control is mapped to, of any framework, filtered as a framework's (default: in the order they were mapped). Not in REST answers.",
+      args: requirementListArgs,
+      resolve: (control, args, ctx, info) =>
+        ctx.loaders.controls.requirements.load({ ...args, parent: [control.id], query: itemsQuery(ctx, info, "Requirement") }),
     }),
     policies: t.field({
-      type: [Policy],
+      type: PolicyConnection,
       nullable: true,
-      description: `The policies linked to the control, in the order they were linked (at most ${controlCaps.links}). Needs \`policy:read\`: without it, null with FORBIDDEN here. Not in REST answers.`,
-      extensions: { ...graphOnly.extensions, listMax: controlCaps.links },
-      select: (_args, ctx, nestedSelection) =>
-        can(ctx, "policy:read") ? { policies: { select: { policy: nestedSelection(true) }, orderBy: { createdAt: "asc" } } } : {},
-      resolve: (parent, _args, ctx) => {
+      ...graphOnly,
+      description:
+        "The policies linked to the control, filtered and sorted as `policies` (default newest first). Needs `policy:read`: without it, null with FORBIDDEN here. Not in REST answers.",
+      args: policyListArgs,
+      resolve: (control, args, ctx, info) => {
         authorize(ctx, "policy:read");
-        return through(parent, "policies", "policy");
+        return ctx.loaders.controls.policies.load({ ...args, parent: [control.id], query: itemsQuery(ctx, info, "Policy") });
       },
     }),
     tasks: t.field({
-      type: [Task],
+      type: TaskConnection,
       nullable: true,
-      description: `The tasks linked to the control, in the order they were linked (at most ${controlCaps.links}). Needs \`task:read\`: without it, null with FORBIDDEN here. Not in REST answers.`,
-      extensions: { ...graphOnly.extensions, listMax: controlCaps.links },
-      select: (_args, ctx, nestedSelection) =>
-        can(ctx, "task:read") ? { tasks: { select: { task: nestedSelection(true) }, orderBy: { createdAt: "asc" } } } : {},
-      resolve: (parent, _args, ctx) => {
+      ...graphOnly,
+      description:
+        "The tasks linked to the control, filtered and sorted as `tasks` (default newest first). Needs `task:read`: without it, null with FORBIDDEN here. Not in REST answers.",
+      args: taskListArgs,
+      resolve: (control, args, ctx, info) => {
         authorize(ctx, "task:read");
-        return through(parent, "tasks", "task");
+        return ctx.loaders.controls.tasks.load({ ...args, parent: [control.id], query: itemsQuery(ctx, info, "Task") });
       },
     }),
   }),
 });
-
-/** The controls linked to a task or policy: with `control:read` (an owner's own controls are read through `controls`). */
-const linkedControls = (relation: "controls", what: string) => ({
-  type: [Control],
-  nullable: true as const,
-  description: `The controls this ${what} backs, in the order they were linked. Needs \`control:read\`: without it, null with FORBIDDEN here. Not in REST answers.`,
-  extensions: { ...graphOnly.extensions, listMax: 100 },
-  select: (_args: unknown, ctx: Parameters<typeof can>[0], nestedSelection: (selection: true) => unknown) =>
-    can(ctx, "control:read") ? { [relation]: { select: { control: nestedSelection(true) }, orderBy: { createdAt: "asc" } } } : {},
-  resolve: (parent: unknown, _args: unknown, ctx: Parameters<typeof authorize>[0]) => {
-    authorize(ctx, "control:read");
-    return through(parent, relation, "control");
-  },
-});
-
-builder.prismaObjectField("Task", "controls", (t) => t.field(linkedControls("controls", "task") as never));
-builder.prismaObjectField("Policy", "controls", (t) => t.field(linkedControls("controls", "policy") as never));
 
 const ControlConnection = defineConnection("Control", Control);
 
@@ -121,6 +102,23 @@ const controlListArgs = listArgs("Control", controlList, {
     search: searchField(t, "code or name"),
   }),
 });
+
+/** The controls a task or policy backs, with `control:read` (a control's owner reads theirs through `controls`). */
+const backedControls = (what: string, loader: "ofTask" | "ofPolicy") =>
+  ({
+    type: ControlConnection,
+    nullable: true,
+    ...graphOnly,
+    description: `The controls this ${what} backs, filtered and sorted as \`controls\` (default newest first). Needs \`control:read\`: without it, null with FORBIDDEN here. Not in REST answers.`,
+    args: controlListArgs,
+    resolve: (parent: { id: string }, args: object, ctx: Context, info: GraphQLResolveInfo) => {
+      authorize(ctx, "control:read");
+      return ctx.loaders.controls[loader].load({ ...args, parent: [parent.id], query: itemsQuery(ctx, info, "Control") });
+    },
+  }) as never;
+
+builder.prismaObjectField("Task", "controls", (t) => t.field(backedControls("task", "ofTask")));
+builder.prismaObjectField("Policy", "controls", (t) => t.field(backedControls("policy", "ofPolicy")));
 
 const DeleteControlPayload = builder.objectRef<DeletedControl>("DeleteControlPayload").implement({
   description: "A deleted control: its id, to evict it from a cache.",

@@ -25,7 +25,10 @@ import { auditEvent, changesBetween, writeAuditEvent } from "../audit/audit.serv
 import { scheduleObjectDeletions } from "../comments/attachments.jobs.js";
 import { assertActiveMember } from "../entities.js";
 import { controlFilters, type Notify, recordControlStatusChanges } from "../frameworks/frameworks.readiness.js";
+import { requirementList } from "../frameworks/frameworks.service.js";
 import type { Notifier } from "../notifications/notifications.service.js";
+import { policyList } from "../policies/policies.service.js";
+import { taskList } from "../tasks/tasks.service.js";
 
 type ControlQuery = { select?: Prisma.ControlSelect; include?: Prisma.ControlInclude };
 type Tx = Prisma.TransactionClient;
@@ -44,13 +47,6 @@ export const controlLimits = {
   policyIds: limit({ maxItems: 25 }),
   taskIds: limit({ maxItems: 25 }),
 };
-
-/**
- * How many requirements one control maps to, and how many policies and tasks it links (each): a
- * control's lists are answered whole, and a page of 50 controls with them stays within the query
- * cost limit (query-cost.ts reads these as the lists' maxima).
- */
-export const controlCaps = { requirements: 50, links: 25 };
 
 // Who sees which controls -------------------------------------------------------------------------
 
@@ -145,6 +141,51 @@ export const controlList: ListSpec = {
     name: sortBy.text("name"),
   },
   defaultOrder: newestFirst,
+};
+
+/** The controls a task backs (Task.controls), through their links. */
+export const controlsOfTask: ListSpec = {
+  ...controlList,
+  rowsInline: false,
+  parent: [{ name: "taskId", sqlType: "text" }],
+  through: { table: "ControlTask", column: "controlId" },
+};
+/** The controls a policy backs (Policy.controls), through their links. */
+export const controlsOfPolicy: ListSpec = {
+  ...controlsOfTask,
+  parent: [{ name: "policyId", sqlType: "text" }],
+  through: { table: "ControlPolicy", column: "controlId" },
+};
+/** A control's linked policies (Control.policies), as `policies` filters and sorts them. */
+export const policiesOfControl: ListSpec = {
+  ...policyList,
+  rowsInline: false,
+  parent: [{ name: "controlId", sqlType: "text" }],
+  through: { table: "ControlPolicy", column: "policyId" },
+};
+/** A control's linked tasks (Control.tasks), as `tasks` filters and sorts them. */
+export const tasksOfControl: ListSpec = {
+  ...taskList,
+  rowsInline: false,
+  parent: [{ name: "controlId", sqlType: "text" }],
+  through: { table: "ControlTask", column: "taskId" },
+};
+
+/**
+ * The requirements a control maps to (Control.requirements), filtered as a framework's, in the
+ * order they were mapped; the organization's own maps scope them (a shipped requirement has no
+ * organization).
+ */
+export const requirementsOfControl: ListSpec = {
+  ...requirementList,
+  parent: [{ name: "controlId", sqlType: "text" }],
+  through: { table: "ControlRequirement", column: "requirementId" },
+  scope: (organizationId) => Prisma.sql`j."organizationId" = ${organizationId}`,
+  orders: {
+    ...requirementList.orders,
+    mappedAt: { sql: Prisma.raw('j."createdAt"'), sqlType: "timestamp(3)", kind: "timestamp" },
+  },
+  defaultOrder: { field: "mappedAt", direction: "asc" },
 };
 
 /** Controls' scalar columns by id (row-by-id.ts). */
@@ -375,12 +416,6 @@ export function createControlService(db: Db, notifier: Notifier) {
           skipDuplicates: true,
           select: { requirementId: true },
         });
-        const mapped = await tx.controlRequirement.count({ where: { controlId } });
-        if (mapped > controlCaps.requirements) {
-          throw new ConflictError(
-            `A control maps to at most ${controlCaps.requirements} requirements; this one would map to ${mapped}: split it, or unmap some first`,
-          );
-        }
         if (added.length) {
           await writeAuditEvent(
             tx,
@@ -440,15 +475,6 @@ export function createControlService(db: Db, notifier: Notifier) {
               select: { taskId: true },
             })
           : [];
-        const [policyCount, taskCount] = await Promise.all([
-          tx.controlPolicy.count({ where: { controlId } }),
-          tx.controlTask.count({ where: { controlId } }),
-        ]);
-        if (policyCount > controlCaps.links || taskCount > controlCaps.links) {
-          throw new ConflictError(
-            `A control links at most ${controlCaps.links} policies and ${controlCaps.links} tasks; this one would link ${policyCount} and ${taskCount}: unlink some first`,
-          );
-        }
         if (addedPolicies.length || addedTasks.length) {
           await writeAuditEvent(
             tx,

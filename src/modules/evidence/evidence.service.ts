@@ -312,6 +312,17 @@ export function createEvidenceService(db: Db, notifier: Notifier, attachments: A
   /** Adds one file as evidence, `status` decided by the caller; 503 when the store is down, nothing written. */
   async function add(actor: Actor, target: EvidenceTarget, status: EvidenceStatus, args: AddEvidenceArgs, query: EvidenceQuery) {
     const input = parseInput(addInput, args);
+    // Another organization's control or vendor is a 404 before the store is asked about the upload.
+    const found = target.controlId
+      ? await db.control.findUnique({
+          where: { id: target.controlId, organizationId: actor.organizationId },
+          select: { id: true },
+        })
+      : await db.vendor.findUnique({
+          where: { id: target.vendorId, organizationId: actor.organizationId },
+          select: { id: true },
+        });
+    if (!found) throw new NotFoundError(target.controlId ? "Control" : "Vendor", (target.controlId ?? target.vendorId) as string);
     const submittedById = await callerMemberId(db, actor);
     const files = await attachments.prepare(actor, [{ uploadId: input.uploadId }], () => "uploadId");
     return notifier.transaction(db, actor, async (tx) => {

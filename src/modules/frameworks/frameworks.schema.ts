@@ -117,7 +117,7 @@ const Applicability = builder
   });
 
 const FrameworkConnection = defineConnection("Framework", Framework);
-const RequirementConnection = defineConnection("Requirement", Requirement);
+export const RequirementConnection = defineConnection("Requirement", Requirement);
 
 const frameworkListArgs = listArgs("Framework", frameworkList, {
   description: "Which frameworks a list shows.",
@@ -128,7 +128,7 @@ const frameworkListArgs = listArgs("Framework", frameworkList, {
   }),
 });
 
-const requirementListArgs = listArgs("Requirement", requirementList, {
+export const requirementListArgs = listArgs("Requirement", requirementList, {
   description: "Which requirements of a framework a list shows.",
   fields: (t) => ({
     status: t.field({

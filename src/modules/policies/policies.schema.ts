@@ -218,9 +218,9 @@ builder.queryField("policyVersions", (t) =>
   }),
 );
 
-const PolicyConnection = defineConnection("Policy", Policy);
+export const PolicyConnection = defineConnection("Policy", Policy);
 
-const policyListArgs = listArgs("Policy", policyList, {
+export const policyListArgs = listArgs("Policy", policyList, {
   description: "Which policies a list shows.",
   fields: (t) => ({
     status: t.field({

@@ -60,9 +60,9 @@ export const Task = builder.prismaObject("Task", {
   }),
 });
 
-const TaskConnection = defineConnection("Task", Task);
+export const TaskConnection = defineConnection("Task", Task);
 
-const taskListArgs = listArgs("Task", taskList, {
+export const taskListArgs = listArgs("Task", taskList, {
   description: "Which tasks a list shows.",
   fields: (t) => ({
     status: t.field({ type: [TaskStatus], required: { list: false, items: true }, ...anyOf("Only tasks in these statuses") }),
