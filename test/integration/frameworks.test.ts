@@ -457,6 +457,10 @@ describe("the statement of applicability", () => {
     expect(read.status).toBe(200);
     expect(read.text.trim().split("\r\n")).toHaveLength(7);
     expect((await t.rest("GET", `/v1/frameworks/${shipped.id}/statement-of-applicability`)).status).toBe(401);
+    // Found by the REST fuzzer: a NUL in the id was a 500 (PostgreSQL text cannot hold it).
+    const nul = await t.rest("GET", "/v1/frameworks/%00/statement-of-applicability", { key: fresh.apiKey });
+    expect(nul.status).toBe(400);
+    expect(nul.body.code).toBe("BAD_USER_INPUT");
   });
 
   it("reads a catalog larger than a batch in order", async () => {
