@@ -1,6 +1,7 @@
 import type { AuthState } from "../auth/caller.js";
 import { appErrorResponse, errorResponse } from "../http/error-response.js";
-import { AppError, UnauthenticatedError } from "../platform/errors.js";
+import { AppError, BadUserInputError, UnauthenticatedError } from "../platform/errors.js";
+import { commonLimits } from "../platform/limits.js";
 import { type OwnRestRoute, type OwnRestRouteName, ownRestRoutes } from "./routes.js";
 
 /** Answers one of the facade's own routes for a caller the guard has authenticated (when the route needs one). */
@@ -60,6 +61,12 @@ export async function serveOwnRoute(
   if ("error" in auth) return appErrorResponse(auth.error);
   if (route.credential && "anonymous" in auth) return appErrorResponse(new UnauthenticatedError());
   try {
+    // Path parameters are ids: held to the ids' length, and never NUL, which PostgreSQL text cannot hold.
+    for (const [name, value] of Object.entries(params)) {
+      if (value.includes("\u0000") || value.length > (commonLimits.id.maxLength as number)) {
+        throw new BadUserInputError(`${name} is not an id`, [{ path: name, message: "is not an id" }]);
+      }
+    }
     return await handler({ request, url: call.url, auth, requestId: call.requestId, params });
   } catch (error) {
     if (error instanceof AppError) return appErrorResponse(error);

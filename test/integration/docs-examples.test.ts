@@ -17,6 +17,7 @@ import { remark } from "remark";
 import { describe, expect, it } from "vitest";
 import type { SeedResult } from "../../src/admin/seed.js";
 import { createSession } from "../../src/auth/sessions.js";
+import { adopt, makeFramework } from "../helpers/frameworks.js";
 import { createTestApp, testJwtSecret } from "../helpers/test-app.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -97,6 +98,9 @@ type World = {
   cursor: string | null;
   /** The last upload URL answered (createAttachmentUpload), for `$UPLOAD_URL`. */
   uploadUrl: string | null;
+  /** A custom framework of the organization, adopted, and its first assessable requirement (`fw_...`, `req_...`). */
+  frameworkId: string;
+  requirementId: string;
 };
 
 /** A fresh organization per example: examples write (versions, reviews, read marks) and must not meet. */
@@ -124,6 +128,13 @@ async function newWorld(): Promise<World> {
     },
   });
   expect(comment.status, comment.text).toBe(201);
+  const framework = await makeFramework(t.db, {
+    organizationId: org.organizationId,
+    groups: 2,
+    perGroup: 3,
+    name: "Security baseline",
+  });
+  await adopt(t.db, org.organizationId, framework.id);
   const notification = await t.db.notification.findFirstOrThrow({
     where: { organizationId: org.organizationId, recipientId: org.memberIds[1] },
   });
@@ -137,6 +148,8 @@ async function newWorld(): Promise<World> {
     answered: new Map(),
     cursor: null,
     uploadUrl: null,
+    frameworkId: framework.id,
+    requirementId: framework.requirements[0] as string,
   };
 }
 
@@ -198,6 +211,8 @@ async function fill(world: World, text: string): Promise<string> {
     upl: () => {
       throw new Error("upl_... needs an upload answered before it (createAttachmentUpload)");
     },
+    fw: () => world.frameworkId,
+    req: () => world.requirementId,
     ctl: () => {
       throw new Error("ctl_... needs a control answered before it (createControl)");
     },
@@ -449,6 +464,8 @@ function variablesOf(world: World, operation: OperationDefinitionNode): Record<s
     riskId: world.org.riskIds[0] as string,
     policyId: world.org.policyIds[0] as string,
     memberId: world.org.memberIds[1] as string,
+    frameworkId: world.frameworkId,
+    requirementId: world.requirementId,
     id: world.org.taskIds[0] as string,
   };
   return Object.fromEntries(

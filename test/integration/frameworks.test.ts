@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { graphiqlExamples } from "../../src/http/graphiql.js";
+import { restObjectOf } from "../../src/modules/webhooks/webhooks.objects.js";
 import { openFixture } from "../helpers/fixtures.js";
 import { adopt, makeControl, makeFramework, makeTask } from "../helpers/frameworks.js";
 
@@ -169,6 +170,22 @@ describe("adoption", () => {
       { key: reader },
     );
     expect(refused.body.errors[0].extensions.code).toBe("FORBIDDEN");
+  });
+});
+
+describe("webhook objects", () => {
+  it("a framework event's object is the framework (shipped ones too), a requirement event's the requirement; another organization's is null", async () => {
+    expect(await restObjectOf(t.db, orgId, { type: "framework", id: shipped.id })).toMatchObject({
+      id: shipped.id,
+      key: shipped.key,
+      custom: false,
+    });
+    expect(await restObjectOf(t.db, orgId, { type: "framework", id: foreign.id })).toBeNull();
+    expect(await restObjectOf(t.db, orgId, { type: "requirement", id: own.requirements[0] as string })).toMatchObject({
+      frameworkId: own.id,
+      ref: "G1.1",
+    });
+    expect(await restObjectOf(t.db, other.organizationId, { type: "requirement", id: own.requirements[0] as string })).toBeNull();
   });
 });
 
@@ -440,6 +457,10 @@ describe("the statement of applicability", () => {
     expect(read.status).toBe(200);
     expect(read.text.trim().split("\r\n")).toHaveLength(7);
     expect((await t.rest("GET", `/v1/frameworks/${shipped.id}/statement-of-applicability`)).status).toBe(401);
+    // Found by the REST fuzzer: a NUL in the id was a 500 (PostgreSQL text cannot hold it).
+    const nul = await t.rest("GET", "/v1/frameworks/%00/statement-of-applicability", { key: fresh.apiKey });
+    expect(nul.status).toBe(400);
+    expect(nul.body.code).toBe("BAD_USER_INPUT");
   });
 
   it("reads a catalog larger than a batch in order", async () => {

@@ -204,3 +204,35 @@ describe("framework readiness", () => {
     expect(readyPercent(1, 7)).toBe(14.2);
   });
 });
+
+describe("the controls list's readiness filters", () => {
+  it("filters by state and by evidenceDueBefore on both transports", async () => {
+    const fresh = await t.seedOrg();
+    const id = fresh.organizationId;
+    const done = await makeTask(t.db, id, "done");
+    const soon = await makeControl(t.db, id, { taskIds: [done], evidenceEveryDays: 30, code: "DUE-SOON" });
+    const later = await makeControl(t.db, id, { taskIds: [done], evidenceEveryDays: 30, code: "DUE-LATER" });
+    const bare = await makeControl(t.db, id, { code: "BARE" });
+    await makeEvidence(t.db, id, soon, { validUntil: new Date(Date.now() + 5 * day) });
+    await makeEvidence(t.db, id, later, { validUntil: new Date(Date.now() + 50 * day) });
+    const before = new Date(Date.now() + 10 * day).toISOString();
+    const gql = await t.gql(
+      `query($before: DateTime!) {
+        ready: controls(filter: { state: [ready] }, orderBy: { field: code, direction: asc }) { totalCount items { code } }
+        notReady: controls(filter: { state: [not_ready] }) { items { id } }
+        due: controls(filter: { evidenceDueBefore: $before }) { items { code status { evidenceDueAt } } }
+      }`,
+      { before },
+      { key: fresh.apiKey },
+    );
+    expect(gql.body.errors).toBeUndefined();
+    expect(gql.body.data.ready).toEqual({ totalCount: 2, items: [{ code: "DUE-LATER" }, { code: "DUE-SOON" }] });
+    expect(gql.body.data.notReady.items).toEqual([{ id: bare }]);
+    expect(gql.body.data.due.items.map((c: { code: string }) => c.code)).toEqual(["DUE-SOON"]);
+    const rest = await t.rest("GET", `/v1/controls?evidenceDueBefore=${encodeURIComponent(before)}&state=ready`, {
+      key: fresh.apiKey,
+    });
+    expect(rest.status).toBe(200);
+    expect(rest.body.items.map((c: { id: string }) => c.id)).toEqual([soon]);
+  });
+});

@@ -55,14 +55,6 @@ export async function restObjectOf(db: Db, organizationId: string, entity: { typ
           },
         }),
       );
-    case "framework": {
-      // The organization's own framework, as POST /v1/frameworks answers it.
-      const framework = await db.framework.findFirst({
-        where,
-        select: { id: true, key: true, name: true, version: true, source: true, license: true, requirementCount: true },
-      });
-      return framework && json({ ...framework, custom: true });
-    }
     case "vendor":
       return json(
         await db.vendor.findFirst({
@@ -157,6 +149,43 @@ export async function restObjectOf(db: Db, organizationId: string, entity: { typ
             evidenceEveryDays: true,
             createdAt: true,
             updatedAt: true,
+          },
+        }),
+      );
+    case "framework": {
+      // Shipped frameworks belong to no organization: every organization sees them.
+      const framework = await db.framework.findFirst({
+        where: { id: entity.id, OR: [{ organizationId: null }, { organizationId }] },
+        select: {
+          id: true,
+          key: true,
+          name: true,
+          version: true,
+          source: true,
+          license: true,
+          organizationId: true,
+          requirementCount: true,
+          createdAt: true,
+          updatedAt: true,
+        },
+      });
+      if (!framework) return null;
+      const { organizationId: owner, ...rest } = framework;
+      return json({ ...rest, custom: owner !== null });
+    }
+    case "requirement":
+      return json(
+        await db.requirement.findFirst({
+          where: { id: entity.id, framework: { OR: [{ organizationId: null }, { organizationId }] } },
+          select: {
+            id: true,
+            frameworkId: true,
+            ref: true,
+            title: true,
+            description: true,
+            parentId: true,
+            assessable: true,
+            position: true,
           },
         }),
       );
