@@ -4,12 +4,12 @@ import { type DownloadGrant, OBJECTS_PATH, type ServiceUrls, type UploadGrant } 
 import {
   type AttachmentStore,
   base64ToHex,
-  contentDisposition,
   isObjectKey,
   ObjectExistsError,
   ObjectMismatchError,
   type StoreKind,
   StoreUnavailableError,
+  storedBytesHeaders,
 } from "../platform/attachments/store.js";
 import { errorResponse } from "./error-response.js";
 
@@ -62,16 +62,24 @@ async function upload(request: Request, store: AttachmentStore, grant: UploadGra
   const type = request.headers.get("content-type");
   const length = request.headers.get("content-length");
   const checksum = request.headers.get("x-amz-checksum-sha256");
-  if (type !== grant.type || (length !== null && length !== String(grant.size)) || base64ToHex(checksum ?? "") !== grant.sha256)
+  if (
+    type !== grant.type ||
+    (length !== null && length !== String(grant.size)) ||
+    base64ToHex(checksum ?? "") !== grant.sha256 ||
+    request.headers.get("if-none-match") !== "*"
+  )
     return forbidden(
-      `This URL admits only the declared bytes: send Content-Type: ${grant.type}, Content-Length: ${grant.size} and the declared x-amz-checksum-sha256`,
+      `This URL admits only the declared bytes: send Content-Type: ${grant.type}, Content-Length: ${grant.size}, the declared x-amz-checksum-sha256 and If-None-Match: *`,
     );
   const body = request.body ? Readable.from(request.body as unknown as AsyncIterable<Uint8Array>) : Readable.from([]);
   try {
     await store.put(grant.key, body, { size: grant.size, sha256: grant.sha256, type: grant.type });
   } catch (error) {
     if (error instanceof ObjectExistsError)
-      return errorResponse("CONFLICT", "These bytes were already uploaded: an upload URL admits one upload");
+      return errorResponse(
+        "CONFLICT",
+        "An object was already uploaded to this URL: an upload URL admits one upload, and an object is never changed",
+      );
     if (error instanceof ObjectMismatchError)
       return errorResponse("BAD_USER_INPUT", `The bytes are not the declared ones: ${error.message}`);
     throw error;
@@ -83,10 +91,7 @@ async function download(request: Request, store: AttachmentStore, grant: Downloa
   const object = await store.open(grant.key);
   if (!object) return errorResponse("NOT_FOUND", "This attachment no longer exists");
   const headers = {
-    "content-type": grant.type,
-    "content-length": String(object.size),
-    "content-disposition": contentDisposition(grant.name),
-    "x-content-type-options": "nosniff",
+    ...storedBytesHeaders({ type: grant.type, size: object.size, fileName: grant.name }),
     "cache-control": "private, no-store",
   };
   if (request.method === "HEAD") {

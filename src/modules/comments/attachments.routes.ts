@@ -1,6 +1,6 @@
 import { Readable } from "node:stream";
 import { authorize } from "../../auth/actor.js";
-import { contentDisposition } from "../../platform/attachments/store.js";
+import { storedBytesHeaders } from "../../platform/attachments/store.js";
 import { BadUserInputError } from "../../platform/errors.js";
 import type { DownloadHandler } from "../../rest/rest-plugin.js";
 import { type AttachmentService, attachmentEtag } from "./attachments.service.js";
@@ -26,11 +26,7 @@ export function attachmentDownload(attachments: AttachmentService): DownloadHand
     }
     const headers = {
       ...cached,
-      "content-type": attachment.type,
-      "content-length": String(attachment.size),
-      "content-disposition": contentDisposition(attachment.name),
-      "x-content-type-options": "nosniff",
-      "content-security-policy": "default-src 'none'; sandbox",
+      ...storedBytesHeaders({ type: attachment.type, size: attachment.size, fileName: attachment.name }),
     };
     if (request.method === "HEAD") return new Response(null, { headers });
     const { body } = await attachments.open(attachment);
