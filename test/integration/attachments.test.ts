@@ -3,9 +3,12 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createServer as createTcpServer, type Socket } from "node:net";
 import { GetObjectCommand, HeadObjectCommand } from "@aws-sdk/client-s3";
+import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { verifyAttachments } from "../../src/admin/attachments.js";
 import type { SeedResult } from "../../src/admin/seed.js";
 import { createSession } from "../../src/auth/sessions.js";
+import { deleteDueObjects, SWEEP_AFTER_EXPIRY_MS } from "../../src/modules/comments/attachments.jobs.js";
 import { openAttachmentStores } from "../../src/platform/attachments/create-store.js";
 import type { StoreKind } from "../../src/platform/attachments/store.js";
 import { type S3TestServer, startS3Server } from "../helpers/s3-server.js";
@@ -353,6 +356,95 @@ describe.each(["database", "filesystem", "s3"] as StoreKind[])("attachments on t
     const after = await counts();
     expect(after.comments - before.comments).toBe(1);
     expect(after.attachments - before.attachments).toBe(1);
+  });
+
+  it("never changes or re-creates an attached object: PUTs to its upload URL after attaching and after the comment's deletion", async () => {
+    const bytes = pdf(`written once ${randomBytes(8).toString("hex")}`);
+    const ticket = await upload(bytes);
+    const created = await comment([{ uploadId: ticket.id }]);
+    expect(created.status, created.text).toBe(201);
+    const id = created.body.attachments[0].id;
+    const row = await t.db.attachment.findUniqueOrThrow({ where: { id } });
+    const other = Buffer.from(bytes.map((b, i) => (i === 10 ? b ^ 1 : b)));
+    const putAgain = async (body: Buffer) => {
+      const response = await fetch(ticket.uploadUrl, { method: "PUT", headers: ticket.headers, body: new Uint8Array(body) });
+      await response.arrayBuffer();
+      return response.status;
+    };
+    // Refused by the store itself: S3 412 (If-None-Match) or 400 (BadDigest), the service's URLs 409.
+    const refused = kind === "s3" ? [400, 412] : [409];
+    const unchanged = async () => {
+      const answer = await fetch(`${served.base}/v1/attachments/${id}`, { headers: { "x-api-key": org.apiKey } });
+      expect(answer.status).toBe(200);
+      expect(Buffer.from(await answer.arrayBuffer())).toEqual(bytes);
+      expect(await verifyAttachments(t.db, t.attachmentStores.storeOf, org.organizationId)).toMatchObject({ mismatched: [] });
+      if (s3) expect(await s3Bytes(s3, row.objectKey)).toEqual(bytes);
+    };
+    for (const body of [bytes, other]) expect(refused).toContain(await putAgain(body));
+    await unchanged();
+
+    // The comment deleted: its object stays while the upload URL could still write it, so that URL cannot re-create it.
+    expect((await http("DELETE", `/v1/comments/${created.body.id}?userId=${org.userIds[0]}`, { key: org.apiKey })).status).toBe(
+      204,
+    );
+    const storeOf = t.attachmentStores.storeOf;
+    const quiet = pino({ level: "silent" });
+    const now = new Date();
+    expect(await deleteDueObjects(t.db, storeOf, quiet, now)).toMatchObject({ postponed: 1, deleted: 0 });
+    for (const body of [bytes, other]) expect(refused).toContain(await putAgain(body));
+    expect(await storeOf(kind)?.digest(row.objectKey)).toEqual({ size: bytes.length, sha256: row.sha256 });
+    // Once the URL expired (and a PUT begun in time had its hour to finish), the object goes.
+    const writableUntil = Date.parse(ticket.expiresAt) + SWEEP_AFTER_EXPIRY_MS;
+    expect(await deleteDueObjects(t.db, storeOf, quiet, new Date(writableUntil - 1_000))).toMatchObject({ deleted: 0 });
+    expect(await deleteDueObjects(t.db, storeOf, quiet, new Date(writableUntil + 1_000))).toMatchObject({ deleted: 1 });
+    expect(await storeOf(kind)?.digest(row.objectKey)).toBeNull();
+  });
+
+  it("refuses names with C1 controls or bidirectional marks and overrides, on both transports, uploaded or inline", async () => {
+    for (const mark of ["\u0085", "\u009b", "\u200e", "\u200f", "\u202a", "\u202e", "\u2066", "\u2069"]) {
+      const fileName = `report${mark}fdp.pdf`;
+      const body = declare(pdf("named"), fileName);
+      const rest = await http("POST", "/v1/attachment-uploads", { key: org.apiKey, body });
+      expect(rest.status, JSON.stringify(fileName)).toBe(400);
+      expect(rest.body.details.map((d: { path: string }) => d.path)).toContain("fileName");
+      const graphql = await gql(uploadMutation, body);
+      expect(graphql.body.errors?.[0]?.extensions?.code, JSON.stringify(fileName)).toBe("BAD_USER_INPUT");
+      await refusedOnBoth(async () => [pdfItem(fileName)], 400, "attachments.0.fileName");
+    }
+  });
+
+  it("serves stored bytes on both routes with a sandbox CSP, nosniff and attachment, and a filename= that holds no path", async () => {
+    const bytes = Buffer.from('<?xml version="1.0"?><x:script xmlns:x="http://www.w3.org/1999/xhtml">alert(1)</x:script>');
+    const name = "..\uff0f..\uff0f.github\uff0fworkflows\uff0fci\u2215evil\u2044x\uff3c.xml";
+    const ticket = await upload(bytes, { declared: declare(bytes, name, "text/xml") });
+    const created = await comment([{ uploadId: ticket.id }]);
+    expect(created.status, created.text).toBe(201);
+    const id = created.body.attachments[0].id;
+    const { url } = (await http("GET", `/v1/attachments/${id}/download-url`, { key: org.apiKey })).body;
+    const answers = [
+      ["GET /v1/attachments/{id}", await fetch(`${served.base}/v1/attachments/${id}`, { headers: { "x-api-key": org.apiKey } })],
+      [
+        "HEAD /v1/attachments/{id}",
+        await fetch(`${served.base}/v1/attachments/${id}`, { method: "HEAD", headers: { "x-api-key": org.apiKey } }),
+      ],
+      ["the download URL", await fetch(url)],
+      // A presigned GET is not signed for HEAD on S3.
+      ...(kind === "s3" ? [] : [["HEAD of the download URL", await fetch(url, { method: "HEAD" })] as const]),
+    ] as const;
+    for (const [what, answer] of answers) {
+      expect(answer.status, what).toBe(200);
+      await answer.arrayBuffer();
+      const disposition = answer.headers.get("content-disposition") ?? "";
+      const fallback = /filename="([^"]*)"/.exec(disposition)?.[1];
+      expect(disposition, what).toMatch(/^attachment; /);
+      expect(fallback, what).toBeDefined();
+      expect(fallback, what).not.toMatch(/[/\\\u0000-\u001f\u007f-\u009f]/);
+      expect(decodeURIComponent(/filename\*=UTF-8''([^;]+)/.exec(disposition)?.[1] ?? ""), what).toBe(name);
+      // S3 serves its own URLs: it sets no CSP; every answer the service gives itself does.
+      if (kind === "s3" && what.includes("download URL")) continue;
+      expect(answer.headers.get("content-security-policy"), what).toBe("default-src 'none'; sandbox");
+      expect(answer.headers.get("x-content-type-options"), what).toBe("nosniff");
+    }
   });
 
   it("refuses an expired upload (400) and one whose bytes the store does not hold as declared (400), naming the item", async () => {
