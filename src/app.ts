@@ -46,6 +46,7 @@ import {
   type Config,
   DEFAULT_BODY_BUDGET_BYTES,
   DEFAULT_LIVE_STREAM_LIMITS,
+  DEFAULT_UNATTACHED_MAX_BYTES,
   MAX_ATTACHMENT_BYTES,
   MAX_DATABASE_ATTACHMENT_BYTES,
 } from "./platform/config.js";
@@ -69,7 +70,9 @@ export type AppDeps = {
     Partial<Pick<Config, "jwt" | "rateLimitPerMinute" | "authFailuresPerMinute" | "trustProxy" | "introspection" | "graphiql">> &
     Partial<Pick<Config, "trustedDocuments">> & {
       liveStreams?: Partial<Config["liveStreams"]>;
-      attachments?: Partial<Pick<Config["attachments"], "maxBytes" | "uploadTtlSeconds" | "downloadTtlSeconds">>;
+      attachments?: Partial<
+        Pick<Config["attachments"], "maxBytes" | "uploadTtlSeconds" | "downloadTtlSeconds" | "timeoutMs" | "unattachedMaxBytes">
+      >;
     };
   logger: Logger;
   deviceManagement?: DeviceManagement;
@@ -146,6 +149,7 @@ export function createApp(deps: AppDeps) {
       },
       { db: database.db },
     );
+  const storeTimeoutMs = config.attachments?.timeoutMs ?? 5_000;
   const redisHealth =
     deps.redisHealth ?? (deps.redis ? watchRedis(deps.redis, { timeoutMs: config.redisTimeoutMs ?? 200, logger }) : undefined);
   const services = createServices(database.db, {
@@ -163,6 +167,7 @@ export function createApp(deps: AppDeps) {
         (attachmentStores.store.kind === "database" ? MAX_DATABASE_ATTACHMENT_BYTES : MAX_ATTACHMENT_BYTES),
       uploadTtlSeconds: config.attachments?.uploadTtlSeconds ?? 900,
       downloadTtlSeconds: config.attachments?.downloadTtlSeconds ?? 300,
+      unattachedMaxBytes: config.attachments?.unattachedMaxBytes ?? DEFAULT_UNATTACHED_MAX_BYTES,
     },
   });
   const verify = createAuthenticator(database.db, config.jwt, { corsOrigins: config.corsOrigins });
@@ -306,7 +311,7 @@ export function createApp(deps: AppDeps) {
         },
       }),
       // Signed URLs, their own credential: before the rate limit, the body limit and CSRF prevention.
-      useAttachmentObjects({ urls: attachmentStores.urls, storeOf: attachmentStores.storeOf }),
+      useAttachmentObjects({ urls: attachmentStores.urls, storeOf: attachmentStores.storeOf, logger, timeoutMs: storeTimeoutMs }),
       useRateLimit({
         perMinute: config.rateLimitPerMinute ?? 1200,
         redis: deps.redis,
@@ -334,7 +339,7 @@ export function createApp(deps: AppDeps) {
         rememberAuth,
         dispatch: deps.restDispatch === false ? undefined : restDispatch,
         ownRoutes: auditRestHandlers(services.audit),
-        download: attachmentDownload(services.comments.attachments),
+        download: attachmentDownload(services.comments.attachments, { logger, timeoutMs: storeTimeoutMs }),
         openApiDocument: () => {
           openApi ??= buildOpenApiDocument(restSchema, routes);
           return openApi;

@@ -1,5 +1,7 @@
 import { Readable } from "node:stream";
 import type { Plugin } from "graphql-yoga";
+import type { Logger } from "pino";
+import { guardedBody } from "../platform/attachments/guarded-body.js";
 import { type DownloadGrant, OBJECTS_PATH, type ServiceUrls, type UploadGrant } from "../platform/attachments/signed-urls.js";
 import {
   type AttachmentStore,
@@ -11,7 +13,9 @@ import {
   StoreUnavailableError,
   storedBytesHeaders,
 } from "../platform/attachments/store.js";
+import { connectionAbort } from "./connection-abort.js";
 import { errorResponse } from "./error-response.js";
+import { requestIdOf } from "./request-id.js";
 
 /**
  * `/attachment-objects/<key>?op=…&sig=…`: the URLs the service signs for stores that cannot sign
@@ -20,23 +24,24 @@ import { errorResponse } from "./error-response.js";
  * URL was handed to one caller, for minutes), and no body limit but the signed size. An upload
  * streams into the store, which checks size and SHA-256; a download streams out of it.
  */
-export function useAttachmentObjects(options: {
+type ObjectsOptions = {
   urls: ServiceUrls;
   storeOf: (kind: StoreKind) => AttachmentStore | undefined;
-}): Plugin {
+  logger: Logger;
+  /** ATTACHMENT_STORE_TIMEOUT_MS: the longest a download waits for the store's next bytes. */
+  timeoutMs: number;
+};
+
+export function useAttachmentObjects(options: ObjectsOptions): Plugin {
   return {
-    async onRequest({ request, url, endResponse }) {
+    async onRequest({ request, url, endResponse, serverContext }) {
       if (!url.pathname.startsWith(OBJECTS_PATH)) return;
-      endResponse(await answer(request, url, options));
+      endResponse(await answer(request, url, options, serverContext));
     },
   };
 }
 
-async function answer(
-  request: Request,
-  url: URL,
-  options: { urls: ServiceUrls; storeOf: (kind: StoreKind) => AttachmentStore | undefined },
-): Promise<Response> {
+async function answer(request: Request, url: URL, options: ObjectsOptions, serverContext: object): Promise<Response> {
   const key = url.pathname.slice(OBJECTS_PATH.length);
   const grant = isObjectKey(key) ? await options.urls.verify(url) : "altered";
   if (grant === "altered") return forbidden("This attachment URL is not valid: it was altered or is not one the service signed");
@@ -50,7 +55,7 @@ async function answer(
       return await upload(request, store, grant);
     }
     if (request.method !== "GET" && request.method !== "HEAD") return notAllowed("GET, HEAD");
-    return await download(request, store, grant);
+    return await download(request, store, grant, options, serverContext);
   } catch (error) {
     if (error instanceof StoreUnavailableError) return errorResponse("SERVICE_UNAVAILABLE", error.message);
     throw error;
@@ -87,7 +92,13 @@ async function upload(request: Request, store: AttachmentStore, grant: UploadGra
   return new Response(null, { status: 200, headers: { "cache-control": "no-store" } });
 }
 
-async function download(request: Request, store: AttachmentStore, grant: DownloadGrant): Promise<Response> {
+async function download(
+  request: Request,
+  store: AttachmentStore,
+  grant: DownloadGrant,
+  options: ObjectsOptions,
+  serverContext: object,
+): Promise<Response> {
   const object = await store.open(grant.key);
   if (!object) return errorResponse("NOT_FOUND", "This attachment no longer exists");
   const headers = {
@@ -98,7 +109,16 @@ async function download(request: Request, store: AttachmentStore, grant: Downloa
     object.body.destroy();
     return new Response(null, { status: 200, headers });
   }
-  return new Response(Readable.toWeb(object.body) as ReadableStream, { status: 200, headers });
+  const body = guardedBody(object.body, {
+    timeoutMs: options.timeoutMs,
+    abort: connectionAbort(serverContext),
+    onFail: (error, sentBytes) =>
+      options.logger.warn(
+        { requestId: requestIdOf(serverContext), store: store.kind, sentBytes, size: object.size, err: error },
+        "attachment download cut off: the store failed or stalled mid-stream",
+      ),
+  });
+  return new Response(body, { status: 200, headers });
 }
 
 const forbidden = (message: string) => errorResponse("FORBIDDEN", message);

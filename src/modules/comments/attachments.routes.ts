@@ -1,5 +1,7 @@
-import { Readable } from "node:stream";
+import type { Readable } from "node:stream";
+import type { Logger } from "pino";
 import { authorize } from "../../auth/actor.js";
+import { guardedBody } from "../../platform/attachments/guarded-body.js";
 import { storedBytesHeaders } from "../../platform/attachments/store.js";
 import { BadUserInputError } from "../../platform/errors.js";
 import type { DownloadHandler } from "../../rest/rest-plugin.js";
@@ -11,8 +13,11 @@ import { type AttachmentService, attachmentEtag } from "./attachments.service.js
  * no file passes whole through a replica's memory. Same permission and 404 as the field.
  * The ETag is the bytes' SHA-256, known without reading them: If-None-Match answers 304 at once.
  */
-export function attachmentDownload(attachments: AttachmentService): DownloadHandler {
-  return async ({ request, params, auth, requestId }) => {
+export function attachmentDownload(
+  attachments: AttachmentService,
+  options: { logger: Logger; timeoutMs: number },
+): DownloadHandler {
+  return async ({ request, params, auth, requestId, abort }) => {
     const actor = authorize({ auth, requestId }, "comment:read");
     const id = decodeURIComponent(params.id ?? "");
     // As the GraphQL field answers (error-masking.ts): PostgreSQL text cannot hold NUL.
@@ -30,6 +35,15 @@ export function attachmentDownload(attachments: AttachmentService): DownloadHand
     };
     if (request.method === "HEAD") return new Response(null, { headers });
     const { body } = await attachments.open(attachment);
-    return new Response(Readable.toWeb(body as Readable) as ReadableStream, { headers });
+    const guarded = guardedBody(body as Readable, {
+      timeoutMs: options.timeoutMs,
+      abort,
+      onFail: (error, sentBytes) =>
+        options.logger.warn(
+          { requestId, attachmentId: attachment.id, store: attachment.store, sentBytes, size: attachment.size, err: error },
+          "attachment download cut off: the store failed or stalled mid-stream",
+        ),
+    });
+    return new Response(guarded, { headers });
   };
 }
