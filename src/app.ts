@@ -115,11 +115,11 @@ const UNSUBSCRIBE_BODY_LIMIT_BYTES = 4_096;
 
 /** /ready answers within a second whatever the database does: a load balancer's check must not hang. */
 const READY_TIMEOUT_MS = 900;
-function withinReadyTimeout(ping: Promise<void>): Promise<void> {
+function withinReadyTimeout(ping: Promise<void>, what = "the database"): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     // After the loop's I/O, so that a late event loop does not pass for a slow database.
-    const late = () => setImmediate(() => reject(new Error(`the database did not answer within ${READY_TIMEOUT_MS} ms`)));
+    const late = () => setImmediate(() => reject(new Error(`${what} did not answer within ${READY_TIMEOUT_MS} ms`)));
     timer = setTimeout(late, READY_TIMEOUT_MS);
   });
   ping.catch(() => {});
@@ -250,7 +250,12 @@ export function createApp(deps: AppDeps) {
       debug: (...args) => logger.debug(args.map(String).join(" ")),
       info: (...args) => logger.info(args.map(String).join(" ")),
       warn: (...args) => logger.warn(args.map(String).join(" ")),
-      error: (...args) => logger.error(args.map(String).join(" ")),
+      // Yoga logs the original of every error it masks, without the request: error-masking.ts logs
+      // each once with its request id, at its level (a unique violation lost in a race is no error).
+      error: (...args) =>
+        args.length === 1 && args[0] instanceof Error
+          ? logger.debug({ err: args[0] }, "masked error (logged with its request by error-masking.ts)")
+          : logger.error(args.map(String).join(" ")),
     },
     renderGraphiQL: renderLocalGraphiQL,
     graphiql: !(config.graphiql ?? !config.production)
@@ -301,9 +306,18 @@ export function createApp(deps: AppDeps) {
           const replicas = database.replicas
             ? { readReplicas: Object.fromEntries(database.replicas.statuses().map((r) => [r.name, r.state])) }
             : {};
+          // Still ready without its attachment store (contract section 15): only the changes that
+          // need it answer 503. Said here, so that the store's failure (a refused credential too) shows.
+          const attachmentStore = withinReadyTimeout(attachmentStores.store.ping(), "the attachment store").then(
+            () => "available",
+            (error) => {
+              logger.warn({ err: error, store: attachmentStores.store.kind }, "readiness check: the attachment store fails");
+              return "failing";
+            },
+          );
           try {
             await withinReadyTimeout(database.ping());
-            return Response.json({ status: "ready", ...shared, ...replicas });
+            return Response.json({ status: "ready", attachmentStore: await attachmentStore, ...shared, ...replicas });
           } catch (error) {
             logger.warn({ err: error }, "readiness check: the database does not answer");
             return notReady("database unavailable", "The database does not answer");

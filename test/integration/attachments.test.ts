@@ -664,3 +664,137 @@ describe("the store failing", () => {
     expect(plain.status).toBe(201);
   });
 });
+
+describe("an S3 store that refuses the service's credentials (a wrong secret)", () => {
+  let s3: S3TestServer;
+  let t: TestApp;
+  let served: Awaited<ReturnType<typeof serve>>;
+  let org: SeedResult;
+  beforeAll(async () => {
+    s3 = await startS3Server();
+    const probe = await createTestApp();
+    const stores = openAttachmentStores(
+      {
+        store: "s3",
+        dir: "",
+        s3: { ...s3.settings, credentials: { accessKeyId: s3.credentials.accessKeyId, secretAccessKey: "not-the-secret" } },
+        publicUrl: undefined,
+        timeoutMs: 2_000,
+        urlSecret: randomBytes(32).toString("hex"),
+      },
+      { db: probe.db },
+    );
+    t = await createTestApp({ attachmentStores: stores });
+    served = await serve(t);
+    org = await t.seedOrg();
+  });
+  afterAll(async () => {
+    await served.close();
+    await s3.close();
+  });
+
+  it("answers 503 with Retry-After to a change that needs it, on both transports, and /ready says the store fails", async () => {
+    const body = {
+      content: "x",
+      entityId: org.taskIds[0],
+      entityType: "task",
+      userId: org.userIds[0],
+      attachments: [pdfItem("a.pdf")],
+    };
+    const rest = await served.http("POST", "/v1/comments", { key: org.apiKey, body });
+    expect(rest.status, rest.text).toBe(503);
+    expect(rest.body).toMatchObject({ code: "SERVICE_UNAVAILABLE" });
+    expect(rest.body.message).toContain("refuses the service's credentials");
+    expect(rest.headers.get("retry-after")).toMatch(/^\d+$/);
+    const graphql = await served.gql(commentMutation, body, org.apiKey);
+    expect(graphql.body.errors[0].extensions.code).toBe("SERVICE_UNAVAILABLE");
+    const ready = await served.http("GET", "/ready");
+    expect(ready.status).toBe(200);
+    expect(ready.body).toMatchObject({ status: "ready", attachmentStore: "failing" });
+  });
+});
+
+describe("an organization's uploads not yet attached", () => {
+  it("declare at most ATTACHMENT_UNATTACHED_MAX_BYTES together: past it, 409 on both transports, until one is attached", async () => {
+    const t = await createTestApp({ attachments: { unattachedMaxBytes: 1_000 } });
+    const served = await serve(t);
+    try {
+      const org = await t.seedOrg();
+      const other = await t.seedOrg();
+      const bytes = pdf("x".repeat(400));
+      const declared = declare(bytes);
+      const first = await served.http("POST", "/v1/attachment-uploads", { key: org.apiKey, body: declared });
+      expect(first.status, first.text).toBe(201);
+      // Another caller of the organization counts too: the bound is the organization's.
+      const colleague = await t.keyWith(org.organizationId, ["comment:create"]);
+      expect((await served.http("POST", "/v1/attachment-uploads", { key: colleague.key, body: declared })).status).toBe(201);
+      const rest = await served.http("POST", "/v1/attachment-uploads", { key: org.apiKey, body: declared });
+      expect(rest.status, rest.text).toBe(409);
+      expect(rest.body.message).toContain("ATTACHMENT_UNATTACHED_MAX_BYTES");
+      const graphql = await served.gql(uploadMutation, declared, org.apiKey);
+      expect(graphql.body.errors[0].extensions.code).toBe("CONFLICT");
+      // Another organization is not held back.
+      expect((await served.http("POST", "/v1/attachment-uploads", { key: other.apiKey, body: declared })).status).toBe(201);
+      // Attached, an upload no longer counts.
+      const put = await fetch(first.body.uploadUrl, { method: "PUT", headers: first.body.headers, body: new Uint8Array(bytes) });
+      expect(put.status).toBe(200);
+      const attached = await served.http("POST", "/v1/comments", {
+        key: org.apiKey,
+        body: {
+          content: "x",
+          entityId: org.taskIds[0],
+          entityType: "task",
+          userId: org.userIds[0],
+          attachments: [{ uploadId: first.body.id }],
+        },
+      });
+      expect(attached.status, attached.text).toBe(201);
+      expect((await served.http("POST", "/v1/attachment-uploads", { key: org.apiKey, body: declared })).status).toBe(201);
+    } finally {
+      await served.close();
+    }
+  });
+});
+
+describe("refusals the database makes for the caller", () => {
+  it("are logged at info with the request id, never as errors: an upload raced for, a NUL in an id", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: "debug" }, {
+      write: (line: string) => lines.push(JSON.parse(line)),
+    } as unknown as NodeJS.WritableStream);
+    const t = await createTestApp({ logger });
+    const served = await serve(t);
+    try {
+      const org = await t.seedOrg();
+      const bytes = pdf("raced");
+      const ticket = await served.http("POST", "/v1/attachment-uploads", { key: org.apiKey, body: declare(bytes) });
+      await fetch(ticket.body.uploadUrl, { method: "PUT", headers: ticket.body.headers, body: new Uint8Array(bytes) });
+      const body = {
+        content: "x",
+        entityId: org.taskIds[0],
+        entityType: "task",
+        userId: org.userIds[0],
+        attachments: [{ uploadId: ticket.body.id }],
+      };
+      const raced = await Promise.all([0, 1, 2].map(() => served.http("POST", "/v1/comments", { key: org.apiKey, body })));
+      expect(raced.map((r) => r.status).sort()).toEqual([201, 409, 409]);
+      const nul = [
+        await served.http("GET", "/v1/attachments/att_a%00b", { key: org.apiKey }),
+        await served.http("GET", "/v1/attachments/att_a%00b/download-url", { key: org.apiKey }),
+        await served.gql('query { attachment(id: "att_a\\u0000b") { id } }', {}, org.apiKey),
+      ];
+      expect(nul.map((r) => r.status)).toEqual([400, 400, 200]);
+      await expect.poll(() => lines.filter((l) => l.msg === "request").length).toBeGreaterThanOrEqual(8);
+      expect(lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
+      // Every refusal the database made is one line at info, naming its request.
+      for (const line of lines.filter((l) => l.msg === "a database refusal answered as the caller's")) {
+        expect(line.level).toBe(30);
+        expect(line.requestId).toMatch(/^[\w-]{36}$/);
+      }
+      const download = lines.find((l) => l.msg === "a database refusal answered as the caller's" && l.code === "BAD_USER_INPUT");
+      expect(download?.requestId).toBe(nul[1]?.headers.get("x-request-id"));
+    } finally {
+      await served.close();
+    }
+  });
+});
