@@ -12,7 +12,7 @@ import type { AttachmentStore, StoreKind } from "../../src/platform/attachments/
 import { type Database, openDatabase } from "../../src/platform/db/database.js";
 import { type FaultyRelay, faultyRelay } from "../helpers/attachment-stores.js";
 import { type S3TestServer, startS3Server } from "../helpers/s3-server.js";
-import { createTestApp, migratedPostgresDatabase, type TestApp, usePostgres } from "../helpers/test-app.js";
+import { createTestApp, migratedPostgresDatabase, usePostgres } from "../helpers/test-app.js";
 
 /**
  * A download whose store fails, stalls or loses its database in the middle of the file ends within
