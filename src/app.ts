@@ -50,6 +50,7 @@ import {
   type Config,
   DEFAULT_BODY_BUDGET_BYTES,
   DEFAULT_LIVE_STREAM_LIMITS,
+  DEFAULT_UNATTACHED_MAX_BYTES,
   MAX_ATTACHMENT_BYTES,
   MAX_DATABASE_ATTACHMENT_BYTES,
 } from "./platform/config.js";
@@ -73,7 +74,9 @@ export type AppDeps = {
     Partial<Pick<Config, "jwt" | "rateLimitPerMinute" | "authFailuresPerMinute" | "trustProxy" | "introspection" | "graphiql">> &
     Partial<Pick<Config, "trustedDocuments">> & {
       liveStreams?: Partial<Config["liveStreams"]>;
-      attachments?: Partial<Pick<Config["attachments"], "maxBytes" | "uploadTtlSeconds" | "downloadTtlSeconds">>;
+      attachments?: Partial<
+        Pick<Config["attachments"], "maxBytes" | "uploadTtlSeconds" | "downloadTtlSeconds" | "timeoutMs" | "unattachedMaxBytes">
+      >;
     };
   logger: Logger;
   deviceManagement?: DeviceManagement;
@@ -122,11 +125,11 @@ const UNSUBSCRIBE_BODY_LIMIT_BYTES = 4_096;
 
 /** /ready answers within a second whatever the database does: a load balancer's check must not hang. */
 const READY_TIMEOUT_MS = 900;
-function withinReadyTimeout(ping: Promise<void>): Promise<void> {
+function withinReadyTimeout(ping: Promise<void>, what = "the database"): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     // After the loop's I/O, so that a late event loop does not pass for a slow database.
-    const late = () => setImmediate(() => reject(new Error(`the database did not answer within ${READY_TIMEOUT_MS} ms`)));
+    const late = () => setImmediate(() => reject(new Error(`${what} did not answer within ${READY_TIMEOUT_MS} ms`)));
     timer = setTimeout(late, READY_TIMEOUT_MS);
   });
   ping.catch(() => {});
@@ -156,6 +159,7 @@ export function createApp(deps: AppDeps) {
       },
       { db: database.db },
     );
+  const storeTimeoutMs = config.attachments?.timeoutMs ?? 5_000;
   const redisHealth =
     deps.redisHealth ?? (deps.redis ? watchRedis(deps.redis, { timeoutMs: config.redisTimeoutMs ?? 200, logger }) : undefined);
   const services = createServices(database.db, {
@@ -173,6 +177,7 @@ export function createApp(deps: AppDeps) {
         (attachmentStores.store.kind === "database" ? MAX_DATABASE_ATTACHMENT_BYTES : MAX_ATTACHMENT_BYTES),
       uploadTtlSeconds: config.attachments?.uploadTtlSeconds ?? 900,
       downloadTtlSeconds: config.attachments?.downloadTtlSeconds ?? 300,
+      unattachedMaxBytes: config.attachments?.unattachedMaxBytes ?? DEFAULT_UNATTACHED_MAX_BYTES,
     },
     evidenceRequests: deps.evidenceRequests,
   });
@@ -261,7 +266,12 @@ export function createApp(deps: AppDeps) {
       debug: (...args) => logger.debug(args.map(String).join(" ")),
       info: (...args) => logger.info(args.map(String).join(" ")),
       warn: (...args) => logger.warn(args.map(String).join(" ")),
-      error: (...args) => logger.error(args.map(String).join(" ")),
+      // Yoga logs the original of every error it masks, without the request: error-masking.ts logs
+      // each once with its request id, at its level (a unique violation lost in a race is no error).
+      error: (...args) =>
+        args.length === 1 && args[0] instanceof Error
+          ? logger.debug({ err: args[0] }, "masked error (logged with its request by error-masking.ts)")
+          : logger.error(args.map(String).join(" ")),
     },
     renderGraphiQL: renderLocalGraphiQL,
     graphiql: !(config.graphiql ?? !config.production)
@@ -312,9 +322,18 @@ export function createApp(deps: AppDeps) {
           const replicas = database.replicas
             ? { readReplicas: Object.fromEntries(database.replicas.statuses().map((r) => [r.name, r.state])) }
             : {};
+          // Still ready without its attachment store (contract section 15): only the changes that
+          // need it answer 503. Said here, so that the store's failure (a refused credential too) shows.
+          const attachmentStore = withinReadyTimeout(attachmentStores.store.ping(), "the attachment store").then(
+            () => "available",
+            (error) => {
+              logger.warn({ err: error, store: attachmentStores.store.kind }, "readiness check: the attachment store fails");
+              return "failing";
+            },
+          );
           try {
             await withinReadyTimeout(database.ping());
-            return Response.json({ status: "ready", ...shared, ...replicas });
+            return Response.json({ status: "ready", attachmentStore: await attachmentStore, ...shared, ...replicas });
           } catch (error) {
             logger.warn({ err: error }, "readiness check: the database does not answer");
             return notReady("database unavailable", "The database does not answer");
@@ -322,7 +341,7 @@ export function createApp(deps: AppDeps) {
         },
       }),
       // Signed URLs, their own credential: before the rate limit, the body limit and CSRF prevention.
-      useAttachmentObjects({ urls: attachmentStores.urls, storeOf: attachmentStores.storeOf }),
+      useAttachmentObjects({ urls: attachmentStores.urls, storeOf: attachmentStores.storeOf, logger, timeoutMs: storeTimeoutMs }),
       useRateLimit({
         perMinute: config.rateLimitPerMinute ?? 1200,
         redis: deps.redis,
@@ -352,7 +371,7 @@ export function createApp(deps: AppDeps) {
         rememberAuth,
         dispatch: deps.restDispatch === false ? undefined : restDispatch,
         ownRoutes: { ...auditRestHandlers(services.audit), ...frameworkRestHandlers(database.db) },
-        download: attachmentDownload(services.comments.attachments),
+        download: attachmentDownload(services.comments.attachments, { logger, timeoutMs: storeTimeoutMs }),
         openApiDocument: () => {
           openApi ??= buildOpenApiDocument(restSchema, routes);
           return openApi;

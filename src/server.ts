@@ -41,6 +41,12 @@ try {
   fail((error as Error).message);
 }
 const logger = pino({ level: config.logLevel, base: { service: "compliance-gateway" } });
+if (config.production && !config.attachments.publicUrl) {
+  logger.warn(
+    { setting: "PUBLIC_URL" },
+    "PUBLIC_URL is not set: the URLs the service signs (attachment uploads and downloads) and links follow each request's Host header; set it to the service's public origin (docs/production.md)",
+  );
+}
 
 // A promise nobody awaited failed: a defect to fix, but not a reason to drop every request in
 // flight, so the replica logs it and keeps serving. An exception that unwound the stack may have

@@ -49,6 +49,9 @@ export type VerifyResult = { checked: number; mismatched: string[] };
  * with the row's: an object changed, or missing, is named in `mismatched`.
  */
 export async function verifyAttachments(db: Db, storeOf: StoreOf, organizationId: string): Promise<VerifyResult> {
+  // A mistyped id would otherwise "verify" nothing and pass.
+  if (!(await db.organization.findUnique({ where: { id: organizationId }, select: { id: true } })))
+    throw new Error(`No organization ${organizationId}: nothing to verify (is the id right?)`);
   const result: VerifyResult = { checked: 0, mismatched: [] };
   for await (const row of attachments(db, { organizationId })) {
     const facts = await storeFor(storeOf, row.store).digest(row.objectKey);

@@ -11,10 +11,15 @@ import { requestIdOf } from "./request-id.js";
 /** Yoga's own request error codes, renamed to ours so both transports agree. */
 const yogaCodes: Record<string, ErrorCode> = { REQUEST_ENTITY_TOO_LARGE: "PAYLOAD_TOO_LARGE" };
 
-/** What each "Internal server error" hides, for the log line of its request. */
+/**
+ * What each "Internal server error" hides, and each database refusal answered as the caller's
+ * (a unique violation as 409, NUL in text as 400) came from, for the log line of its request.
+ */
 const hiddenCauses = new WeakMap<GraphQLError, unknown>();
+const expectedCauses = new WeakMap<GraphQLError, { cause: unknown; code: ErrorCode }>();
+type Cause = { cause: unknown; expected?: ErrorCode };
 /** The same for a REST answer: the causes of the errors it reports. */
-const causesOfResponse = new WeakMap<Response, unknown[]>();
+const causesOfResponse = new WeakMap<Response, Cause[]>();
 
 /** The answer to a request while the database cannot answer: the caller may retry it as it is. */
 export const databaseUnavailable = () =>
@@ -68,6 +73,7 @@ export function maskError(error: unknown): Error {
   if (translated) {
     const answer = new GraphQLError(translated.message, { path, extensions: translated.extensions });
     if (translated.code === "SERVICE_UNAVAILABLE") hiddenCauses.set(answer, original);
+    else expectedCauses.set(answer, { cause: original, code: translated.code });
     return answer;
   }
   const masked = new GraphQLError("Internal server error", { path, extensions: { code: "INTERNAL_SERVER_ERROR" } });
@@ -75,11 +81,13 @@ export function maskError(error: unknown): Error {
   return masked;
 }
 
-/** The causes of a result's internal errors. */
-function causesIn(errors: readonly unknown[]): unknown[] {
-  return errors.flatMap((error) => {
-    if (!(error instanceof GraphQLError)) return [error];
-    return hiddenCauses.has(error) ? [hiddenCauses.get(error)] : [];
+/** The causes of a result's internal errors and of the database refusals it answers as the caller's. */
+function causesIn(errors: readonly unknown[]): Cause[] {
+  return errors.flatMap((error): Cause[] => {
+    if (!(error instanceof GraphQLError)) return [{ cause: error }];
+    if (hiddenCauses.has(error)) return [{ cause: hiddenCauses.get(error) }];
+    const expected = expectedCauses.get(error);
+    return expected ? [{ cause: expected.cause, expected: expected.code }] : [];
   });
 }
 
@@ -102,9 +110,19 @@ export function restErrorsResponse(errors: readonly unknown[]): Response {
   return response;
 }
 
-/** One line for what an error answer hides: a database outage is expected, anything else is a defect. */
-function logCause(logger: Logger, cause: unknown, requestId: string) {
-  if (isDatabaseUnavailable(cause)) logger.warn({ err: cause, requestId }, "database unavailable");
+/**
+ * One line for what an error answer hides: a database outage is expected (warn), a refusal the
+ * caller caused (a unique violation lost in a race, NUL in an id) is the caller's (info, with what
+ * the database said, not its full message), anything else is a defect (error).
+ */
+function logCause(logger: Logger, { cause, expected }: Cause, requestId: string) {
+  if (expected) {
+    const known = cause instanceof Prisma.PrismaClientKnownRequestError ? cause : undefined;
+    logger.info(
+      { requestId, code: expected, databaseCode: known?.code ?? (cause as { code?: string })?.code, target: known?.meta?.target },
+      "a database refusal answered as the caller's",
+    );
+  } else if (isDatabaseUnavailable(cause)) logger.warn({ err: cause, requestId }, "database unavailable");
   else logger.error({ err: cause, requestId }, "unexpected error");
 }
 
@@ -114,7 +132,7 @@ function logCause(logger: Logger, cause: unknown, requestId: string) {
  * answer leaves.
  */
 export function useUnexpectedErrorLog(logger: Logger): Plugin {
-  const log = (serverContext: object, causes: unknown[]) => {
+  const log = (serverContext: object, causes: Cause[]) => {
     for (const cause of causes) logCause(logger, cause, requestIdOf(serverContext));
   };
   const logResult = (serverContext: object, result: { errors?: readonly unknown[] }) => {
@@ -146,7 +164,7 @@ const isThenable = (value: unknown): value is PromiseLike<unknown> =>
 /** Our answer to an error thrown outside any GraphQL execution, and its log line. */
 function answerToThrown(error: unknown, pathname: string, logger: Logger, requestId: string): Response {
   if (error instanceof AppError) return transportErrorResponse(pathname, error.code, error.message);
-  logCause(logger, error, requestId);
+  logCause(logger, { cause: error }, requestId);
   const own = isDatabaseUnavailable(error)
     ? databaseUnavailable()
     : new AppError("INTERNAL_SERVER_ERROR", "Internal server error");

@@ -41,6 +41,8 @@ function isAppOrigin(value: string): boolean {
 /** ATTACHMENT_MAX_BYTES' default and ceiling: 100 MiB a file, 10 MiB on the database store. */
 export const MAX_ATTACHMENT_BYTES = 100 * 1024 * 1024;
 export const MAX_DATABASE_ATTACHMENT_BYTES = 10 * 1024 * 1024;
+/** ATTACHMENT_UNATTACHED_MAX_BYTES' default: what an organization's uploads not yet attached may declare, 5 GiB. */
+export const DEFAULT_UNATTACHED_MAX_BYTES = 5 * 1024 * 1024 * 1024;
 
 const schema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(4000),
@@ -202,6 +204,12 @@ const schema = z.object({
   ATTACHMENT_UPLOAD_TTL_SECONDS: z.coerce.number().int().min(1).max(604_800).default(900),
   ATTACHMENT_DOWNLOAD_TTL_SECONDS: z.coerce.number().int().min(1).max(3_600).default(300),
   ATTACHMENT_STORE_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(5_000),
+  ATTACHMENT_UNATTACHED_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(Number.MAX_SAFE_INTEGER)
+    .default(DEFAULT_UNATTACHED_MAX_BYTES),
 });
 
 /** `a@b.example` or `Name <a@b.example>`: what nodemailer puts in From. */
@@ -345,8 +353,13 @@ export type AttachmentConfig = {
   maxBytes: number;
   uploadTtlSeconds: number;
   downloadTtlSeconds: number;
-  /** Longest any store operation waits for the store before answering 503. */
+  /** Longest any store operation waits for the store before answering 503 (and a download for the store's next bytes). */
   timeoutMs: number;
+  /**
+   * The bytes an organization's uploads not yet attached (pending or expired and not yet swept)
+   * may declare together: a new upload past it is 409. Bounds the storage unattached objects take.
+   */
+  unattachedMaxBytes: number;
 };
 
 export type S3StoreConfig = { bucket: string; region: string; endpoint: string | undefined; forcePathStyle: boolean };
@@ -500,6 +513,7 @@ function attachmentConfig(e: z.infer<typeof schema>): AttachmentConfig {
     uploadTtlSeconds: e.ATTACHMENT_UPLOAD_TTL_SECONDS,
     downloadTtlSeconds: e.ATTACHMENT_DOWNLOAD_TTL_SECONDS,
     timeoutMs: e.ATTACHMENT_STORE_TIMEOUT_MS,
+    unattachedMaxBytes: e.ATTACHMENT_UNATTACHED_MAX_BYTES,
   };
 }
 

@@ -2,6 +2,7 @@ import { type DocumentNode, type GraphQLSchema, TypeInfo, visit, visitWithTypeIn
 import type { Plugin } from "graphql-yoga";
 import type { AuthState } from "../auth/caller.js";
 import { announcesBody, type BodyReader } from "../http/body-admission.js";
+import { connectionAbort } from "../http/connection-abort.js";
 import { appErrorResponse, errorResponse } from "../http/error-response.js";
 import { requestIdOf } from "../http/request-id.js";
 import { AppError, UnauthenticatedError } from "../platform/errors.js";
@@ -32,6 +33,8 @@ export type DownloadHandler = (call: {
   params: Record<string, string>;
   auth: AuthState;
   requestId: string;
+  /** Resets the client's connection (a body cut short mid-stream); undefined in process. */
+  abort?: () => void;
 }) => Promise<Response>;
 
 type RestGuardOptions = {
@@ -158,7 +161,13 @@ export function useRestGuard({
       // A file streams from where it is stored; it never becomes a GraphQL value.
       const serveDownload = () => {
         if (!download) throw new AppError("NOT_FOUND", `No route ${request.method} ${pathname}`);
-        return download({ request, params: match.params, auth, requestId: requestIdOf(serverContext as object) });
+        return download({
+          request,
+          params: match.params,
+          auth,
+          requestId: requestIdOf(serverContext as object),
+          abort: connectionAbort(serverContext as object),
+        });
       };
       try {
         if (match.route.method === "GET" && !announcesBody(request)) {

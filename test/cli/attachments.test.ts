@@ -198,6 +198,19 @@ describe("attachments move", { timeout: 120_000 }, () => {
 });
 
 describe("attachments verify", () => {
+  it("refuses an organization that does not exist, naming it (exit 1), rather than verifying nothing", async () => {
+    await expect(command("attachments verify", { org: "org_missing" })).rejects.toThrow(/No organization org_missing/);
+    const dataDir = mkdtempSync(path.join(tmpdir(), "verify-unknown-"));
+    try {
+      const out: string[] = [];
+      const io = { stdout: (t: string) => out.push(t), stderr: (t: string) => out.push(t), env: { DATA_DIR: dataDir } };
+      expect(await runCliInProcess(["attachments", "verify", "--org", "org_missing", "--json"], io)).toBe(1);
+      expect(out.join("")).toContain("No organization org_missing");
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   const alter: Record<StoreKind, (objectKey: string, bytes: Buffer) => Promise<void>> = {
     async filesystem(objectKey, bytes) {
       writeFileSync(objectFile(fixture.dir, objectKey), flipped(bytes));

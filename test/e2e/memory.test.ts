@@ -152,3 +152,135 @@ describe.runIf(usePostgres)("memory under concurrent large bodies", () => {
     }
   }, 30_000);
 });
+
+/** The export line of the g-th bulk event, as the INSERT ... SELECT below writes it (test/integration/audit-export-memory.test.ts). */
+function bulkLine(organizationId: string, g: number, sequence: number, base: number) {
+  return {
+    sequence,
+    id: `aud_bulk${String(g).padStart(8, "0")}`,
+    organizationId,
+    action: "task.updated",
+    entityType: "task",
+    entityId: `tsk_${g % 50}`,
+    actorUserId: null,
+    actorApiKeyId: "key_bulk",
+    data: { changes: { title: { from: `t${g}`, to: `t${g + 1}` } } },
+    requestId: `req-${g}`,
+    createdAt: new Date(base + g).toISOString(),
+  };
+}
+
+// Contract section 14: memory stays flat however many events a range holds. Read slowly (a client
+// behind a slow link), the export must not run ahead of it: RSS grows by less than 64 MB. What it
+// holds: one batch of at most AUDIT_BATCH events (about 0.4 MB of text) at a time, read only when
+// the client asked for more, and what the socket's buffers take; the rest of the growth is V8's
+// heap headroom. Measured here (2 cores, PostgreSQL): +35 to +40 MB with npm start's flags, at 8
+// and 2 MiB/s; +117 MB without --max-semi-space-size=16 (Node 24's young generation grows twice
+// as far), which is how a run could pass 64 MB.
+describe.runIf(usePostgres)("a slowly read JSONL export of 153,000 audit events", () => {
+  const EVENTS = 153_000;
+  let server: ServerProcess | undefined;
+  let database: Database;
+  let drop: () => Promise<void>;
+  let org: SeedResult;
+
+  beforeAll(async () => {
+    const created = await migratedPostgresDatabase();
+    drop = created.drop;
+    database = await openDatabase({ kind: "postgres", url: created.url, poolSize: 2 });
+    org = await seedDemo(database.db, "Export memory");
+    const { chainHash } = await import("../../src/platform/audit-chain.js");
+    const head = await database.db.auditChainHead.findUniqueOrThrow({ where: { organizationId: org.organizationId } });
+    const base = Date.parse("2026-01-01T00:00:00.000Z");
+    const hashes: string[] = [];
+    let previous = head.hash;
+    for (let g = 1; g <= EVENTS; g++) {
+      previous = chainHash(previous, bulkLine(org.organizationId, g, head.sequence + g, base));
+      hashes.push(previous);
+    }
+    await database.db.$executeRawUnsafe(
+      `INSERT INTO "AuditEvent" ("id", "organizationId", "actorUserId", "actorApiKeyId", "action", "entityType", "entityId", "data", "requestId", "createdAt", "sequence", "hash")
+       SELECT 'aud_bulk' || lpad(g::text, 8, '0'), $1, NULL, 'key_bulk', 'task.updated', 'task', 'tsk_' || (g % 50),
+              jsonb_build_object('changes', jsonb_build_object('title', jsonb_build_object('from', 't' || g, 'to', 't' || (g + 1)))),
+              'req-' || g, $2::timestamp(3) + g * interval '1 millisecond', $3::int + g, h."hash"
+       FROM generate_series(1, ${EVENTS}) g JOIN unnest($4::text[]) WITH ORDINALITY AS h("hash", "n") ON h."n" = g`,
+      org.organizationId,
+      new Date(base).toISOString(),
+      head.sequence,
+      hashes,
+    );
+    await database.db.auditChainHead.update({
+      where: { organizationId: org.organizationId },
+      data: { sequence: head.sequence + EVENTS, hash: previous },
+    });
+    // As `npm start` runs it (package.json): the young generation's cap is part of the memory bound.
+    server = await startServer(
+      { NODE_ENV: "production", DATABASE_URL: created.url, REDIS_URL: "", LOG_LEVEL: "warn" },
+      { until: "ready", nodeFlags: ["--max-semi-space-size=16", "--liftoff-only"] },
+    );
+  }, 180_000);
+
+  afterAll(async () => {
+    server?.child.kill("SIGKILL");
+    await database?.close();
+    await drop?.();
+  });
+
+  /** The export read at `bytesPerSecond`, with the server's RSS sampled: its peak, and what arrived. */
+  function slowExport(port: number, bytesPerSecond: number, pid: number) {
+    return new Promise<{ peak: number; bytes: number; lines: number; last: string }>((resolve, reject) => {
+      let peak = 0;
+      let bytes = 0;
+      let lines = 0;
+      let tail = "";
+      let last = "";
+      const request = httpRequest(
+        { host: "127.0.0.1", port, path: "/v1/audit-events/export?format=jsonl", headers: { "x-api-key": org.apiKey } },
+        (response) => {
+          expect(response.statusCode).toBe(200);
+          const started = performance.now();
+          response.on("data", (chunk: Buffer) => {
+            bytes += chunk.length;
+            const text = tail + chunk.toString("latin1");
+            const parts = text.split("\n");
+            tail = parts.pop() as string;
+            lines += parts.length;
+            if (parts.length) last = parts[parts.length - 1] as string;
+            peak = Math.max(peak, rssOf(pid));
+            // Behind the pace: wait until the reader would have taken these bytes.
+            const ahead = (bytes / bytesPerSecond) * 1000 - (performance.now() - started);
+            if (ahead > 0) {
+              response.pause();
+              setTimeout(() => response.resume(), ahead);
+            }
+          });
+          response.on("end", () => resolve({ peak: Math.max(peak, rssOf(pid)), bytes, lines, last }));
+          response.on("error", reject);
+        },
+      );
+      request.on("error", reject);
+      request.end();
+    });
+  }
+
+  it("holds RSS growth under 64 MB, to its signed checkpoint", async () => {
+    const pid = server?.child.pid as number;
+    const port = server?.port as number;
+    // Warm up (code paths, the pool): a small range, then the idle level.
+    const warm = await fetch(`http://127.0.0.1:${port}/v1/audit-events/export?format=jsonl&to=5000`, {
+      headers: { "x-api-key": org.apiKey },
+    });
+    expect(warm.status).toBe(200);
+    await warm.arrayBuffer();
+    await new Promise((r) => setTimeout(r, 1_000));
+    const idle = rssOf(pid);
+    const read = await slowExport(port, 8 * MiB, pid);
+    const events = await database.db.auditEvent.count({ where: { organizationId: org.organizationId } });
+    console.log(
+      `export of ${events} events, ${Math.round(read.bytes / MiB)} MiB read at 8 MiB/s: RSS idle ${Math.round(idle / MiB)} MiB, peak ${Math.round(read.peak / MiB)} MiB (+${Math.round((read.peak - idle) / MiB)} MiB)`,
+    );
+    expect(read.lines).toBe(events + 1);
+    expect(JSON.parse(read.last).checkpoint).toMatchObject({ organizationId: org.organizationId });
+    expect(read.peak - idle).toBeLessThan(64 * 1000 * 1000);
+  }, 180_000);
+});

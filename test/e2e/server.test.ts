@@ -91,9 +91,27 @@ describe("the server process (npm start)", () => {
   it("exits 0 on SIGTERM and reopens the same data without seeding again", async () => {
     server.child.kill("SIGTERM");
     expect(await server.exited, server.output()).toBe(0);
+    expect(server.output()).not.toContain("PUBLIC_URL is not set");
     const again = await startServer("listening");
     expect(again.output()).not.toContain("Demo data created");
     again.child.kill("SIGTERM");
     expect(await again.exited, again.output()).toBe(0);
+  });
+
+  it("warns once, in its log format, when started in production without PUBLIC_URL", async () => {
+    const production = await start(
+      { DATA_DIR: dataDir, DATABASE_URL: "", LOG_LEVEL: "info", NODE_ENV: "production", PUBLIC_URL: "" },
+      { until: "listening" },
+    );
+    production.child.kill("SIGTERM");
+    expect(await production.exited, production.output()).toBe(0);
+    const warnings = production
+      .output()
+      .split("\n")
+      .filter((line) => line.includes("PUBLIC_URL is not set"))
+      .map((line) => JSON.parse(line));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatchObject({ level: 40, service: "compliance-gateway", setting: "PUBLIC_URL" });
+    expect(warnings[0].msg).toContain("Host header");
   });
 });

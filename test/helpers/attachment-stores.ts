@@ -98,3 +98,73 @@ async function tcpRelay(target: URL): Promise<{ port: number; server: Server; so
   state.port = (state.server.address() as { port: number }).port;
   return state;
 }
+
+/**
+ * A TCP relay to `target` that fails on demand in the middle of an answer: once armed, after
+ * `afterBytes` more bytes from the target it stops forwarding and keeps every connection open (a
+ * server stopped, SIGSTOP) or resets them all and refuses new ones (a server killed, connections
+ * cut). `heal()` passes everything again.
+ */
+export type FaultyRelay = {
+  port: number;
+  failAfter(afterBytes: number, how: "stall" | "reset"): void;
+  heal(): void;
+  close(): Promise<void>;
+};
+
+export async function faultyRelay(target: { host: string; port: number }): Promise<FaultyRelay> {
+  const sockets = new Set<Socket>();
+  const stalled: Socket[] = [];
+  let fault: { left: number; how: "stall" | "reset" } | undefined;
+  let refusing = false;
+  const failNow = (_how: "reset") => {
+    refusing = true;
+    for (const socket of sockets) socket.resetAndDestroy();
+  };
+  const server = createServer((client) => {
+    if (refusing) {
+      client.resetAndDestroy();
+      return;
+    }
+    const upstream = connect(target.port, target.host);
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on("close", () => sockets.delete(socket));
+      socket.on("error", () => {});
+    }
+    client.pipe(upstream);
+    upstream.on("data", (chunk: Buffer) => {
+      if (!fault) {
+        client.write(chunk);
+        return;
+      }
+      const passing = chunk.subarray(0, Math.max(0, fault.left));
+      fault.left -= passing.length;
+      if (passing.length) client.write(passing);
+      if (fault.left > 0) return;
+      if (fault.how === "reset") return failNow("reset");
+      // Held, not dropped: healed, the connection goes on where it stopped.
+      upstream.pause();
+      if (passing.length < chunk.length) upstream.unshift(chunk.subarray(passing.length));
+      stalled.push(upstream);
+    });
+    client.on("close", () => upstream.destroy());
+    upstream.on("close", () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    failAfter(afterBytes, how) {
+      fault = { left: afterBytes, how };
+    },
+    heal() {
+      fault = undefined;
+      refusing = false;
+      for (const socket of stalled.splice(0)) socket.resume();
+    },
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}

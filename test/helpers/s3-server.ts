@@ -1,9 +1,12 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { createHash, randomBytes } from "node:crypto";
+import { createWriteStream, mkdtempSync, rmSync } from "node:fs";
+import { link, mkdir, rename, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Transform, type TransformCallback } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 
 /**
@@ -18,9 +21,17 @@ import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
  *     percent-encodes them (RFC 3986), s3rver's encodeURIComponent does not;
  *  3. a streamed PUT with `x-amz-content-sha256: STREAMING-UNSIGNED-PAYLOAD-TRAILER` (aws-chunked,
  *     unsigned chunks, a checksum trailer): refused, and not decoded.
+ * It also lacks two checks S3 makes on a PutObject, which a test of "other bytes than declared" or
+ * "written once" needs (a request that S3 refuses and s3rver answers 200); both are added here by
+ * wrapping its object controller's `putObject`, which its router calls at each request:
+ *  4. `x-amz-checksum-sha256`: bytes that do not hash to it are 400 `BadDigest`, nothing stored;
+ *  5. `If-None-Match: *`: a key that holds an object is 412 `PreconditionFailed`, the old object
+ *     kept; of two such PUTs racing to an absent key, the later to finish is 409
+ *     `ConditionalRequestConflict`.
+ * For both, the body goes to a temporary file beside the object and is moved into place once
+ * accepted: as published, s3rver writes into the object's file while the body is still arriving.
  * `withoutCorrections` runs a request against the server as published, so that a test shows each
- * correction is needed. s3rver never checks `x-amz-checksum-sha256` (S3 does): other bytes than
- * declared are found by the service's own digest check only.
+ * correction is needed.
  */
 export type S3TestServer = {
   endpoint: string;
@@ -29,6 +40,8 @@ export type S3TestServer = {
   credentials: { accessKeyId: string; secretAccessKey: string };
   /** The SDK's own client on this server, for checking what landed. */
   client: S3Client;
+  /** Where it keeps the buckets (a test sees a PUT in flight there: `….partial` files). */
+  directory: string;
   /** The store settings (config.ts' S3StoreConfig) that reach this server. */
   settings: { bucket: string; region: string; endpoint: string; forcePathStyle: true };
   close(): Promise<void>;
@@ -52,6 +65,16 @@ type V4 = {
 };
 
 let corrections = true;
+type ObjectController = { putObject(ctx: PutContext): Promise<void> };
+type PutContext = KoaContext & { store: FilesystemStore; params: { bucket: string; key: string } };
+type StoredObject = { bucket: string; key: string; content: NodeJS.ReadableStream; metadata: Record<string, string> };
+type FilesystemStore = {
+  getResourcePath(bucket: string, key: string, resource: string): string;
+  existsObject(bucket: string, key: string): Promise<boolean>;
+  putMetadata(bucket: string, key: string, metadata: Record<string, string>, md5: string): Promise<void>;
+  putObject(object: StoredObject): Promise<{ size: number; md5: string }>;
+};
+type S3ErrorClass = new (code: string, message: string) => Error & { status: number };
 let S3rver: (new (options: Record<string, unknown>) => S3rverInstance) | undefined;
 type S3rverInstance = { run(): Promise<AddressInfo>; close(): Promise<void> };
 
@@ -103,7 +126,77 @@ function loadCorrectedS3rver() {
   };
   // Loaded after the wrapping: its controllers keep the functions they import at load.
   S3rver = require("@20minutes/s3rver") as typeof S3rver;
+  const objects = require("@20minutes/s3rver/lib/controllers/object.js") as ObjectController;
+  const S3Error = require("@20minutes/s3rver/lib/models/error.js") as S3ErrorClass;
+  const { putObject } = objects;
+  objects.putObject = async (ctx) => {
+    if (!corrections) return putObject(ctx);
+    // 4 and 5: this request's writes go through a store whose putObject checks, then publishes.
+    const store = ctx.store;
+    const checks = { checksum: ctx.headers["x-amz-checksum-sha256"], ifNoneMatch: ctx.headers["if-none-match"] };
+    ctx.store = Object.create(store, {
+      putObject: { value: (object: StoredObject) => checkedPut(store, object, checks, S3Error) },
+    });
+    try {
+      return await putObject(ctx);
+    } finally {
+      ctx.store = store;
+    }
+  };
   return S3rver as NonNullable<typeof S3rver>;
+}
+
+/** PutObject as S3 answers it: the body checked against its checksum, then published at once, or refused whole. */
+async function checkedPut(
+  store: FilesystemStore,
+  object: StoredObject,
+  checks: { checksum?: string; ifNoneMatch?: string },
+  S3Error: S3ErrorClass,
+): Promise<{ size: number; md5: string }> {
+  const file = store.getResourcePath(object.bucket, object.key, "object");
+  await mkdir(path.dirname(file), { recursive: true });
+  const existedAtStart = await store.existsObject(object.bucket, object.key);
+  const temp = `${file}.${randomBytes(6).toString("hex")}.partial`;
+  const md5 = createHash("md5");
+  const sha256 = createHash("sha256");
+  let size = 0;
+  try {
+    await pipeline(
+      object.content,
+      new Transform({
+        transform(chunk: Buffer, _encoding, done) {
+          md5.update(chunk);
+          sha256.update(chunk);
+          size += chunk.length;
+          done(null, chunk);
+        },
+      }),
+      createWriteStream(temp, { flags: "wx" }),
+    );
+    if (checks.checksum !== undefined && sha256.digest("base64") !== checks.checksum)
+      throw new S3Error("BadDigest", "The SHA256 you specified did not match the calculated checksum.");
+    if (checks.ifNoneMatch === "*") {
+      // A link never replaces a file: of two racing writers, exactly one publishes.
+      await link(temp, file).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== "EEXIST") throw error;
+        if (existedAtStart)
+          throw new S3Error("PreconditionFailed", "At least one of the pre-conditions you specified did not hold");
+        const conflict = new S3Error(
+          "ConditionalRequestConflict",
+          "A conflicting conditional operation is currently in progress against this resource. Please try again.",
+        );
+        conflict.status = 409;
+        throw conflict;
+      });
+    } else {
+      await rename(temp, file);
+    }
+    const digest = md5.digest("hex");
+    await store.putMetadata(object.bucket, object.key, object.metadata, digest);
+    return { size, md5: digest };
+  } finally {
+    await rm(temp, { force: true });
+  }
 }
 
 /** aws-chunked with unsigned chunks: `<hex size>\r\n<data>\r\n` ... `0\r\n<trailers>\r\n\r\n`. */
@@ -178,6 +271,7 @@ export async function startS3Server(options: { bucket?: string } = {}): Promise<
     region,
     credentials,
     client,
+    directory,
     settings: { bucket, region, endpoint, forcePathStyle: true },
     async close() {
       if (closed) return;

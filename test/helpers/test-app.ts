@@ -175,7 +175,10 @@ export async function createTestApp(
     s3?: S3TestServer;
     /** Attachment limits, the store timeout, PUBLIC_URL. */
     attachments?: Partial<
-      Pick<AttachmentConfig, "maxBytes" | "uploadTtlSeconds" | "downloadTtlSeconds" | "timeoutMs" | "publicUrl">
+      Pick<
+        AttachmentConfig,
+        "maxBytes" | "uploadTtlSeconds" | "downloadTtlSeconds" | "timeoutMs" | "publicUrl" | "unattachedMaxBytes"
+      >
     >;
     /** Stores made by the test itself (several apps on one store, a store behind a proxy); `attachmentStore` is then ignored. */
     attachmentStores?: AttachmentStores;

@@ -1,11 +1,11 @@
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
+import { createServer, request as httpRequest, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createServer as createTcpServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { Readable } from "node:stream";
+import { PassThrough, Readable } from "node:stream";
 import { GetObjectCommand, HeadObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { attachmentUrlSecret } from "../../src/platform/attachments/create-store.js";
@@ -173,6 +173,7 @@ describe.each(["database", "filesystem", "s3"] as StoreKind[])("the %s attachmen
         "Content-Type": "image/png",
         "Content-Length": String(bytes.length),
         "x-amz-checksum-sha256": hexToBase64(sha256(bytes)),
+        "If-None-Match": "*",
       });
       expect(upload.expiresAt.getTime()).toBeGreaterThan(Date.now() + 55_000);
       expect(new URL(upload.url).pathname).toContain(upload.key);
@@ -221,33 +222,97 @@ describe.each(["database", "filesystem", "s3"] as StoreKind[])("the %s attachmen
       expect(await store.open(upload.key)).toBeNull();
     });
 
-    it.skipIf(kind === "s3")(
-      "refuse other bytes of the declared size (400) and a second PUT (409), answered in our envelope",
-      async () => {
-        const bytes = randomBytes(4096);
-        const upload = await signUpload(bytes);
-        const other = await put(upload.url, upload.headers, randomBytes(4096));
-        expect(other.status).toBe(400);
-        expect(await other.json()).toMatchObject({ statusCode: 400, code: "BAD_USER_INPUT" });
-        expect(await leftBehind(upload.key)).toEqual([]);
+    /** What answers a refused PUT: our envelope on the service's URLs, S3's XML error code on S3's. */
+    const refusal = async (response: Response) =>
+      kind === "s3" ? /<Code>(\w+)<\/Code>/.exec(await response.text())?.[1] : (await response.json()).code;
 
-        expect((await put(upload.url, upload.headers, bytes)).status).toBe(200);
-        const again = await put(upload.url, upload.headers, bytes);
-        expect(again.status).toBe(409);
-        expect(await again.json()).toMatchObject({ statusCode: 409, code: "CONFLICT" });
-      },
-    );
+    it("refuse other bytes of the declared size (400) and keep nothing", async () => {
+      const bytes = randomBytes(4096);
+      const upload = await signUpload(bytes);
+      const other = await put(upload.url, upload.headers, randomBytes(4096));
+      expect(other.status).toBe(400);
+      expect(await refusal(other)).toBe(kind === "s3" ? "BadDigest" : "BAD_USER_INPUT");
+      expect(await store.open(upload.key)).toBeNull();
+      expect(await leftBehind(upload.key)).toEqual([]);
+    });
 
-    it.runIf(kind === "s3")(
-      "(s3rver never checks the declared SHA-256: the store's digest tells other bytes apart)",
-      async () => {
-        const bytes = randomBytes(4096);
-        const upload = await signUpload(bytes);
-        const other = randomBytes(4096);
-        expect((await put(upload.url, upload.headers, other)).status).toBe(200);
-        expect(await store.digest(upload.key)).toEqual({ size: 4096, sha256: sha256(other) });
-      },
-    );
+    it("never change an object once it is there: the same or other bytes again are refused, the object kept", async () => {
+      const bytes = randomBytes(4096);
+      const upload = await signUpload(bytes);
+      expect((await put(upload.url, upload.headers, bytes)).status).toBe(200);
+      // S3 answers a failed If-None-Match with 412; the service's own URLs with 409, as any conflict.
+      const again = await put(upload.url, upload.headers, bytes);
+      expect(again.status).toBe(kind === "s3" ? 412 : 409);
+      expect(await refusal(again)).toBe(kind === "s3" ? "PreconditionFailed" : "CONFLICT");
+      // Other bytes: S3 checks the checksum first (400), the service's URLs the key first (409).
+      const other = await put(upload.url, upload.headers, randomBytes(4096));
+      expect(other.status).toBe(kind === "s3" ? 400 : 409);
+      await other.arrayBuffer();
+      expect(await store.digest(upload.key)).toEqual({ size: 4096, sha256: sha256(bytes) });
+      // Written by the service (an inline attachment) or by a URL, a key is written once.
+      await expect(store.put(upload.key, bytes, facts(bytes))).rejects.toBeInstanceOf(ObjectExistsError);
+    });
+
+    it("refuse a PUT without If-None-Match: * (403): the condition is signed", async () => {
+      const bytes = randomBytes(4096);
+      const upload = await signUpload(bytes);
+      if (kind === "s3") expect(new URL(upload.url).searchParams.get("X-Amz-SignedHeaders")).toContain("if-none-match");
+      const { "If-None-Match": _, ...headers } = upload.headers;
+      const response = await put(upload.url, headers, bytes);
+      expect(response.status).toBe(403);
+      await response.arrayBuffer();
+      expect(await store.open(upload.key)).toBeNull();
+    });
+
+    /** Pieces of writes to `key` still in flight: temporary files, or staged parts. */
+    async function inFlight(key: string): Promise<number> {
+      if (kind === "database") {
+        const staged = await t.db.attachmentObjectPart.findMany({
+          where: { objectKey: { startsWith: `${key}.` } },
+          select: { objectKey: true },
+          distinct: ["objectKey"],
+        });
+        return staged.length;
+      }
+      const dir = kind === "s3" ? path.join((s3 as S3TestServer).directory, (s3 as S3TestServer).bucket) : t.attachmentDir;
+      const names =
+        kind === "s3"
+          ? readdirSync(dir as string)
+          : existsSync(path.dirname(objectFile(dir as string, key)))
+            ? readdirSync(path.dirname(objectFile(dir as string, key)))
+            : [];
+      return names.filter((name) => name.includes(key) && name.endsWith(".partial")).length;
+    }
+
+    it("answer two PUTs at once to one URL: one 200, the other 409 (a conflict, not a store failure)", async () => {
+      const bytes = randomBytes(2 * MiB + 1);
+      const upload = await signUpload(bytes);
+      const half = 1.5 * MiB;
+      const sending = [0, 1].map(() => {
+        const request = httpRequest(upload.url, { method: "PUT", headers: upload.headers });
+        const answered = new Promise<{ status: number; body: string }>((resolve, reject) => {
+          request.on("response", (response) => {
+            const chunks: Buffer[] = [];
+            response.on("data", (chunk: Buffer) => chunks.push(chunk));
+            response.on("end", () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+          });
+          request.on("error", reject);
+        });
+        request.write(bytes.subarray(0, half));
+        return { request, answered };
+      });
+      // Both past every check made at the start, their bytes arriving.
+      await expect.poll(() => inFlight(upload.key), { timeout: 10_000 }).toBe(2);
+      const [first, second] = sending as [(typeof sending)[0], (typeof sending)[0]];
+      first.request.end(bytes.subarray(half));
+      expect((await first.answered).status).toBe(200);
+      second.request.end(bytes.subarray(half));
+      const lost = await second.answered;
+      expect(lost.status).toBe(409);
+      expect(lost.body).toContain(kind === "s3" ? "ConditionalRequestConflict" : "CONFLICT");
+      expect(await store.digest(upload.key)).toEqual({ size: bytes.length, sha256: sha256(bytes) });
+      expect(await inFlight(upload.key)).toBe(0);
+    });
   });
 
   describe("download URLs", () => {
@@ -554,6 +619,79 @@ describe("the test S3 server (s3rver 5.0.0, corrected where it refuses what S3 a
     const uncorrected = await withoutCorrections(() => fetch(url));
     expect(uncorrected.status).toBe(403);
     await uncorrected.arrayBuffer();
+  });
+
+  /** S3's error code of a refused request made with the SDK, or "ok". */
+  const outcome = (sending: Promise<unknown>) =>
+    sending.then(
+      () => "ok",
+      (error: { name?: string; $metadata?: { httpStatusCode?: number } }) => `${status(error)} ${error.name}`,
+    );
+  const stored = async (key: string) => {
+    const got = await s3.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key })).catch(() => undefined);
+    if (!got) return undefined;
+    return Buffer.from(await (got.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray()).toString();
+  };
+
+  it("4. refuses bytes that do not hash to x-amz-checksum-sha256 (400 BadDigest, nothing stored), which it stores as published", async () => {
+    const declared = hexToBase64(sha256(Buffer.from("the declared bytes")));
+    const send = (key: string) =>
+      s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: "other bytes", ChecksumSHA256: declared }));
+    const key = newObjectKey();
+    expect(await outcome(send(key))).toBe("400 BadDigest");
+    expect(await stored(key)).toBeUndefined();
+    const right = newObjectKey();
+    const body = "the declared bytes";
+    await s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: right, Body: body, ChecksumSHA256: declared }));
+    expect(await stored(right)).toBe(body);
+
+    const published = newObjectKey();
+    expect(await withoutCorrections(() => outcome(send(published)))).toBe("ok");
+    expect(await stored(published)).toBe("other bytes");
+  });
+
+  it("5. honours If-None-Match: * (412 PreconditionFailed, the old object kept), which it overwrites as published", async () => {
+    const send = (key: string, body: string) =>
+      s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: body, IfNoneMatch: "*" }));
+    const key = newObjectKey();
+    expect(await outcome(send(key, "first"))).toBe("ok");
+    expect(await outcome(send(key, "second"))).toBe("412 PreconditionFailed");
+    expect(await stored(key)).toBe("first");
+
+    const published = newObjectKey();
+    await send(published, "first");
+    expect(await withoutCorrections(() => outcome(send(published, "second")))).toBe("ok");
+    expect(await stored(published)).toBe("second");
+  });
+
+  it("5. answers the later of two racing If-None-Match: * PUTs 409 ConditionalRequestConflict; as published both land", async () => {
+    const race = async (key: string, corrected = true) => {
+      const bodies = [new PassThrough(), new PassThrough()];
+      const sends = bodies.map((body, i) =>
+        outcome(
+          s3.client.send(
+            new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: body, ContentLength: 2 * 64 * 1024, IfNoneMatch: "*" }),
+          ),
+        ).then((result) => [i, result]),
+      );
+      for (const body of bodies) body.write(Buffer.alloc(64 * 1024, 65));
+      // Both arriving: corrected, each has its temporary file; as published, nothing is checked to race.
+      const bucket = path.join(s3.directory, s3.bucket);
+      const partial = () => readdirSync(bucket).filter((name) => name.startsWith(`${key}.`) && name.endsWith(".partial"));
+      if (corrected) await expect.poll(() => partial().length, { timeout: 10_000 }).toBe(2);
+      (bodies[0] as PassThrough).end(Buffer.alloc(64 * 1024, 66));
+      const first = await sends[0];
+      (bodies[1] as PassThrough).end(Buffer.alloc(64 * 1024, 67));
+      return [first, await sends[1]];
+    };
+    expect(await race(newObjectKey())).toEqual([
+      [0, "ok"],
+      [1, "409 ConditionalRequestConflict"],
+    ]);
+    expect(await withoutCorrections(() => race(newObjectKey(), false))).toEqual([
+      [0, "ok"],
+      [1, "ok"],
+    ]);
   });
 
   it("3. takes a streamed PutObject with the SDK's default unsigned-payload trailer, decoded, which it refuses as published", async () => {

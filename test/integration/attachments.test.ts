@@ -3,9 +3,12 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createServer as createTcpServer, type Socket } from "node:net";
 import { GetObjectCommand, HeadObjectCommand } from "@aws-sdk/client-s3";
+import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { verifyAttachments } from "../../src/admin/attachments.js";
 import type { SeedResult } from "../../src/admin/seed.js";
 import { createSession } from "../../src/auth/sessions.js";
+import { deleteDueObjects, SWEEP_AFTER_EXPIRY_MS } from "../../src/modules/comments/attachments.jobs.js";
 import { openAttachmentStores } from "../../src/platform/attachments/create-store.js";
 import type { StoreKind } from "../../src/platform/attachments/store.js";
 import { type S3TestServer, startS3Server } from "../helpers/s3-server.js";
@@ -355,6 +358,97 @@ describe.each(["database", "filesystem", "s3"] as StoreKind[])("attachments on t
     expect(after.attachments - before.attachments).toBe(1);
   });
 
+  it("never changes or re-creates an attached object: PUTs to its upload URL after attaching and after the comment's deletion", async () => {
+    const bytes = pdf(`written once ${randomBytes(8).toString("hex")}`);
+    const ticket = await upload(bytes);
+    const created = await comment([{ uploadId: ticket.id }]);
+    expect(created.status, created.text).toBe(201);
+    const id = created.body.attachments[0].id;
+    const row = await t.db.attachment.findUniqueOrThrow({ where: { id } });
+    const other = Buffer.from(bytes.map((b, i) => (i === 10 ? b ^ 1 : b)));
+    const putAgain = async (body: Buffer) => {
+      const response = await fetch(ticket.uploadUrl, { method: "PUT", headers: ticket.headers, body: new Uint8Array(body) });
+      await response.arrayBuffer();
+      return response.status;
+    };
+    // Refused by the store itself: S3 412 (If-None-Match) or 400 (BadDigest), the service's URLs 409.
+    const refused = kind === "s3" ? [400, 412] : [409];
+    const unchanged = async () => {
+      const answer = await fetch(`${served.base}/v1/attachments/${id}`, { headers: { "x-api-key": org.apiKey } });
+      expect(answer.status).toBe(200);
+      expect(Buffer.from(await answer.arrayBuffer())).toEqual(bytes);
+      expect(await verifyAttachments(t.db, t.attachmentStores.storeOf, org.organizationId)).toMatchObject({ mismatched: [] });
+      if (s3) expect(await s3Bytes(s3, row.objectKey)).toEqual(bytes);
+    };
+    for (const body of [bytes, other]) expect(refused).toContain(await putAgain(body));
+    await unchanged();
+
+    // The comment deleted: its object stays while the upload URL could still write it, so that URL cannot re-create it.
+    expect((await http("DELETE", `/v1/comments/${created.body.id}?userId=${org.userIds[0]}`, { key: org.apiKey })).status).toBe(
+      204,
+    );
+    const storeOf = t.attachmentStores.storeOf;
+    const quiet = pino({ level: "silent" });
+    const now = new Date();
+    expect(await deleteDueObjects(t.db, storeOf, quiet, now)).toMatchObject({ postponed: 1, deleted: 0 });
+    for (const body of [bytes, other]) expect(refused).toContain(await putAgain(body));
+    expect(await storeOf(kind)?.digest(row.objectKey)).toEqual({ size: bytes.length, sha256: row.sha256 });
+    // Once the URL expired (and a PUT begun in time had its hour to finish), the object goes.
+    const writableUntil = Date.parse(ticket.expiresAt) + SWEEP_AFTER_EXPIRY_MS;
+    expect(await deleteDueObjects(t.db, storeOf, quiet, new Date(writableUntil - 1_000))).toMatchObject({ deleted: 0 });
+    expect(await deleteDueObjects(t.db, storeOf, quiet, new Date(writableUntil + 1_000))).toMatchObject({ deleted: 1 });
+    expect(await storeOf(kind)?.digest(row.objectKey)).toBeNull();
+  });
+
+  it("refuses names with C1 controls or bidirectional marks and overrides, on both transports, uploaded or inline", async () => {
+    for (const mark of ["\u0085", "\u009b", "\u200e", "\u200f", "\u202a", "\u202e", "\u2066", "\u2069"]) {
+      const fileName = `report${mark}fdp.pdf`;
+      const body = declare(pdf("named"), fileName);
+      const rest = await http("POST", "/v1/attachment-uploads", { key: org.apiKey, body });
+      expect(rest.status, JSON.stringify(fileName)).toBe(400);
+      expect(rest.body.details.map((d: { path: string }) => d.path)).toContain("fileName");
+      const graphql = await gql(uploadMutation, body);
+      expect(graphql.body.errors?.[0]?.extensions?.code, JSON.stringify(fileName)).toBe("BAD_USER_INPUT");
+      await refusedOnBoth(async () => [pdfItem(fileName)], 400, "attachments.0.fileName");
+    }
+  });
+
+  it("serves stored bytes on both routes with a sandbox CSP, nosniff and attachment, and a filename= that holds no path", async () => {
+    const bytes = Buffer.from('<?xml version="1.0"?><x:script xmlns:x="http://www.w3.org/1999/xhtml">alert(1)</x:script>');
+    const name = "..\uff0f..\uff0f.github\uff0fworkflows\uff0fci\u2215evil\u2044x\uff3c.xml";
+    const ticket = await upload(bytes, { declared: declare(bytes, name, "text/xml") });
+    const created = await comment([{ uploadId: ticket.id }]);
+    expect(created.status, created.text).toBe(201);
+    const id = created.body.attachments[0].id;
+    const { url } = (await http("GET", `/v1/attachments/${id}/download-url`, { key: org.apiKey })).body;
+    const answers = [
+      ["GET /v1/attachments/{id}", await fetch(`${served.base}/v1/attachments/${id}`, { headers: { "x-api-key": org.apiKey } })],
+      [
+        "HEAD /v1/attachments/{id}",
+        await fetch(`${served.base}/v1/attachments/${id}`, { method: "HEAD", headers: { "x-api-key": org.apiKey } }),
+      ],
+      ["the download URL", await fetch(url)],
+      // A presigned GET is not signed for HEAD on S3.
+      ...(kind === "s3" ? [] : [["HEAD of the download URL", await fetch(url, { method: "HEAD" })] as const]),
+    ] as const;
+    for (const [what, answer] of answers) {
+      expect(answer.status, what).toBe(200);
+      await answer.arrayBuffer();
+      const disposition = answer.headers.get("content-disposition") ?? "";
+      const fallback = /filename="([^"]*)"/.exec(disposition)?.[1];
+      expect(disposition, what).toMatch(/^attachment; /);
+      expect(fallback, what).toBeDefined();
+      // Printable ASCII only (no control character), and no path separator.
+      expect(fallback, what).toMatch(/^[ -~]+$/);
+      expect(fallback, what).not.toMatch(/[/\\]/);
+      expect(decodeURIComponent(/filename\*=UTF-8''([^;]+)/.exec(disposition)?.[1] ?? ""), what).toBe(name);
+      // S3 serves its own URLs: it sets no CSP; every answer the service gives itself does.
+      if (kind === "s3" && what.includes("download URL")) continue;
+      expect(answer.headers.get("content-security-policy"), what).toBe("default-src 'none'; sandbox");
+      expect(answer.headers.get("x-content-type-options"), what).toBe("nosniff");
+    }
+  });
+
   it("refuses an expired upload (400) and one whose bytes the store does not hold as declared (400), naming the item", async () => {
     const expired = await upload(pdf("expired"));
     await t.db.attachmentUpload.update({ where: { id: expired.id }, data: { expiresAt: new Date(Date.now() - 1000) } });
@@ -570,5 +664,139 @@ describe("the store failing", () => {
       body: { content: "no file", entityId: org.taskIds[0], entityType: "task", userId: org.userIds[0] },
     });
     expect(plain.status).toBe(201);
+  });
+});
+
+describe("an S3 store that refuses the service's credentials (a wrong secret)", () => {
+  let s3: S3TestServer;
+  let t: TestApp;
+  let served: Awaited<ReturnType<typeof serve>>;
+  let org: SeedResult;
+  beforeAll(async () => {
+    s3 = await startS3Server();
+    const probe = await createTestApp();
+    const stores = openAttachmentStores(
+      {
+        store: "s3",
+        dir: "",
+        s3: { ...s3.settings, credentials: { accessKeyId: s3.credentials.accessKeyId, secretAccessKey: "not-the-secret" } },
+        publicUrl: undefined,
+        timeoutMs: 2_000,
+        urlSecret: randomBytes(32).toString("hex"),
+      },
+      { db: probe.db },
+    );
+    t = await createTestApp({ attachmentStores: stores });
+    served = await serve(t);
+    org = await t.seedOrg();
+  });
+  afterAll(async () => {
+    await served.close();
+    await s3.close();
+  });
+
+  it("answers 503 with Retry-After to a change that needs it, on both transports, and /ready says the store fails", async () => {
+    const body = {
+      content: "x",
+      entityId: org.taskIds[0],
+      entityType: "task",
+      userId: org.userIds[0],
+      attachments: [pdfItem("a.pdf")],
+    };
+    const rest = await served.http("POST", "/v1/comments", { key: org.apiKey, body });
+    expect(rest.status, rest.text).toBe(503);
+    expect(rest.body).toMatchObject({ code: "SERVICE_UNAVAILABLE" });
+    expect(rest.body.message).toContain("refuses the service's credentials");
+    expect(rest.headers.get("retry-after")).toMatch(/^\d+$/);
+    const graphql = await served.gql(commentMutation, body, org.apiKey);
+    expect(graphql.body.errors[0].extensions.code).toBe("SERVICE_UNAVAILABLE");
+    const ready = await served.http("GET", "/ready");
+    expect(ready.status).toBe(200);
+    expect(ready.body).toMatchObject({ status: "ready", attachmentStore: "failing" });
+  });
+});
+
+describe("an organization's uploads not yet attached", () => {
+  it("declare at most ATTACHMENT_UNATTACHED_MAX_BYTES together: past it, 409 on both transports, until one is attached", async () => {
+    const t = await createTestApp({ attachments: { unattachedMaxBytes: 1_000 } });
+    const served = await serve(t);
+    try {
+      const org = await t.seedOrg();
+      const other = await t.seedOrg();
+      const bytes = pdf("x".repeat(400));
+      const declared = declare(bytes);
+      const first = await served.http("POST", "/v1/attachment-uploads", { key: org.apiKey, body: declared });
+      expect(first.status, first.text).toBe(201);
+      // Another caller of the organization counts too: the bound is the organization's.
+      const colleague = await t.keyWith(org.organizationId, ["comment:create"]);
+      expect((await served.http("POST", "/v1/attachment-uploads", { key: colleague.key, body: declared })).status).toBe(201);
+      const rest = await served.http("POST", "/v1/attachment-uploads", { key: org.apiKey, body: declared });
+      expect(rest.status, rest.text).toBe(409);
+      expect(rest.body.message).toContain("ATTACHMENT_UNATTACHED_MAX_BYTES");
+      const graphql = await served.gql(uploadMutation, declared, org.apiKey);
+      expect(graphql.body.errors[0].extensions.code).toBe("CONFLICT");
+      // Another organization is not held back.
+      expect((await served.http("POST", "/v1/attachment-uploads", { key: other.apiKey, body: declared })).status).toBe(201);
+      // Attached, an upload no longer counts.
+      const put = await fetch(first.body.uploadUrl, { method: "PUT", headers: first.body.headers, body: new Uint8Array(bytes) });
+      expect(put.status).toBe(200);
+      const attached = await served.http("POST", "/v1/comments", {
+        key: org.apiKey,
+        body: {
+          content: "x",
+          entityId: org.taskIds[0],
+          entityType: "task",
+          userId: org.userIds[0],
+          attachments: [{ uploadId: first.body.id }],
+        },
+      });
+      expect(attached.status, attached.text).toBe(201);
+      expect((await served.http("POST", "/v1/attachment-uploads", { key: org.apiKey, body: declared })).status).toBe(201);
+    } finally {
+      await served.close();
+    }
+  });
+});
+
+describe("refusals the database makes for the caller", () => {
+  it("are logged at info with the request id, never as errors: an upload raced for, a NUL in an id", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: "debug" }, {
+      write: (line: string) => lines.push(JSON.parse(line)),
+    } as unknown as NodeJS.WritableStream);
+    const t = await createTestApp({ logger });
+    const served = await serve(t);
+    try {
+      const org = await t.seedOrg();
+      const bytes = pdf("raced");
+      const ticket = await served.http("POST", "/v1/attachment-uploads", { key: org.apiKey, body: declare(bytes) });
+      await fetch(ticket.body.uploadUrl, { method: "PUT", headers: ticket.body.headers, body: new Uint8Array(bytes) });
+      const body = {
+        content: "x",
+        entityId: org.taskIds[0],
+        entityType: "task",
+        userId: org.userIds[0],
+        attachments: [{ uploadId: ticket.body.id }],
+      };
+      const raced = await Promise.all([0, 1, 2].map(() => served.http("POST", "/v1/comments", { key: org.apiKey, body })));
+      expect(raced.map((r) => r.status).sort()).toEqual([201, 409, 409]);
+      const nul = [
+        await served.http("GET", "/v1/attachments/att_a%00b", { key: org.apiKey }),
+        await served.http("GET", "/v1/attachments/att_a%00b/download-url", { key: org.apiKey }),
+        await served.gql('query { attachment(id: "att_a\\u0000b") { id } }', {}, org.apiKey),
+      ];
+      expect(nul.map((r) => r.status)).toEqual([400, 400, 200]);
+      await expect.poll(() => lines.filter((l) => l.msg === "request").length).toBeGreaterThanOrEqual(8);
+      expect(lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
+      // Every refusal the database made is one line at info, naming its request.
+      for (const line of lines.filter((l) => l.msg === "a database refusal answered as the caller's")) {
+        expect(line.level).toBe(30);
+        expect(line.requestId).toMatch(/^[\w-]{36}$/);
+      }
+      const download = lines.find((l) => l.msg === "a database refusal answered as the caller's" && l.code === "BAD_USER_INPUT");
+      expect(download?.requestId).toBe(nul[1]?.headers.get("x-request-id"));
+    } finally {
+      await served.close();
+    }
   });
 });

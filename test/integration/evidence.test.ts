@@ -268,7 +268,10 @@ describe("evidence", () => {
     expect(await t.db.attachment.findUnique({ where: { id: attachment.id } })).toBeNull();
     expect((await t.rest("GET", `/v1/evidence/${added.body.id}`, { key: org.apiKey })).status).toBe(404);
     expect(await t.db.attachmentDeletion.count({ where: { objectKey: attachment.objectKey } })).toBe(1);
+    // While its upload URL could still write the key, the object waits (docs/attachments.md, "Written once").
     await deleteDueObjects(t.db, t.attachmentStores.storeOf, logger, new Date(Date.now() + 60_000));
+    expect(await store?.digest(attachment.objectKey)).toMatchObject({ sha256: file.sha256 });
+    await deleteDueObjects(t.db, t.attachmentStores.storeOf, logger, new Date(Date.now() + 2 * 3_600_000));
     expect(await store?.digest(attachment.objectKey)).toBeNull();
     const [, event] = await auditOf(added.body.id);
     expect(event).toMatchObject({ action: "evidence.deleted", data: { sha256: file.sha256 } });

@@ -81,7 +81,7 @@ describe("health and readiness", () => {
     expect((await app.app.fetch(new Request("http://test/health"))).status).toBe(200);
     const ready = await app.app.fetch(new Request("http://test/ready"));
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ status: "ready" });
+    expect(await ready.json()).toEqual({ status: "ready", attachmentStore: "available" });
     await app.database.close();
     const down = await app.app.fetch(new Request("http://test/ready"));
     expect(down.status).toBe(503);

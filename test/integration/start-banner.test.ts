@@ -48,6 +48,17 @@ describe("the start banner", () => {
         const res = await app.fetch(new Request(`http://test${path}`, { headers: { "x-api-key": key } }));
         expect(res.status, path).toBe(200);
       }
+      // The README's first write: a comment by the key, acting for the user id it prints.
+      const userId = /User id:\s+(usr_\S+)/.exec(banner)?.[1];
+      expect(userId).toBeDefined();
+      const comment = await app.fetch(
+        new Request("http://test/v1/comments", {
+          method: "POST",
+          headers: { "x-api-key": key, "content-type": "application/json" },
+          body: JSON.stringify({ content: "Reviewed", entityType: "task", entityId: ids[0], userId }),
+        }),
+      );
+      expect(comment.status, await comment.clone().text()).toBe(201);
     });
   }
 });

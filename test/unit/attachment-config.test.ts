@@ -9,7 +9,7 @@ const postgres = { DATABASE_URL: "postgresql://app@db.internal/app" };
 const secret = { ATTACHMENT_URL_SECRET: "0123456789abcdef0123456789abcdef" };
 
 describe("attachment configuration", () => {
-  it("needs nothing on the embedded database: the filesystem store under DATA_DIR, 100 MiB, 900 s and 300 s", () => {
+  it("needs nothing on the embedded database: the filesystem store under DATA_DIR, 100 MiB, 900 s and 300 s, 5 GiB unattached", () => {
     expect(loadConfig({ DATA_DIR: "/var/lib/gateway" }).attachments).toEqual({
       store: "filesystem",
       dir: path.join("/var/lib/gateway", "attachments"),
@@ -20,7 +20,10 @@ describe("attachment configuration", () => {
       uploadTtlSeconds: 900,
       downloadTtlSeconds: 300,
       timeoutMs: 5_000,
+      unattachedMaxBytes: 5 * 1024 * 1024 * 1024,
     });
+    expect(loadConfig({ ATTACHMENT_UNATTACHED_MAX_BYTES: "1073741824" }).attachments.unattachedMaxBytes).toBe(1024 ** 3);
+    expect(() => loadConfig({ ATTACHMENT_UNATTACHED_MAX_BYTES: "0" })).toThrow(/ATTACHMENT_UNATTACHED_MAX_BYTES/);
   });
 
   it("defaults to the database store on PostgreSQL, 10 MiB a file, with nothing new to set", () => {

@@ -137,13 +137,17 @@ export function textStream(source: AsyncGenerator<string>): ReadableStream<Uint8
         await source.return(undefined);
       },
     },
-    { highWaterMark: 1 },
+    // Nothing read ahead: a batch is read once the client took the last one (a slow reader holds
+    // one batch, not two).
+    { highWaterMark: 0 },
   );
 }
 
 /**
  * The export as a byte stream pulled batch by batch from the database (the reader's pace sets the
- * reading: memory stays flat). jsonl ends with the signed checkpoint of the range's last event.
+ * reading: memory stays flat). What it holds at a time: one batch (AUDIT_BATCH events, about 0.4
+ * MB of text and its bytes), nothing more; a reader that stops leaves the socket's buffers full
+ * and the next batch unread. jsonl ends with the signed checkpoint of the range's last event.
  */
 export function exportStream(
   trail: AuditTrail,

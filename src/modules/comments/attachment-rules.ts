@@ -131,10 +131,13 @@ export function executableReason(fileName: string, fileType: string, bytes: Uint
 }
 
 /**
- * A file name safe to show and to send in Content-Disposition: no paths, controls or quotes, no
+ * A file name safe to show and to send in Content-Disposition: no paths, quotes or control
+ * characters (C0, DEL, C1), no bidirectional marks, embeddings, overrides or isolates (U+200E/F,
+ * U+202A-202E, U+2066-2069: with U+202E, "report" + U+202E + "fdp.exe" shows as "reportexe.pdf"), no
  * surrounding whitespace, not "." or "..". A pattern, so that the OpenAPI document carries it too.
  */
-export const safeFileNamePattern = '^(?!\\.{1,2}$)(?!\\s)(?![\\s\\S]*\\s$)[^/\\\\\\u0000-\\u001f\\u007f"]+$';
+export const safeFileNamePattern =
+  '^(?!\\.{1,2}$)(?!\\s)(?![\\s\\S]*\\s$)[^/\\\\\\u0000-\\u001f\\u007f-\\u009f\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069"]+$';
 const safeFileName = new RegExp(safeFileNamePattern);
 
 export function isSafeFileName(name: string): boolean {

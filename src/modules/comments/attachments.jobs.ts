@@ -12,7 +12,10 @@ import type { Db } from "../../platform/db/database.js";
  *   transaction (`scheduleObjectDeletions`). Once it committed, `deleteDueObjects` deletes each
  *   object from its store and then the row; a store that fails leaves the row for a later attempt
  *   (backoff up to an hour, for as long as it takes). An object a committed `Attachment` or a
- *   pending `AttachmentUpload` row still names is never deleted: its deletion row is dropped.
+ *   pending `AttachmentUpload` row still names is never deleted: its deletion row is dropped. An
+ *   object an upload URL could still write waits until that URL expired (and the margin a PUT
+ *   begun in time has to finish): deleted earlier, the URL would create it again, an object that
+ *   nothing names and nothing deletes (the URL's `If-None-Match: *` holds only while it exists).
  * - The sweeper: an upload never attached is removed once its URL expired and an hour passed (its
  *   row goes and its object's deletion is scheduled, in one transaction).
  *
@@ -57,6 +60,16 @@ export async function scheduleObjectDeletions(
   });
 }
 
+/** When the last upload URL that could write the object stops admitting a PUT that began in time; null when none can. */
+async function writableUntil(db: Db, store: string, objectKey: string, now: Date): Promise<Date | null> {
+  const upload = await db.attachmentUpload.findFirst({
+    where: { store, objectKey, expiresAt: { gt: new Date(now.getTime() - SWEEP_AFTER_EXPIRY_MS) } },
+    select: { expiresAt: true },
+    orderBy: { expiresAt: "desc" },
+  });
+  return upload ? new Date(upload.expiresAt.getTime() + SWEEP_AFTER_EXPIRY_MS) : null;
+}
+
 /** Whether a committed row still names the object: an attachment, or an upload not swept. */
 async function stillNamed(db: Db, store: string, objectKey: string): Promise<boolean> {
   const [attachment, upload] = await Promise.all([
@@ -66,7 +79,7 @@ async function stillNamed(db: Db, store: string, objectKey: string): Promise<boo
   return Boolean(attachment || upload);
 }
 
-export type DeletionPass = { deleted: number; kept: number; failed: number };
+export type DeletionPass = { deleted: number; kept: number; failed: number; postponed: number };
 
 /** One pass over the deletions due now: each is claimed, then its object deleted and its row with it. */
 export async function deleteDueObjects(db: Db, storeOf: StoreOf, logger: Logger, now = new Date()): Promise<DeletionPass> {
@@ -75,7 +88,7 @@ export async function deleteDueObjects(db: Db, storeOf: StoreOf, logger: Logger,
     orderBy: { nextAttemptAt: "asc" },
     take: BATCH,
   });
-  const pass: DeletionPass = { deleted: 0, kept: 0, failed: 0 };
+  const pass: DeletionPass = { deleted: 0, kept: 0, failed: 0, postponed: 0 };
   for (const row of due) {
     // The claim: another replica (or a move switching to this object) that got there first wins.
     const claimed = await db.attachmentDeletion.updateMany({
@@ -86,6 +99,12 @@ export async function deleteDueObjects(db: Db, storeOf: StoreOf, logger: Logger,
     if (await stillNamed(db, row.store, row.objectKey)) {
       await db.attachmentDeletion.deleteMany({ where: { id: row.id } });
       pass.kept++;
+      continue;
+    }
+    const until = await writableUntil(db, row.store, row.objectKey, now);
+    if (until) {
+      await db.attachmentDeletion.updateMany({ where: { id: row.id }, data: { attempts: row.attempts, nextAttemptAt: until } });
+      pass.postponed++;
       continue;
     }
     const store = storeOf(row.store as StoreKind);
@@ -157,7 +176,7 @@ export function startAttachmentJobs(options: { db: Db; storeOf: StoreOf; logger:
       if (removed) logger.info({ removed }, "attachment writes interrupted a day ago removed");
     }
     const pass = await deleteDueObjects(db, storeOf, logger, now);
-    if (swept || pass.deleted || pass.kept) logger.info({ swept, ...pass }, "attachment objects cleaned up");
+    if (swept || pass.deleted || pass.kept || pass.postponed) logger.info({ swept, ...pass }, "attachment objects cleaned up");
     return { swept, ...pass };
   };
   const timer = setInterval(() => {

@@ -1,6 +1,8 @@
-import { Readable } from "node:stream";
+import type { Readable } from "node:stream";
+import type { Logger } from "pino";
 import { authenticated } from "../../auth/actor.js";
-import { contentDisposition } from "../../platform/attachments/store.js";
+import { guardedBody } from "../../platform/attachments/guarded-body.js";
+import { storedBytesHeaders } from "../../platform/attachments/store.js";
 import { BadUserInputError } from "../../platform/errors.js";
 import type { DownloadHandler } from "../../rest/rest-plugin.js";
 import { type AttachmentService, attachmentEtag } from "./attachments.service.js";
@@ -11,8 +13,11 @@ import { type AttachmentService, attachmentEtag } from "./attachments.service.js
  * no file passes whole through a replica's memory. Same permission and 404 as the field.
  * The ETag is the bytes' SHA-256, known without reading them: If-None-Match answers 304 at once.
  */
-export function attachmentDownload(attachments: AttachmentService): DownloadHandler {
-  return async ({ request, params, auth, requestId }) => {
+export function attachmentDownload(
+  attachments: AttachmentService,
+  options: { logger: Logger; timeoutMs: number },
+): DownloadHandler {
+  return async ({ request, params, auth, requestId, abort }) => {
     const actor = authenticated({ auth, requestId });
     const id = decodeURIComponent(params.id ?? "");
     // As the GraphQL field answers (error-masking.ts): PostgreSQL text cannot hold NUL.
@@ -26,14 +31,19 @@ export function attachmentDownload(attachments: AttachmentService): DownloadHand
     }
     const headers = {
       ...cached,
-      "content-type": attachment.type,
-      "content-length": String(attachment.size),
-      "content-disposition": contentDisposition(attachment.name),
-      "x-content-type-options": "nosniff",
-      "content-security-policy": "default-src 'none'; sandbox",
+      ...storedBytesHeaders({ type: attachment.type, size: attachment.size, fileName: attachment.name }),
     };
     if (request.method === "HEAD") return new Response(null, { headers });
     const { body } = await attachments.open(attachment);
-    return new Response(Readable.toWeb(body as Readable) as ReadableStream, { headers });
+    const guarded = guardedBody(body as Readable, {
+      timeoutMs: options.timeoutMs,
+      abort,
+      onFail: (error, sentBytes) =>
+        options.logger.warn(
+          { requestId, attachmentId: attachment.id, store: attachment.store, sentBytes, size: attachment.size, err: error },
+          "attachment download cut off: the store failed or stalled mid-stream",
+        ),
+    });
+    return new Response(guarded, { headers });
   };
 }

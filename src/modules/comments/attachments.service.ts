@@ -10,7 +10,7 @@ import {
   type StoreKind,
   StoreUnavailableError,
 } from "../../platform/attachments/store.js";
-import { MAX_ATTACHMENT_BYTES } from "../../platform/config.js";
+import { DEFAULT_UNATTACHED_MAX_BYTES, MAX_ATTACHMENT_BYTES } from "../../platform/config.js";
 import type { Db } from "../../platform/db/database.js";
 import {
   AppError,
@@ -40,6 +40,8 @@ export type AttachmentSettings = {
   uploadTtlSeconds: number;
   /** ATTACHMENT_DOWNLOAD_TTL_SECONDS: how long a download URL serves them. */
   downloadTtlSeconds: number;
+  /** ATTACHMENT_UNATTACHED_MAX_BYTES: what an organization's uploads not yet attached may declare together. */
+  unattachedMaxBytes?: number;
 };
 
 /** Uploads a caller may hold not yet attached (and not expired). */
@@ -288,9 +290,9 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings, ev
       });
       const id = newId("upl");
       await db.$transaction(async (tx) => {
-        // One caller's uploads are counted and added one request at a time, so the limit holds under a race.
-        const callerKey = `attachment-uploads:${caller.memberId ?? caller.apiKeyId ?? caller.evidenceRequestId}`;
-        await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${callerKey}, 0))`;
+        // An organization's uploads are counted and added one request at a time, so both limits hold under a race.
+        const organizationKey = `attachment-uploads:${actor.organizationId}`;
+        await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${organizationKey}, 0))`;
         const pending = await tx.attachmentUpload.count({
           where: { organizationId: actor.organizationId, ...caller, attachmentId: null, expiresAt: { gt: new Date() } },
         });
@@ -299,6 +301,17 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings, ev
             caller.evidenceRequestId
               ? `This request holds ${pending} files not yet submitted, the most it takes: submit them, or wait until their URLs expire`
               : `You hold ${pending} uploads not yet attached, the most allowed: attach them to a comment, or wait until their URLs expire`,
+          );
+        }
+        // Expired ones count until swept (an hour later): their objects take the space until then.
+        const unattachedMax = settings.unattachedMaxBytes ?? DEFAULT_UNATTACHED_MAX_BYTES;
+        const unattached = await tx.attachmentUpload.aggregate({
+          where: { organizationId: actor.organizationId, attachmentId: null },
+          _sum: { size: true },
+        });
+        if ((unattached._sum.size ?? 0) + input.size > unattachedMax) {
+          throw new ConflictError(
+            `This organization's uploads not yet attached declare ${unattached._sum.size ?? 0} bytes; ${input.size} more would pass the ${unattachedMax} allowed (ATTACHMENT_UNATTACHED_MAX_BYTES): attach them, or wait until those never attached are swept (an hour after their URLs expire)`,
           );
         }
         await tx.attachmentUpload.create({

@@ -182,7 +182,7 @@ const AttachmentUpload = builder.objectRef<AttachmentUploadTicket>("AttachmentUp
     headers: t.field({
       type: "HttpHeaders",
       description:
-        "Headers to send with the bytes, exactly: Content-Type, Content-Length and x-amz-checksum-sha256 (the declared type, size and SHA-256)",
+        "Headers to send with the bytes, exactly: Content-Type, Content-Length and x-amz-checksum-sha256 (the declared type, size and SHA-256), and If-None-Match: * (a URL writes once: an object is never changed)",
       resolve: (ticket) => ticket.headers,
     }),
     expiresAt: t.expose("expiresAt", {

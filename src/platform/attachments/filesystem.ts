@@ -51,9 +51,12 @@ export function createFilesystemStore(options: { dir: string; urls: ServiceUrls;
       try {
         const source = body instanceof Uint8Array ? Readable.from([body]) : body;
         await pipeline(source, checkedBytes(expect), createWriteStream(temp, { flags: "wx", mode: 0o600 }));
-        await timed("put", () => link(temp, file)).catch((error) => {
-          throw (error as NodeJS.ErrnoException).code === "EEXIST" ? new ObjectExistsError(key) : error;
-        });
+        // EEXIST is the other writer having won, not a store failure: translated before `timed` sees it.
+        await timed("put", () =>
+          link(temp, file).catch((error) => {
+            throw (error as NodeJS.ErrnoException).code === "EEXIST" ? new ObjectExistsError(key) : error;
+          }),
+        );
       } catch (error) {
         throw unavailableOr(error);
       } finally {

@@ -108,7 +108,9 @@ export function createS3Store(options: S3StoreSettings & { timeoutMs: number }):
       } catch (error) {
         if (mismatch()) await removeMismatch(key);
         if (mismatch()) throw mismatch();
-        if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 412) throw new ObjectExistsError(key);
+        // 412: the key exists; 409: another conditional write to it won the race.
+        if (error instanceof S3ServiceException && [409, 412].includes(error.$metadata.httpStatusCode ?? 0))
+          throw new ObjectExistsError(key);
         throw unavailableOr(checked.errored ?? error);
       }
       // The check fails at the last byte, which a server may already have taken as the whole object.
@@ -141,11 +143,14 @@ export function createS3Store(options: S3StoreSettings & { timeoutMs: number }):
         ContentType: o.type,
         ContentLength: o.size,
         ChecksumSHA256: hexToBase64(o.sha256),
+        // Written once: S3 refuses (412) a PUT to a key that holds an object, so the URL cannot
+        // change an object once uploaded, attached or not.
+        IfNoneMatch: "*",
       });
       const url = await getSignedUrl(client, command, {
         expiresIn: o.expiresInSeconds,
         // Headers the client must send as they are: they are signed, not moved into the query.
-        signableHeaders: new Set(["content-type", "content-length"]),
+        signableHeaders: new Set(["content-type", "content-length", "if-none-match"]),
         unhoistableHeaders: new Set(["x-amz-checksum-sha256"]),
       });
       return { url, method: "PUT", headers: uploadHeaders(o), expiresAt: new Date(Date.now() + o.expiresInSeconds * 1000) };
@@ -184,11 +189,20 @@ const networkCodes = new Set([
   "ENOTFOUND",
 ]);
 
-/** No answer, a timeout or a 5xx: the store is unavailable. A 4xx (access denied, no such bucket) is a configuration fault. */
+/**
+ * No answer, a timeout, a 5xx, or the store refusing the service's credentials (a wrong or revoked
+ * key, a missing permission: 401, 403): the store is unavailable to this replica, a 503 the caller
+ * retries and `/ready` reports. Another 4xx (no such bucket) is a configuration fault.
+ */
 function unavailableOr(error: unknown): unknown {
   if (error instanceof StoreUnavailableError) return error;
   if (error instanceof S3ServiceException) {
     const status = error.$metadata.httpStatusCode ?? 0;
+    if (status === 401 || status === 403)
+      return new StoreUnavailableError(
+        `The attachment store refuses the service's credentials (${error.name}); retry shortly`,
+        error,
+      );
     return status >= 500 || status === 0 ? new StoreUnavailableError(undefined, error) : error;
   }
   const e = error as { code?: string; name?: string };

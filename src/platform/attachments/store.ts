@@ -89,26 +89,48 @@ export function isObjectKey(value: string): boolean {
 export const hexToBase64 = (hex: string) => Buffer.from(hex, "hex").toString("base64");
 export const base64ToHex = (base64: string) => Buffer.from(base64, "base64").toString("hex");
 
-/** The headers a client sends with the bytes to an upload URL, the same for every store. */
+/**
+ * The headers a client sends with the bytes to an upload URL, the same for every store. Each is
+ * signed: `If-None-Match: *` makes the PUT a conditional write, which no store lets change an
+ * object already there.
+ */
 export function uploadHeaders(o: { size: number; type: string; sha256: string }): Record<string, string> {
   return {
     "Content-Type": o.type,
     "Content-Length": String(o.size),
     "x-amz-checksum-sha256": hexToBase64(o.sha256),
+    "If-None-Match": "*",
   };
 }
 
 /**
  * `Content-Disposition: attachment` with the file name as RFC 6266 says: an ASCII fallback in
- * `filename`, the UTF-8 name percent-encoded in `filename*` (RFC 8187).
+ * `filename`, the UTF-8 name percent-encoded in `filename*` (RFC 8187). The fallback is made after
+ * NFKD, which turns characters a name may hold into ones it may not (U+FF0F, U+2044 into `/`), so
+ * path separators are replaced after it, with controls and quotes.
  */
 export function contentDisposition(fileName: string): string {
   const fallback = fileName
     .normalize("NFKD")
     .replace(/[\u0300-\u036f]/g, "")
-    .replace(/[^\x20-\x7e]|["\\%]/g, "_");
+    .replace(/[^\x20-\x7e]|["\\%/]/g, "_");
   const encoded = encodeURIComponent(fileName).replace(/['()*!]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
   return `attachment; filename="${fallback}"; filename*=UTF-8''${encoded}`;
+}
+
+/**
+ * The headers of every answer that serves stored bytes from the API's origin (both download
+ * routes, every store the service serves itself): the stored type never runs as a page there
+ * (`text/xml` may carry script), is never sniffed into another, and is saved, not shown.
+ */
+export function storedBytesHeaders(o: { type: string; size: number; fileName: string }): Record<string, string> {
+  return {
+    "content-type": o.type,
+    "content-length": String(o.size),
+    "content-disposition": contentDisposition(o.fileName),
+    "x-content-type-options": "nosniff",
+    "content-security-policy": "default-src 'none'; sandbox",
+  };
 }
 
 /**
