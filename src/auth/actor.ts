@@ -40,6 +40,15 @@ export function authorize(ctx: RequestAuth, permission: Permission): Actor {
   return { ...caller, requestId: ctx.requestId };
 }
 
+/** As `authorize`, for an operation that serves several purposes: any one of `permissions` will do. */
+export function authorizeAny(ctx: RequestAuth, permissions: readonly Permission[]): Actor {
+  const caller = callerOf(ctx.auth);
+  if (!permissions.some((permission) => caller.permissions.has(permission))) {
+    throw new ForbiddenError(`This operation needs one of the permissions ${permissions.join(", ")}`);
+  }
+  return { ...caller, requestId: ctx.requestId };
+}
+
 /** Whether the caller holds `permission`, for fields that are left out (null) rather than refused with the whole answer. */
 export function can(ctx: RequestAuth, permission: Permission): boolean {
   return "caller" in ctx.auth && ctx.auth.caller.permissions.has(permission);

@@ -26,6 +26,7 @@ const reasonNames: Record<string, string> = {
   webhook_disabled: "disabled webhook endpoints",
   control_not_ready: "controls that are no longer ready",
   evidence_due: "evidence coming due",
+  evidence_submitted: "submitted evidence",
 };
 
 const text = (status: number, body: string, headers: Record<string, string> = {}) =>

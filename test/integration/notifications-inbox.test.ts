@@ -231,7 +231,16 @@ describe("the inbox", () => {
 describe("preferences", () => {
   it("all on by default; a change answers the preferences after it, audited once per change, on both transports", async () => {
     const headersOf = await sessionOf(org.userIds[3] as string);
-    const defaults = { mention: true, assigned: true, review_requested: true, review_completed: true, webhook_disabled: true };
+    const defaults = {
+      mention: true,
+      assigned: true,
+      review_requested: true,
+      review_completed: true,
+      webhook_disabled: true,
+      control_not_ready: true,
+      evidence_due: true,
+      evidence_submitted: true,
+    };
     const got = await t.rest("GET", "/v1/notifications/preferences", { headers: headersOf });
     expect(got.status).toBe(200);
     expect(got.body).toEqual({ email: defaults });
@@ -251,7 +260,7 @@ describe("preferences", () => {
     );
     expect(gql.body.data.updateNotificationPreferences.email).toEqual({ mention: false, review_completed: false });
     const read = await t.gql(
-      `{ notificationPreferences { email { mention assigned review_requested review_completed webhook_disabled } } viewer { notificationPreferences { email { review_completed } } } }`,
+      `{ notificationPreferences { email { mention assigned review_requested review_completed webhook_disabled control_not_ready evidence_due evidence_submitted } } viewer { notificationPreferences { email { review_completed } } } }`,
       {},
       { headers: headersOf },
     );
@@ -259,6 +268,18 @@ describe("preferences", () => {
       notificationPreferences: { email: { ...defaults, mention: false, review_completed: false } },
       viewer: { notificationPreferences: { email: { review_completed: false } } },
     });
+    // Every reason of the input can be switched (webhook_disabled and evidence_submitted were once refused as unknown).
+    const every = await t.rest("PATCH", "/v1/notifications/preferences", {
+      headers: headersOf,
+      body: { email: { webhook_disabled: false, evidence_submitted: false } },
+    });
+    expect(every.status, every.text).toBe(200);
+    expect(every.body.email).toMatchObject({ webhook_disabled: false, evidence_submitted: false });
+    const back = await t.rest("PATCH", "/v1/notifications/preferences", {
+      headers: headersOf,
+      body: { email: { webhook_disabled: true, evidence_submitted: true } },
+    });
+    expect(back.status, back.text).toBe(200);
     // A write that changes nothing is answered and not audited.
     const same = await t.rest("PATCH", "/v1/notifications/preferences", {
       headers: headersOf,
@@ -273,6 +294,16 @@ describe("preferences", () => {
     expect(events.map((e) => [e.actorUserId, e.entityType, e.data])).toEqual([
       [org.userIds[3], "notification_preferences", { changes: { mention: { from: true, to: false } } }],
       [org.userIds[3], "notification_preferences", { changes: { review_completed: { from: true, to: false } } }],
+      [
+        org.userIds[3],
+        "notification_preferences",
+        { changes: { webhook_disabled: { from: true, to: false }, evidence_submitted: { from: true, to: false } } },
+      ],
+      [
+        org.userIds[3],
+        "notification_preferences",
+        { changes: { webhook_disabled: { from: false, to: true }, evidence_submitted: { from: false, to: true } } },
+      ],
     ]);
   });
 

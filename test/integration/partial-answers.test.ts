@@ -6,6 +6,8 @@ import { openFixture } from "../helpers/fixtures.js";
 const { t, org, keyWith } = await openFixture({ organizations: 1 });
 // A real endpoint, so that its refused delivery log is refused for the permission, not for a missing record.
 const hook = await t.rest("POST", "/v1/webhook-endpoints", { key: org.apiKey, body: { url: "https://hooks.example.com/in" } });
+const control = await t.rest("POST", "/v1/controls", { key: org.apiKey, body: { code: "PA-01", name: "Partial answers" } });
+const framework = await t.db.framework.findFirstOrThrow({ where: { organizationId: null }, select: { id: true } });
 
 /** Every root field answering a page type, with the arguments it needs. */
 const listRoots = Object.values(schema.getQueryType()?.getFields() ?? {}).filter((field) =>
@@ -15,6 +17,9 @@ const listRoots = Object.values(schema.getQueryType()?.getFields() ?? {}).filter
 function call(name: string): string {
   const args: Record<string, string> = {
     comments: `(entityId: "${org.taskIds[0]}", entityType: task)`,
+    controlEvidence: `(controlId: "${control.body.id}")`,
+    frameworkRequirements: `(id: "${framework.id}")`,
+    vendorEvidence: `(vendorId: "${org.vendorIds[0]}")`,
     policyVersions: `(id: "${org.policyIds[0]}")`,
     taskItems: `(entityId: "${org.vendorIds[0]}", entityType: vendor)`,
     webhookDeliveries: `(id: "${hook.body.id}")`,
@@ -25,11 +30,17 @@ function call(name: string): string {
 describe("a refused list", () => {
   it("covers every list root of the schema", () => {
     expect(hook.status, hook.text).toBe(201);
+    expect(control.status, control.text).toBe(201);
     expect(listRoots.map((f) => f.name).sort()).toEqual(
       [
         "auditCheckpoints",
         "auditEvents",
         "comments",
+        "controlEvidence",
+        "controls",
+        "evidenceRequests",
+        "frameworkRequirements",
+        "frameworks",
         "members",
         "notifications",
         "policies",
@@ -37,6 +48,7 @@ describe("a refused list", () => {
         "risks",
         "taskItems",
         "tasks",
+        "vendorEvidence",
         "vendors",
         "webhookDeliveries",
         "webhookEndpoints",

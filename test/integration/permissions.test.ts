@@ -33,7 +33,9 @@ const operations: Record<
     /** The caller's own inbox: every user credential, whatever its role; an API key is refused whatever its scopes. */
     personal?: boolean;
     /** A permission that would also let the call through (a list of either kind): a key refused lacks both. */
-    alsoBy?: Permission;
+    alsoBy?: Permission[];
+    /** Permissions each of which, alone, lets the call through as well (an operation serving several purposes). */
+    orAlone?: Permission[];
     /** Takes an evidence request's link token alone: every member's or key's credential is 401. */
     linkOnly?: boolean;
     /**
@@ -81,6 +83,8 @@ const operations: Record<
   },
   "Mutation.createAttachmentUpload": {
     permission: "comment:create",
+    alsoBy: ["control:update", "vendor:update"],
+    orAlone: ["control:update", "vendor:update"],
     call: () => {
       // The SHA-256 of "%PDF-1.7\n", base64; the bytes are never sent.
       const args = {
@@ -602,12 +606,12 @@ Object.assign(operations, {
   },
   "Query.evidenceRequests": {
     permission: "vendor:read",
-    alsoBy: "control:read",
+    alsoBy: ["control:read"],
     call: () => ({ rest: ["GET", "/v1/evidence-requests"], gql: ["{ evidenceRequests { nextCursor } }", {}] }),
   },
   "Query.evidenceRequest": {
     permission: "vendor:read",
-    alsoBy: "control:read",
+    alsoBy: ["control:read"],
     call: onRequest(
       newRequestId,
       (id) => ["GET", `/v1/evidence-requests/${id}`],
@@ -1035,15 +1039,21 @@ describe("permissions", () => {
   });
 
   it("grants an API key exactly its scopes", async () => {
-    for (const [field, { permission, call, approverOnly, personal, passes, alsoBy, linkOnly }] of Object.entries(operations)) {
+    for (const [field, { permission, call, approverOnly, personal, passes, alsoBy, orAlone, linkOnly }] of Object.entries(
+      operations,
+    )) {
       // Granting a role needs every permission of that role: createMember makes an employee.
       const grants = field === "Mutation.createMember" ? rolePermissions.employee : [];
       const only = await t.keyWith(org.organizationId, [permission, ...grants]);
       const allowed = linkOnly ? "unauthenticated" : !approverOnly && !personal && (passes ?? true);
       await expectOutcome(field, await call({}), { "x-api-key": only.key }, allowed);
+      for (const other of orAlone ?? []) {
+        const otherOnly = await t.keyWith(org.organizationId, [other, ...grants]);
+        await expectOutcome(field, await call({}), { "x-api-key": otherOnly.key }, allowed);
+      }
       const allBut = await t.keyWith(
         org.organizationId,
-        permissions.filter((p) => p !== permission && p !== alsoBy),
+        permissions.filter((p) => p !== permission && !alsoBy?.includes(p)),
       );
       await expectOutcome(field, await call({}), { "x-api-key": allBut.key }, linkOnly ? "unauthenticated" : false);
     }

@@ -1,4 +1,4 @@
-import { asRecipient, authenticated, authorize, can, isRecipient } from "../../auth/actor.js";
+import { asRecipient, authenticated, authorize, authorizeAny, can, isRecipient } from "../../auth/actor.js";
 import { CommentEntityType as CommentEntityTypeValues } from "../../generated/prisma/enums.js";
 import { builder } from "../../graphql/builder.js";
 import type { Context } from "../../graphql/context.js";
@@ -193,10 +193,13 @@ const AttachmentUpload = builder.objectRef<AttachmentUploadTicket>("AttachmentUp
   }),
 });
 
+/** An upload becomes a comment's attachment or an evidence item: either purpose admits it. */
+const uploadPermissions = ["comment:create", "control:update", "vendor:update"] as const;
+
 builder.mutationField("createAttachmentUpload", (t) =>
   t.field({
     type: AttachmentUpload,
-    description: `Start a direct upload: answers a URL the client sends the file's bytes to, straight to the attachment store, for files up to ATTACHMENT_MAX_BYTES (100 MiB by default; 10 MiB on the database store). The same file rules as inline attachments hold (evidence file names and types only; executables refused, also by their first bytes when attached). A caller (the person behind a user credential, or the API key) holds at most ${MAX_PENDING_UPLOADS} uploads not yet attached and not expired: past that, 409. Needs \`comment:create\`; or, with an evidence request's link token (X-Evidence-Request-Token) as the only credential, an upload for that request's submission (at most 20 files not yet submitted; 409 while its files await review).`,
+    description: `Start a direct upload: answers a URL the client sends the file's bytes to, straight to the attachment store, for files up to ATTACHMENT_MAX_BYTES (100 MiB by default; 10 MiB on the database store). The same file rules as inline attachments hold (evidence file names and types only; executables refused, also by their first bytes when attached). A caller (the person behind a user credential, or the API key) holds at most ${MAX_PENDING_UPLOADS} uploads not yet attached and not expired: past that, 409. Needs one of \`comment:create\` (for a comment), \`control:update\` or \`vendor:update\` (for evidence; a control's owner adds evidence with \`comment:create\`); or, with an evidence request's link token (X-Evidence-Request-Token) as the only credential, an upload for that request's submission (at most 20 files not yet submitted; 409 while its files await review).`,
     args: {
       fileName: t.arg.string({ required: true, ...limited("File name", commentLimits.fileName) }),
       fileType: t.arg.string({ required: true, ...limited("Media type (type/subtype) of the file", commentLimits.fileType) }),
@@ -212,7 +215,7 @@ builder.mutationField("createAttachmentUpload", (t) =>
     resolve: (_root, args, ctx) =>
       isRecipient(ctx)
         ? ctx.services.evidenceRequests.createUpload(asRecipient(ctx), args, originOf(ctx))
-        : ctx.services.comments.attachments.createUpload(authorize(ctx, "comment:create"), args, originOf(ctx)),
+        : ctx.services.comments.attachments.createUpload(authorizeAny(ctx, uploadPermissions), args, originOf(ctx)),
   }),
 );
 

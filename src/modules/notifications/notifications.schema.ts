@@ -197,6 +197,9 @@ const EmailPreferences = builder.objectRef<NotificationPreferences["email"]>("No
     evidence_due: t.exposeBoolean("evidence_due", {
       description: "E-mail when the evidence of a control I own expires within 14 days",
     }),
+    evidence_submitted: t.exposeBoolean("evidence_submitted", {
+      description: "E-mail when an outside party submits files through an evidence request I created",
+    }),
   }),
 });
 
@@ -218,6 +221,9 @@ const EmailPreferencesInput = builder.inputType("NotificationEmailPreferencesInp
     webhook_disabled: t.boolean({ description: "E-mail when a webhook endpoint is disabled" }),
     control_not_ready: t.boolean({ description: "E-mail when a control I own stops being ready" }),
     evidence_due: t.boolean({ description: "E-mail when the evidence of a control I own expires within 14 days" }),
+    evidence_submitted: t.boolean({
+      description: "E-mail when an outside party submits files through an evidence request I created",
+    }),
   }),
 });
 

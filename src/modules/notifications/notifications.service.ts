@@ -252,8 +252,10 @@ const preferencesInput = z.object({
       assigned: z.boolean(notNull).optional(),
       review_requested: z.boolean(notNull).optional(),
       review_completed: z.boolean(notNull).optional(),
+      webhook_disabled: z.boolean(notNull).optional(),
       control_not_ready: z.boolean(notNull).optional(),
       evidence_due: z.boolean(notNull).optional(),
+      evidence_submitted: z.boolean(notNull).optional(),
     })
     .strict()
     .refine((email) => Object.values(email).some((v) => v !== undefined), "give at least one reason to switch on or off"),
