@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { parse } from "graphql";
 import { describe, expect, it } from "vitest";
 import { createSession } from "../../src/auth/sessions.js";
@@ -72,6 +73,78 @@ async function organizationWithTies() {
   for (const [i, userId] of [o.userIds[0], o.userIds[1], o.userIds[0], o.userIds[1]].entries()) {
     await post("/v1/comments", { content: `note ${i}`, entityId: tasks[0], entityType: "task", userId });
   }
+  // Controls and evidence (contract sections 16, 17): a framework of the organization's own, a
+  // control mapped to its requirements, with evidence, the controls linked to policies and tasks; vendor
+  // evidence; evidence requests. Evidence without validUntil sorts last both ways.
+  const framework = await post("/v1/frameworks", {
+    format: "json",
+    document: JSON.stringify({
+      key: "ties",
+      name: "Ties",
+      version: "1",
+      requirements: ["A-1", "A-2", "A-3", "A-4", "A-5"].map((ref) => ({ ref, title: "Same title" })),
+    }),
+  });
+  const requirements = await t.rest("GET", `/v1/frameworks/${framework.id}/requirements?limit=100`, { key });
+  expect(requirements.status, requirements.text).toBe(200);
+  const controls = [];
+  for (const [code, name] of [
+    ["C-2", "Backups"],
+    ["C-1", "Backups"],
+    ["C-3", "Access"],
+  ]) {
+    controls.push((await post("/v1/controls", { code, name })).id);
+  }
+  const policies = [...o.policyIds, (await post("/v1/policies", { name: "Backups", content: [{ type: "p" }] })).id];
+  const mapped = await t.rest("POST", `/v1/controls/${controls[0]}/requirements`, {
+    key,
+    body: { requirementIds: requirements.body.items.map((r: { id: string }) => r.id) },
+  });
+  expect(mapped.status, mapped.text).toBe(200);
+  for (const control of controls) {
+    const linked = await t.rest("POST", `/v1/controls/${control}/links`, { key, body: { policyIds: policies, taskIds: tasks } });
+    expect(linked.status, linked.text).toBe(200);
+  }
+  const upload = async () => {
+    const bytes = Buffer.from(`%PDF-1.7\n${Math.random()}\n`);
+    const created = await post("/v1/attachment-uploads", {
+      fileName: "evidence.pdf",
+      fileType: "application/pdf",
+      size: bytes.length,
+      sha256: createHash("sha256").update(bytes).digest("base64"),
+    });
+    const { uploadUrl, headers } = created as unknown as { uploadUrl: string; headers: Record<string, string> };
+    const put = await t.app.fetch(new Request(uploadUrl, { method: "PUT", headers, body: new Uint8Array(bytes) }));
+    expect(put.status).toBe(200);
+    return created.id;
+  };
+  const dated = [
+    { collectedAt: "2026-01-02T00:00:00.000Z", validUntil: "2030-01-01T00:00:00.000Z" },
+    { collectedAt: "2026-01-01T00:00:00.000Z" },
+    { collectedAt: "2026-01-02T00:00:00.000Z", validUntil: "2029-01-01T00:00:00.000Z" },
+    { collectedAt: "2026-01-01T00:00:00.000Z", validUntil: "2030-01-01T00:00:00.000Z" },
+    { collectedAt: "2026-01-03T00:00:00.000Z" },
+  ];
+  const evidence = [];
+  for (const body of dated) {
+    evidence.push((await post(`/v1/controls/${controls[0]}/evidence`, { uploadId: await upload(), ...body })).id);
+    evidence.push((await post(`/v1/vendors/${o.vendorIds[0]}/evidence`, { uploadId: await upload(), ...body })).id);
+  }
+  for (const [title, dueInDays] of [
+    ["SOC 2 report", 10],
+    ["Pen test", 5],
+    ["SOC 2 report", 5],
+    ["Insurance", 20],
+  ] as const) {
+    await post("/v1/evidence-requests", {
+      ...(dueInDays === 20 ? { controlId: controls[0] } : { vendorId: o.vendorIds[0] }),
+      title,
+      recipientEmail: "security@vendor.example",
+      dueAt: new Date(Date.now() + dueInDays * 86_400_000).toISOString(),
+    });
+  }
+  await t.db.control.updateMany({ where: { id: { in: controls.slice(0, 2) } }, data: { createdAt: now, updatedAt: now } });
+  await t.db.evidence.updateMany({ where: { id: { in: evidence.slice(0, 4) } }, data: { createdAt: now } });
   // Ties in the webhook lists too: endpoints and deliveries that share their timestamps.
   const deliveries = await t.db.webhookDelivery.findMany({ where: { endpointId: endpoints[0] }, orderBy: { id: "asc" } });
   expect(deliveries.length).toBeGreaterThan(4);
@@ -84,7 +157,7 @@ async function organizationWithTies() {
   for (const _ of [1, 2]) await post("/v1/audit/checkpoints", {});
   await post("/v1/comments", { content: "later", entityId: tasks[1], entityType: "task", userId: o.userIds[0] });
   for (const _ of [1, 2, 3]) await post("/v1/audit/checkpoints", {});
-  return { ...o, tasks, endpoints };
+  return { ...o, tasks, endpoints, controls, frameworkId: framework.id };
 }
 
 const o = await organizationWithTies();
@@ -123,6 +196,8 @@ async function allLists() {
     entityId: `"${o.vendorIds[0]}"`,
     entityType: "vendor",
     id: `"${o.policyIds[0]}"`,
+    controlId: `"${o.controls[0]}"`,
+    vendorId: `"${o.vendorIds[0]}"`,
   };
   const idOf: Record<string, string | undefined> = {
     Task: o.tasks[0],
@@ -130,6 +205,8 @@ async function allLists() {
     Risk: o.riskIds[0],
     Policy: o.policyIds[0],
     Member: o.memberIds[0],
+    Control: o.controls[0],
+    Framework: o.frameworkId,
   };
   const lists: {
     label: string;
@@ -147,7 +224,9 @@ async function allLists() {
         ? [`entityId: "${o.tasks[0]}"`, "entityType: task"]
         : f.name === "webhookDeliveries"
           ? [`id: "${o.endpoints[0]}"`]
-          : given;
+          : f.name === "frameworkRequirements"
+            ? [`id: "${o.frameworkId}"`]
+            : given;
     lists.push({
       label: `Query.${f.name}`,
       type: named(f),
@@ -245,6 +324,12 @@ describe("connections: forward and backward paging", () => {
         "Query.webhookEndpoints",
         "Query.webhookDeliveries",
         "Query.auditCheckpoints",
+        ...["controls", "controlEvidence", "vendorEvidence", "frameworks", "frameworkRequirements", "evidenceRequests"].map(
+          (f) => `Query.${f}`,
+        ),
+        ...["evidence", "requirements", "policies", "tasks"].map((f) => `Control.${f}`),
+        "Framework.requirements",
+        "Vendor.evidence",
       ]),
     );
     for (const list of lists) {
@@ -255,8 +340,10 @@ describe("connections: forward and backward paging", () => {
           const whole = await page(list, orderBy, { first: 100 });
           expect(whole.pageInfo, label).toMatchObject({ hasNextPage: false, hasPreviousPage: false });
           expect(whole.edges.length, label).toBe(whole.totalCount);
-          // The webhook and checkpoint lists hold more than a page, so that paging them is tested.
-          if (/webhook|auditCheckpoints/.test(list.label)) expect(whole.totalCount, label).toBeGreaterThan(2);
+          // The webhook, checkpoint, control, framework and evidence lists hold more than a page, so that paging them is tested.
+          if (/webhook|auditCheckpoints|[Cc]ontrol|[Ff]ramework|[Ee]vidence/.test(list.label)) {
+            expect(whole.totalCount, label).toBeGreaterThan(2);
+          }
           const ids = whole.edges.map((e) => e.node.id);
           expect(await forward(list, orderBy, 2), label).toEqual(ids);
           expect(await backward(list, orderBy, 2), label).toEqual(ids);

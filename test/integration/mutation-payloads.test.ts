@@ -78,12 +78,20 @@ async function freshRead(id: string, typeName: string, selection: string) {
   return res.body.data.node;
 }
 
+/**
+ * Two levels for a payload whose three cost past the query limit (an evidence request's control and
+ * vendor each page their lists, whose records page theirs), three for the others.
+ */
+const payloadSelection = (field: GraphQLField<unknown, unknown>) =>
+  selectionOf(field.type, getNamedType(field.type).name === "EvidenceRequest" ? 1 : 0);
+
 async function run(name: string, variables: Record<string, unknown>, headers: Record<string, string> = {}) {
   const field = mutations[name];
   if (!field) throw new Error(`no mutation ${name}`);
-  const selection = selectionOf(field.type);
+  const selection = payloadSelection(field);
+  // A session or an evidence request's link token is the call's only credential.
   const res = await t.gql(mutationDocument(field, variables, selection), variables, {
-    key: headers.authorization ? undefined : org.apiKey,
+    key: headers.authorization || headers["x-evidence-request-token"] ? undefined : org.apiKey,
     headers,
   });
   expect(res.status).toBe(200);
@@ -163,11 +171,11 @@ async function requirement() {
   });
   return requirementId;
 }
-/** An upload of the org's key, its bytes sent. */
-async function uploaded() {
+/** An upload of the org's key (or of another credential), its bytes sent. */
+async function uploaded(credential: { key?: string; headers?: Record<string, string> } = { key: org.apiKey }) {
   const bytes = Buffer.from(`%PDF-1.7\n${unique()}\n`);
   const created = await t.rest("POST", "/v1/attachment-uploads", {
-    key: org.apiKey,
+    ...credential,
     body: {
       fileName: "evidence.pdf",
       fileType: "application/pdf",
@@ -190,6 +198,44 @@ async function submittedEvidence() {
   await t.db.evidence.update({ where: { id: evidence.id as string }, data: { status: "submitted" } });
   return evidence.id as string;
 }
+// Evidence requests (contract section 17)
+const inDays = (days: number) => new Date(Date.now() + days * 86_400_000).toISOString();
+const withToken = (token: string) => ({ "x-evidence-request-token": token });
+/** A new open request for the org's first vendor, and the token of its link. */
+async function newEvidenceRequest() {
+  const created = await gqlId(
+    'mutation($v: ID!, $d: DateTime!) { createEvidenceRequest(vendorId: $v, title: "Payloads", recipientEmail: "security@vendor.example", dueAt: $d) { id url } }',
+    { v: org.vendorIds[0], d: inDays(10) },
+  );
+  const url = created.url as string;
+  return { id: created.id as string, token: url.slice(url.lastIndexOf("/") + 1) };
+}
+/** A request whose recipient sent one file through the link, awaiting review. */
+async function submittedEvidenceRequest() {
+  const { id, token } = await newEvidenceRequest();
+  const uploadId = await uploaded({ headers: withToken(token) });
+  const res = await t.gql(
+    "mutation($u: [ID!]!) { submitEvidenceRequest(uploadIds: $u) { status } }",
+    { u: [uploadId] },
+    { headers: withToken(token) },
+  );
+  expect(res.body.errors, JSON.stringify(res.body.errors)).toBeUndefined();
+  expect(res.body.data.submitEvidenceRequest.status).toBe("submitted");
+  return id;
+}
+/** A framework document of the organization's own (the plain JSON format): a group and two requirements. */
+const frameworkDocument = (key: string) =>
+  JSON.stringify({
+    key,
+    name: "Payloads",
+    version: "2026",
+    requirements: [
+      { ref: "AC", title: "Access", assessable: false },
+      { ref: "AC-1", title: "Access reviews", parent: "AC" },
+      { ref: "AC-2", title: "Privileged access", parent: "AC" },
+    ],
+  });
+
 /** A download URL is made anew at each read (its expiry moves): compared without it. */
 function withoutUrls(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutUrls);
@@ -310,6 +356,43 @@ const cases: Record<string, Case> = {
   setRequirementApplicability: async () => {
     await gqlId("mutation($f: ID!) { adoptFramework(frameworkId: $f) { id } }", { f: await ownFramework() });
     return { variables: { requirementId: await requirement(), applicable: false, justification: "No card data" } };
+  },
+  importFramework: async () => ({ variables: { format: "json", document: frameworkDocument(`payloads-${unique()}`) } }),
+  importRequirementMapping: async () => {
+    const key = `payloads-${unique()}`;
+    await gqlId("mutation($d: String!) { importFramework(format: json, document: $d) { id } }", { d: frameworkDocument(key) });
+    const document = JSON.stringify({
+      source: key,
+      target: "soc2-tsc-2017",
+      mappings: [
+        { sourceRef: "AC-1", targetRef: "CC6.2", relationship: "subset" },
+        { sourceRef: "AC-2", targetRef: "CC6.3", relationship: "equal" },
+      ],
+    });
+    return { variables: { document } };
+  },
+  createEvidenceRequest: async () => ({
+    variables: {
+      controlId: await newControl(),
+      title: "Quarterly access review",
+      instructions: "The export of the review and its sign-off.",
+      recipientEmail: "auditor@firm.example",
+      recipientName: "The Auditor",
+      dueAt: inDays(5),
+      expiresAt: inDays(20),
+    },
+  }),
+  cancelEvidenceRequest: async () => ({ variables: { id: (await newEvidenceRequest()).id } }),
+  resendEvidenceRequest: async () => ({ variables: { id: (await newEvidenceRequest()).id } }),
+  acceptEvidenceRequest: async () => ({ variables: { id: await submittedEvidenceRequest() } }),
+  rejectEvidenceRequest: async () => ({ variables: { id: await submittedEvidenceRequest(), reason: "Last year's report" } }),
+  // The recipient's call: the link token is its only credential.
+  submitEvidenceRequest: async () => {
+    const { token } = await newEvidenceRequest();
+    return {
+      variables: { uploadIds: [await uploaded({ headers: withToken(token) })], note: "The 2026 report" },
+      headers: withToken(token),
+    };
   },
   redeliverWebhook: async () => {
     const { deliveryId } = await withDelivery();
@@ -436,6 +519,46 @@ describe("mutation payloads", () => {
         const selection = selectionOf(field.type);
         const fresh = await freshField(`query($id: ID!) { ${root}(id: $id) ${selection} }`, { id: answer.id });
         expect(withoutUrls(answer)).toEqual(withoutUrls(fresh));
+      } else if (typeName === "EvidenceRequest") {
+        const selection = payloadSelection(field);
+        const { url: freshUrl, ...fresh } = await freshField(`query($id: ID!) { evidenceRequest(id: $id) ${selection} }`, {
+          id: answer.id,
+        });
+        // The link is answered once, by the write that makes it: no read shows it.
+        const { url, ...request } = answer;
+        expect(freshUrl).toBeNull();
+        if (name === "createEvidenceRequest" || name === "resendEvidenceRequest") {
+          expect(url).toMatch(/^http:\/\/test\/requests\/[A-Za-z0-9_-]{43}$/);
+        } else expect(url).toBeNull();
+        expect(withoutUrls(request)).toEqual(withoutUrls(fresh));
+        const status = {
+          createEvidenceRequest: "open",
+          resendEvidenceRequest: "open",
+          cancelEvidenceRequest: "cancelled",
+          acceptEvidenceRequest: "accepted",
+          rejectEvidenceRequest: "rejected",
+        }[name];
+        expect(answer.status).toBe(status);
+      } else if (typeName === "CurrentEvidenceRequest") {
+        // The recipient's page, read again with the same link token.
+        const res = await t.gql(`{ currentEvidenceRequest ${selectionOf(field.type)} }`, {}, { headers });
+        expect(res.body.errors, JSON.stringify(res.body.errors)).toBeUndefined();
+        expect(answer).toEqual(res.body.data.currentEvidenceRequest);
+        expect(answer).toMatchObject({ status: "submitted", files: [{ status: "submitted" }] });
+      } else if (typeName === "RequirementMappingSet") {
+        // No query reads a mapping set back: the answer names the frameworks as read, and counts the mappings stored between them.
+        const framework = (id: string) => freshField("query($id: ID!) { framework(id: $id) { key } }", { id });
+        expect(answer.sourceKey).toBe((await framework(answer.sourceFrameworkId)).key);
+        expect(answer.targetKey).toBe((await framework(answer.targetFrameworkId)).key);
+        const stored = await t.db.requirementMapping.count({
+          where: {
+            organizationId: org.organizationId,
+            source: { frameworkId: answer.sourceFrameworkId },
+            target: { frameworkId: answer.targetFrameworkId },
+          },
+        });
+        expect(stored).toBe(JSON.parse(variables.document as string).mappings.length);
+        expect(answer).toMatchObject({ targetKey: "soc2-tsc-2017", mappingCount: stored });
       } else if (typeName === "Requirement") {
         // A requirement is read under its framework, whose one requirement it is (a page of one: its full selection is dear).
         const selection = selectionOf(field.type);

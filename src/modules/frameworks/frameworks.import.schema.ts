@@ -49,7 +49,9 @@ const RequirementMappingSet = builder.objectRef<MappingSetResult>("RequirementMa
     targetKey: t.exposeString("targetKey", { description: "The key of the framework the mappings lead to" }),
     sourceFrameworkId: t.exposeID("sourceFrameworkId", { description: "The source framework's id" }),
     targetFrameworkId: t.exposeID("targetFrameworkId", { description: "The target framework's id" }),
-    mappingCount: t.exposeInt("mappingCount", { description: "How many mappings the set holds" }),
+    mappingCount: t.exposeInt("mappingCount", {
+      description: "How many mappings this import wrote (created, or replaced for a pair already mapped)",
+    }),
   }),
 });
 
