@@ -132,7 +132,7 @@ async function addEvidence(base, seed, controlId, n, { collectedAt, validUntil }
 /**
  * The page's data, through the API. 800-53 adopted; 300 controls (every third requires evidence
  * every 90 days) with 5 maps each: every requirement of the page's first 100 but ten has two
- * controls, those ten inherit their state from the MODERATE baseline's same requirement (mapped
+ * controls, those ten (spread over the page's requirements in the baseline) inherit their state from the MODERATE baseline's same requirement (mapped
  * to a control of its own; the shipped mapping set is `equal`), the rest spread over three in four
  * of the catalog's other requirements (the fourth stay unmapped); three of the page are not applicable. 600 links: each control one policy (one in ten a policy
  * never published) and one task (one in five not done). 2,000 evidence items, 6 or 7 a control:
@@ -152,10 +152,21 @@ export async function createFrameworkPage(base, seed, log = () => {}, analyze = 
   const page = requirements.slice(0, PAGE);
   // One in four of the rest left without a control, so that some requirements are unmapped.
   const rest = requirements.slice(PAGE).filter((_, i) => i % 4 !== 3);
-  const inherits = new Set(page.filter((r, i) => i % 10 === 9 && twinOf.has(r.ref)).map((r) => r.id));
+  const withTwin = page.filter((r) => twinOf.has(r.ref));
+  const step = Math.max(1, Math.floor(withTwin.length / 10));
+  const inherits = new Set(
+    withTwin
+      .filter((_, i) => i % step === step - 1)
+      .slice(0, 10)
+      .map((r) => r.id),
+  );
   const own = page.filter((r) => !inherits.has(r.id)).map((r) => r.id);
-  const targets = [...own, ...own, ...page.filter((r) => inherits.has(r.id)).map((r) => twinOf.get(r.ref))];
-  for (let k = 0; targets.length < CONTROLS * MAPS_PER_CONTROL; k++) targets.push(rest[k % rest.length].id);
+  const twins = page.filter((r) => inherits.has(r.id)).map((r) => twinOf.get(r.ref));
+  const targets = [...own, ...own];
+  // A twin every seventh control, so that the inherited states vary.
+  for (let i = 0, k = 0; targets.length < CONTROLS * MAPS_PER_CONTROL; i++) {
+    targets.push(i % 35 === 0 && twins.length > 0 ? twins.shift() : rest[k++ % rest.length].id);
+  }
   const notApplicable = [own[4], own[37], own[71]];
 
   const tasks = await inParallel(Array.from({ length: TASKS }), CONCURRENCY, (_, i) =>
