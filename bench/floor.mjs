@@ -10,7 +10,8 @@
 // Routes (the same paths as the service, for the benchmark's requests only):
 //   GET  /ready
 //   GET  /v1/tasks/:taskId
-//   POST /graphql                                  { query, variables: { id } } — the task query, and the vendor page ({ ids })
+//   POST /graphql                                  { query, variables: { id } } — the task query, the vendor page ({ ids }),
+//                                                  the framework page and its readiness alone ({ id } of a framework)
 //   POST /v1/comments                              { content, entityId, entityType: "task", userId }
 //   PATCH /v1/tasks/:taskId                        { title }  (bench/writes.mjs)
 //   POST /v1/policies/:id/versions                 {}         (bench/writes.mjs)
@@ -20,6 +21,7 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypt
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
 import { createServer } from "node:http";
 import path from "node:path";
+import { floorFrameworkPage, floorFrameworkReadiness } from "./scenarios/framework-page.mjs";
 import { floorVendorPage } from "./scenarios/vendor-page.mjs";
 
 const kind = process.env.FLOOR_DB ?? (process.env.DATABASE_URL ? "postgres" : "pglite");
@@ -109,7 +111,7 @@ const KEY_PATTERN = /^cwk_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$/;
 const sha256 = (s) => createHash("sha256").update(s).digest();
 const decoy = sha256("cwk_0000000000000000_decoy");
 
-async function authenticate(req, permission) {
+async function authenticate(req, ...permissions) {
   const key = req.headers["x-api-key"]?.trim();
   if (!key) return { status: 401 };
   const lookupId = KEY_PATTERN.exec(key)?.[1];
@@ -126,7 +128,7 @@ async function authenticate(req, permission) {
   if (!timingSafeEqual(presented, expected) || !row || row.revokedAt || (row.expiresAt && row.expiresAt <= now)) {
     return { status: 401 };
   }
-  if (!row.scopes.includes(permission)) return { status: 403 };
+  if (!permissions.every((permission) => row.scopes.includes(permission))) return { status: 403 };
   // Like the service: record use at most once a minute.
   if (!row.lastUsedAt || now - row.lastUsedAt > 60_000) {
     await db.query(`UPDATE "ApiKey" SET "lastUsedAt" = $1 WHERE "id" = $2`, [utc(now), row.id]);
@@ -189,9 +191,10 @@ async function getTask(req, res, taskId) {
 }
 
 async function graphqlTask(req, res) {
+  const body = await readJson(req);
+  if (body.query?.includes("framework(")) return graphqlFramework(req, res, body);
   const auth = await authenticate(req, "task:read");
   if (auth.status) return send(res, 200, { errors: [{ message: "unauthenticated" }] });
-  const body = await readJson(req);
   if (body.query?.includes("nodes("))
     return send(res, 200, await floorVendorPage(db, auth.organizationId, body.variables?.ids ?? []));
   const [t] = await db.query(TASK_SQL, [body.variables?.id, auth.organizationId]);
@@ -209,6 +212,16 @@ async function graphqlTask(req, res) {
       },
     },
   });
+}
+
+// The framework page (the framework, its readiness, requirements with states and controls) and its
+// readiness alone: bench/scenarios/framework-page.mjs.
+async function graphqlFramework(req, res, body) {
+  const page = body.query.includes("requirements(");
+  const auth = await (page ? authenticate(req, "framework:read", "control:read") : authenticate(req, "framework:read"));
+  if (auth.status) return send(res, 200, { errors: [{ message: "unauthenticated" }] });
+  const answer = page ? floorFrameworkPage : floorFrameworkReadiness;
+  send(res, 200, await answer(db, auth.organizationId, body.variables?.id, utc(new Date())));
 }
 
 // The comment row, inserted only when the task exists in the organization and the author is an

@@ -15,8 +15,9 @@ import { settings } from "../settings.mjs";
  * @property {number} order  its place in the run and the tables
  * @property {string} label  its row's name
  * @property {string} floor  what the floor (bench/floor.mjs) does for it, for the README
- * @property {(ctx: { base: string, seed: any, data: Record<string, any>, log: (line: string) => void }) => Promise<void>} [setup]
- *   data it needs, made through the service's API once the service runs (before any answer is compared)
+ * @property {(ctx: { base: string, seed: any, data: Record<string, any>, log: (line: string) => void, analyze: () => Promise<void> }) => Promise<void>} [setup]
+ *   data it needs, made through the service's API once the service runs (before any answer is compared);
+ *   `analyze()` runs ANALYZE on PostgreSQL (nothing on PGlite), as autovacuum would after thousands of writes
  * @property {(d: ScenarioData) => BenchRequest} request  the request the load repeats; a `deterministic`
  *   answer is checked on every response
  * @property {"task" | "page"} [peer]  measured against PostGraphile too, in the same alternation: "task"
