@@ -253,6 +253,18 @@ describe("evidence", () => {
     expect((await t.rest("GET", `/v1/attachments/${commentFile}`, { headers: stranger.headers })).status).toBe(200);
   });
 
+  it("adds evidence to one control from many requests at once, each 201 (no deadlock on the control's lock)", async () => {
+    const controlId = await control(org, { evidenceEveryDays: 90 });
+    const files = await Promise.all(Array.from({ length: 6 }, () => upload({ key: org.apiKey })));
+    const answers = await Promise.all(
+      files.map((file) =>
+        t.rest("POST", `/v1/controls/${controlId}/evidence`, { key: org.apiKey, body: { uploadId: file.uploadId } }),
+      ),
+    );
+    expect(answers.map((a) => [a.status, a.body.code])).toEqual(files.map(() => [201, undefined]));
+    expect(await t.db.evidence.count({ where: { controlId } })).toBe(6);
+  });
+
   it("deletes evidence and its file's row at once, and its object only after the deletion committed", async () => {
     const controlId = await control(org);
     const file = await upload({ key: org.apiKey });

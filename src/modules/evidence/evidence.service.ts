@@ -96,10 +96,12 @@ export async function createEvidenceFromUploads(tx: Tx, input: NewEvidence): Pro
   const now = input.now ?? new Date();
   let everyDays: number | null = null;
   if (target.controlId) {
-    const control = await tx.control.findUnique({
-      where: { id: target.controlId, organizationId },
-      select: { evidenceEveryDays: true },
-    });
+    // The control's lock first, as every other write of a control takes it: the evidence rows'
+    // foreign key would otherwise take a share lock first, and two additions at once would deadlock
+    // on the upgrade in recordControlStates.
+    const [control] = await tx.$queryRaw<{ evidenceEveryDays: number | null }[]>`
+      SELECT "evidenceEveryDays" FROM "Control"
+      WHERE "id" = ${target.controlId} AND "organizationId" = ${organizationId} FOR UPDATE`;
     if (!control) throw new NotFoundError("Control", target.controlId);
     everyDays = control.evidenceEveryDays;
   } else {
