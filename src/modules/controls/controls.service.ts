@@ -286,6 +286,33 @@ export function createControlService(db: Db, notifier: Notifier) {
   const readBack = (tx: Tx, actor: Actor, controlId: string, query: ControlQuery) =>
     tx.control.findUniqueOrThrow({ ...query, where: { id: controlId, organizationId: actor.organizationId } });
 
+  /**
+   * Link and unlink: the control under its lock, every id the organization's, `write` changing the
+   * join rows; what it changed is audited and may change the control's state.
+   */
+  async function changeLinks(
+    actor: Actor,
+    controlId: string,
+    args: LinkControlArgs,
+    query: ControlQuery,
+    action: "control.linked" | "control.unlinked",
+    write: (tx: Tx, policyIds: string[], taskIds: string[]) => Promise<{ policyIds: string[]; taskIds: string[] }>,
+  ) {
+    const input = parseInput(linkInput, args);
+    const policyIds = unique(input.policyIds ?? []);
+    const taskIds = unique(input.taskIds ?? []);
+    return notifier.transaction(db, actor, async (tx, notify) => {
+      await locked(tx, actor, controlId);
+      await assertLinkable(tx, actor.organizationId, policyIds, taskIds);
+      const changed = await write(tx, policyIds, taskIds);
+      if (changed.policyIds.length || changed.taskIds.length) {
+        await writeAuditEvent(tx, auditEvent(actor, action, { type: "control", id: controlId }, changed));
+        await recordControlStates(tx, actor, [controlId], notify);
+      }
+      return readBack(tx, actor, controlId, query);
+    });
+  }
+
   return {
     scope: (actor: Actor) => controlScope(db, actor),
 
@@ -453,55 +480,29 @@ export function createControlService(db: Db, notifier: Notifier) {
     },
 
     /** Links policies and tasks of the organization; a link already there stays as it is. */
-    async link(actor: Actor, controlId: string, args: LinkControlArgs, query: ControlQuery) {
-      const input = parseInput(linkInput, args);
-      const policyIds = unique(input.policyIds ?? []);
-      const taskIds = unique(input.taskIds ?? []);
-      return notifier.transaction(db, actor, async (tx, notify) => {
-        await locked(tx, actor, controlId);
-        await assertLinkable(tx, actor.organizationId, policyIds, taskIds);
-        const where = { organizationId: actor.organizationId };
-        const addedPolicies = policyIds.length
+    link: (actor: Actor, controlId: string, args: LinkControlArgs, query: ControlQuery) =>
+      changeLinks(actor, controlId, args, query, "control.linked", async (tx, policyIds, taskIds) => {
+        const where = { organizationId: actor.organizationId, controlId };
+        const policies = policyIds.length
           ? await tx.controlPolicy.createManyAndReturn({
-              data: policyIds.map((policyId) => ({ ...where, controlId, policyId })),
+              data: policyIds.map((policyId) => ({ ...where, policyId })),
               skipDuplicates: true,
               select: { policyId: true },
             })
           : [];
-        const addedTasks = taskIds.length
+        const tasks = taskIds.length
           ? await tx.controlTask.createManyAndReturn({
-              data: taskIds.map((taskId) => ({ ...where, controlId, taskId })),
+              data: taskIds.map((taskId) => ({ ...where, taskId })),
               skipDuplicates: true,
               select: { taskId: true },
             })
           : [];
-        if (addedPolicies.length || addedTasks.length) {
-          await writeAuditEvent(
-            tx,
-            auditEvent(
-              actor,
-              "control.linked",
-              { type: "control", id: controlId },
-              {
-                policyIds: addedPolicies.map((p) => p.policyId),
-                taskIds: addedTasks.map((t) => t.taskId),
-              },
-            ),
-          );
-          await recordControlStates(tx, actor, [controlId], notify);
-        }
-        return readBack(tx, actor, controlId, query);
-      });
-    },
+        return { policyIds: policies.map((p) => p.policyId), taskIds: tasks.map((t) => t.taskId) };
+      }),
 
     /** Removes links; ids of the organization not linked are left alone, as a re-link is; another organization's are 404. */
-    async unlink(actor: Actor, controlId: string, args: LinkControlArgs, query: ControlQuery) {
-      const input = parseInput(linkInput, args);
-      const policyIds = unique(input.policyIds ?? []);
-      const taskIds = unique(input.taskIds ?? []);
-      return notifier.transaction(db, actor, async (tx, notify) => {
-        await locked(tx, actor, controlId);
-        await assertLinkable(tx, actor.organizationId, policyIds, taskIds);
+    unlink: (actor: Actor, controlId: string, args: LinkControlArgs, query: ControlQuery) =>
+      changeLinks(actor, controlId, args, query, "control.unlinked", async (tx, policyIds, taskIds) => {
         const policies = policyIds.length
           ? await tx.$queryRaw<{ policyId: string }[]>`
               DELETE FROM "ControlPolicy" WHERE "controlId" = ${controlId} AND "policyId" = ANY(${policyIds}::text[])
@@ -512,24 +513,8 @@ export function createControlService(db: Db, notifier: Notifier) {
               DELETE FROM "ControlTask" WHERE "controlId" = ${controlId} AND "taskId" = ANY(${taskIds}::text[])
               RETURNING "taskId"`
           : [];
-        if (policies.length || tasks.length) {
-          await writeAuditEvent(
-            tx,
-            auditEvent(
-              actor,
-              "control.unlinked",
-              { type: "control", id: controlId },
-              {
-                policyIds: policies.map((p) => p.policyId),
-                taskIds: tasks.map((t) => t.taskId),
-              },
-            ),
-          );
-          await recordControlStates(tx, actor, [controlId], notify);
-        }
-        return readBack(tx, actor, controlId, query);
-      });
-    },
+        return { policyIds: policies.map((p) => p.policyId), taskIds: tasks.map((t) => t.taskId) };
+      }),
   };
 }
 
