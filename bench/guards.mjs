@@ -26,7 +26,12 @@ export const GUARD_STEPS = [
     module: "src/http/metrics.ts",
     stubs: { useMetrics: "() => ({ answered: {} })" },
   },
-  { id: "log", label: "request log", module: "src/http/request-log.ts", stubs: { useRequestLog: "() => ({})" } },
+  {
+    id: "log",
+    label: "request log",
+    module: "src/http/request-log.ts",
+    stubs: { useRequestLog: "() => ({ start: {}, line: {} })" },
+  },
   {
     id: "rate-limit",
     label: "rate limit (per caller, and on failed authentication)",
@@ -61,18 +66,20 @@ export const GUARD_STEPS = [
   },
   { id: "idempotency", label: "idempotency keys", module: "src/http/idempotency.ts", stubs: { useIdempotency: "() => ({})" } },
   {
-    id: "credential-watch",
-    label: "credential watch (subscriptions)",
-    module: "src/http/credential-watch.ts",
-    stubs: { useCredentialWatch: "() => ({})" },
-  },
-  {
     id: "operation-limits",
     label: "operation limits (depth, aliases, tokens)",
     module: "src/graphql/operation-limits.ts",
     stubs: { useOperationLimits: "() => ({})" },
   },
   { id: "cost-rule", label: "cost rule", module: "src/graphql/query-cost.ts", stubs: { useQueryCost: "() => ({})" } },
+  {
+    id: "trusted-documents",
+    label: "trusted documents (policy, stored ids)",
+    module: "src/http/trusted-documents.ts",
+    stubs: {
+      useTrustedDocuments: "() => ({ plugin: {}, parsing: {}, counts: { runs: new Map(), refused: 0, unknown: 0, parsed: 0 } })",
+    },
+  },
   {
     id: "safety-net",
     label: "safety net around every hook",
