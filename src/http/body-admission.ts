@@ -1,7 +1,7 @@
 import { isUtf8 } from "node:buffer";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
-import type { Plugin } from "graphql-yoga";
+import { createGraphQLError, type GraphQLParams, type Plugin } from "graphql-yoga";
 import type { AuthState } from "../auth/caller.js";
 import { AppError, BadUserInputError, UnauthenticatedError } from "../platform/errors.js";
 import { transportErrorResponse } from "./error-response.js";
@@ -226,9 +226,34 @@ export function announcesBody(request: Request): boolean {
 }
 
 /**
+ * A POST body's GraphQL parameters, refused exactly as Yoga's own JSON parser refuses them (its
+ * POST parser, which reads the body as @whatwg-node/fetch's Request.json() does): 400 BAD_REQUEST.
+ */
+export function graphqlParams(text: string): GraphQLParams {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (error) {
+    const extensions: Record<string, unknown> = { http: { spec: true, status: 400 }, code: "BAD_REQUEST" };
+    if (error instanceof Error) {
+      const message = error instanceof SyntaxError ? `${error.message}, "${text}" is not valid JSON` : error.message;
+      extensions.originalError = { name: error.name, message };
+    }
+    throw createGraphQLError("POST body sent invalid JSON.", { extensions });
+  }
+  if (body === null || body === undefined || typeof body !== "object") {
+    const received = body === null || body === undefined ? `${body}` : typeof body;
+    throw createGraphQLError(`POST body is expected to be object but received ${received}`, {
+      extensions: { http: { status: 400 }, code: "BAD_REQUEST" },
+    });
+  }
+  return body as GraphQLParams;
+}
+
+/**
  * POST /graphql: the credential is checked before a byte of the body is read (anonymous callers
  * and failed credentials are answered at once), then the body is read within the body limit and
- * the memory budget and handed on as text. Also releases the budget of both transports when the
+ * the memory budget, and its text is what Yoga parses (graphqlParams). Also releases the budget of both transports when the
  * answer is ready.
  */
 export function useGraphqlBodyAdmission(options: {
@@ -236,6 +261,8 @@ export function useGraphqlBodyAdmission(options: {
   authenticate: (request: Request) => Promise<AuthState>;
   rememberAuth: (request: Request, auth: AuthState) => void;
 }): Plugin {
+  /** The text admitted for a POST /graphql, until Yoga parses it. */
+  const admitted = new WeakMap<Request, string>();
   return {
     async onRequest({ request, url, serverContext, endResponse, setRequest, fetchAPI }) {
       if (url.pathname !== "/graphql") return;
@@ -257,9 +284,21 @@ export function useGraphqlBodyAdmission(options: {
         endResponse(transportErrorResponse(url.pathname, body.refused.code, body.refused.message, body.headers));
         return;
       }
-      const checked = new fetchAPI.Request(request.url, { method: "POST", headers: request.headers, body: body.text });
-      options.rememberAuth(checked, auth);
-      setRequest(checked);
+      if (request.headers.has("idempotency-key")) {
+        // useIdempotency reads the text again (to hash it): a request that holds it.
+        const checked = new fetchAPI.Request(request.url, { method: "POST", headers: request.headers, body: body.text });
+        options.rememberAuth(checked, auth);
+        setRequest(checked);
+        return;
+      }
+      // Otherwise Yoga parses the text read here, once: no second request, no second read of the body.
+      admitted.set(request, body.text);
+    },
+    onRequestParse({ request, setRequestParser }) {
+      const text = admitted.get(request);
+      if (text === undefined) return;
+      admitted.delete(request);
+      setRequestParser(() => graphqlParams(text));
     },
     onResponse({ serverContext }) {
       options.reader.releaseFor(serverContext);
