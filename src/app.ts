@@ -8,6 +8,7 @@ import type { Logger } from "pino";
 import { createAuthenticator } from "./auth/authenticate.js";
 import type { AuthState } from "./auth/caller.js";
 import type { Context } from "./graphql/context.js";
+import { documentCaches } from "./graphql/document-cache.js";
 import { useOperationLimits } from "./graphql/operation-limits.js";
 import { useQueryCost } from "./graphql/query-cost.js";
 import { useAnswerHeaders } from "./http/answer-headers.js";
@@ -261,6 +262,9 @@ export function createApp(deps: AppDeps) {
     // byte is read and within the memory budget. Yoga's limit would pipe every admitted body through
     // a second web stream (a stream pipeline and an AbortController per request: bench/results/2026-11-23.md).
     maxRequestBodySize: false,
+    // A document's parse and its validation (and so every limit of its shape) once per distinct
+    // text, bounded in entries and in bytes of text (document-cache.ts); the cost rule keeps its own.
+    parserAndValidationCache: documentCaches(),
     landingPage: false,
     logging: {
       debug: (...args) => logger.debug(args.map(String).join(" ")),

@@ -47,9 +47,15 @@ const pageItems = new Set(["items", "edges"]);
 const pageSizeArgs = ["limit", "first", "last"];
 const isEdge = (type: GraphQLNamedType) => isObjectType(type) && type.name.endsWith("Edge") && "node" in type.getFields();
 
-function argumentValue(node: ValueNode | undefined, variables: Variables): unknown {
+/** Set when an estimate read a variable: its cost is the request's, not the document's. */
+type Reads = { variables: boolean };
+
+function argumentValue(node: ValueNode | undefined, variables: Variables, reads?: Reads): unknown {
   if (!node) return undefined;
-  if (node.kind === Kind.VARIABLE) return variables?.[node.name.value];
+  if (node.kind === Kind.VARIABLE) {
+    if (reads) reads.variables = true;
+    return variables?.[node.name.value];
+  }
   if (node.kind === Kind.INT) return Number(node.value);
   if (node.kind === Kind.LIST) return node.values;
   return undefined;
@@ -61,6 +67,7 @@ export function estimateCost(
   document: DocumentNode,
   variables: Variables,
   operationName?: string | null,
+  reads?: Reads,
 ): number {
   const operation = getOperationAST(document, operationName);
   if (!operation) return 0;
@@ -90,7 +97,7 @@ export function estimateCost(
       const field: GraphQLField<unknown, unknown> | undefined = type.getFields()[selection.name.value];
       if (!field || !isCompositeType(getNamedType(field.type))) continue;
       const argument = (name: string) =>
-        argumentValue(selection.arguments?.find((a) => a.name.value === name)?.value, variables) ??
+        argumentValue(selection.arguments?.find((a) => a.name.value === name)?.value, variables, reads) ??
         field.args.find((a) => a.name === name)?.defaultValue;
       let factor = 1;
       if (isListType(getNullableType(field.type))) {
@@ -118,11 +125,44 @@ export function estimateCost(
   return visit(operation.selectionSet, root, 1, undefined);
 }
 
+/**
+ * The cost of the operations whose cost no variable sets, by parsed document, schema and operation
+ * name (`""`: the document's only operation). Parsed documents are kept by text in a bounded cache
+ * (document-cache.ts), REST's are fixed: an entry goes with its document. An operation that takes a
+ * page size, ids or a list from its variables is estimated at every request, with them.
+ */
+const documentOnlyCosts = new WeakMap<DocumentNode, WeakMap<GraphQLSchema, Map<string, number>>>();
+
+/** The operation's worst case: kept for its document when it depends on nothing else. */
+export function costOf(schema: GraphQLSchema, document: DocumentNode, variables: Variables, operationName?: string | null) {
+  const key = operationName ?? "";
+  let bySchema = documentOnlyCosts.get(document);
+  const known = bySchema?.get(schema)?.get(key);
+  if (known !== undefined) return known;
+  const reads: Reads = { variables: false };
+  const cost = estimateCost(schema, document, variables, operationName, reads);
+  // Kept only for a name the document defines (or none): unknown names must not grow the map.
+  const named = operationName == null || getOperationAST(document, operationName) !== null;
+  if (!reads.variables && named) {
+    if (!bySchema) {
+      bySchema = new WeakMap();
+      documentOnlyCosts.set(document, bySchema);
+    }
+    let byName = bySchema.get(schema);
+    if (!byName) {
+      byName = new Map();
+      bySchema.set(schema, byName);
+    }
+    byName.set(key, cost);
+  }
+  return cost;
+}
+
 /** Refuses, before any resolver runs, an operation whose worst case is over the limit. */
 export function useQueryCost(): Plugin {
   return {
     onExecute({ args, setResultAndStopExecution }) {
-      const cost = estimateCost(args.schema, args.document, args.variableValues, args.operationName);
+      const cost = costOf(args.schema, args.document, args.variableValues, args.operationName);
       if (cost > costLimits.maxObjects) setResultAndStopExecution({ errors: [new QueryTooComplexError(cost)] });
     },
   };
