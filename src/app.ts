@@ -8,7 +8,7 @@ import type { Logger } from "pino";
 import { createAuthenticator } from "./auth/authenticate.js";
 import type { AuthState } from "./auth/caller.js";
 import type { Context } from "./graphql/context.js";
-import { documentCaches } from "./graphql/document-cache.js";
+import { documentCaches, useValidationCache } from "./graphql/document-cache.js";
 import { useOperationLimits } from "./graphql/operation-limits.js";
 import { useQueryCost } from "./graphql/query-cost.js";
 import { useAnswerHeaders } from "./http/answer-headers.js";
@@ -267,8 +267,13 @@ export function createApp(deps: AppDeps) {
     parserAndValidationCache: documentCaches(),
     landingPage: false,
     logging: {
-      debug: (...args) => logger.debug(args.map(String).join(" ")),
-      info: (...args) => logger.info(args.map(String).join(" ")),
+      // Yoga logs a few debug lines for every request: formatted only when they are written.
+      debug: (...args) => {
+        if (logger.isLevelEnabled("debug")) logger.debug(args.map(String).join(" "));
+      },
+      info: (...args) => {
+        if (logger.isLevelEnabled("info")) logger.info(args.map(String).join(" "));
+      },
       warn: (...args) => logger.warn(args.map(String).join(" ")),
       // Yoga logs the original of every error it masks, without the request: error-masking.ts logs
       // each once with its request id, at its level (a unique violation lost in a race is no error).
@@ -414,6 +419,8 @@ export function createApp(deps: AppDeps) {
       // A link token runs the page's three operations only.
       useRecipientOperations(),
       ...((config.introspection ?? !config.production) ? [] : [useDisableIntrospection()]),
+      // After every plugin that adds validation rules: validation's verdict kept per document, schema and rules.
+      useValidationCache(),
       // Last before Sofa: the reads it answers have passed every check above, as Sofa's do.
       restDispatch.plugin,
       withRestSchema(

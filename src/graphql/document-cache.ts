@@ -1,11 +1,12 @@
-import type { DocumentNode } from "graphql";
+import type { DocumentNode, GraphQLError, GraphQLSchema, ValidationRule } from "graphql";
+import type { Plugin } from "graphql-yoga";
 import { LRUCache } from "lru-cache";
 
 /**
  * What a GraphQL document's text gives on its own, kept per distinct text (issue 59): its parse
- * (and so its token limit's verdict), and through Yoga's validation cache, which is keyed by the
- * parsed document, the schema and the validation rules, the verdicts of validation and of the
- * depth, alias and directive limits. The cost rule keeps its verdict on the parsed document too
+ * (and so its token limit's verdict), and on the parsed document (useValidationCache), per schema
+ * and set of validation rules, the verdicts of validation and of the depth, alias and directive
+ * limits. The cost rule keeps its verdict on the parsed document too
  * (query-cost.ts), per schema and operation, and only when no variable sets it. A bound on entries
  * and one on the bytes of the texts kept: many distinct or large documents cannot grow the process.
  */
@@ -13,7 +14,10 @@ export const documentCacheLimits = { entries: 1_000, bytes: 4 * 1024 * 1024 };
 
 type Limits = typeof documentCacheLimits;
 
-/** Yoga's `parserAndValidationCache`: a bounded cache of parsed documents and one of parse refusals, by text. */
+/**
+ * Yoga's `parserAndValidationCache`: a bounded cache of parsed documents and one of parse refusals,
+ * by text; validation is useValidationCache's.
+ */
 export function documentCaches(limits: Limits = documentCacheLimits) {
   // A text's size in bytes (UTF-8); a parse is a few times its text, so the bound also holds the trees.
   const sizeCalculation = (_value: unknown, text: string) => Math.max(1, Buffer.byteLength(text));
@@ -24,5 +28,49 @@ export function documentCaches(limits: Limits = documentCacheLimits) {
     maxSize: Math.max(1, Math.floor(limits.bytes / 10)),
     sizeCalculation,
   });
-  return { documentCache, errorCache, validationCache: true as const };
+  return { documentCache, errorCache, validationCache: false as const };
+}
+
+/** Rule sets kept per document and schema: the rules differ only by a plugin's per-request rule (introspection). */
+const RULE_SETS_PER_DOCUMENT = 4;
+
+type Validated = { names: string[]; result: readonly GraphQLError[] };
+
+const sameNames = (rules: readonly ValidationRule[], names: string[]) =>
+  rules.length === names.length && rules.every((rule, i) => rule.name === names[i]);
+
+/**
+ * Validation's verdict (the schema's rules and the document limits' rules) once per parsed
+ * document, schema and set of rules, in place of Yoga's cache, which builds a key of every rule's
+ * name at each request. Placed after every plugin that adds rules, it sees the request's whole set;
+ * a set is told by its rules' names in order, as Yoga's cache tells them (the document limits'
+ * rules are made afresh at each request: their identity says nothing). Bounded as the parsed
+ * documents are: an entry goes with its document.
+ */
+export function useValidationCache(): Plugin {
+  const verdicts = new WeakMap<DocumentNode, WeakMap<GraphQLSchema, Validated[]>>();
+  return {
+    onValidate({ validateFn, setValidationFn }) {
+      setValidationFn((schema, document, rules, typeInfo, options) => {
+        // Anything beyond the plain call (a TypeInfo, options) is validated as it comes.
+        if (!rules || typeInfo || options) return validateFn(schema, document, rules, typeInfo, options);
+        let bySchema = verdicts.get(document);
+        let kept = bySchema?.get(schema);
+        const hit = kept?.find((entry) => sameNames(rules, entry.names));
+        if (hit) return hit.result;
+        const result = validateFn(schema, document, rules);
+        if (!bySchema) {
+          bySchema = new WeakMap();
+          verdicts.set(document, bySchema);
+        }
+        if (!kept) {
+          kept = [];
+          bySchema.set(schema, kept);
+        }
+        if (kept.length >= RULE_SETS_PER_DOCUMENT) kept.shift();
+        kept.push({ names: rules.map((rule: ValidationRule) => rule.name), result });
+        return result;
+      });
+    },
+  };
 }

@@ -229,4 +229,32 @@ describe("query cost", () => {
       "query { a: tasks(limit: 100) { ...T } } fragment T on TaskConnection { items { comments { items { attachments { id } } } } }";
     expect((await t.gql(fragment, {}, { key: org.apiKey })).body.errors[0].extensions.code).toBe("QUERY_TOO_COMPLEX");
   });
+
+  it("judges the same document by each request's page size: accepted, refused, accepted again (no verdict kept from variables)", async () => {
+    const codes: string[] = [];
+    for (const limit of [97, 100, 97, 100]) {
+      const res = await t.gql(tooBig, { limit }, { key: org.apiKey });
+      codes.push(res.body.errors?.[0]?.extensions.code ?? "answered");
+    }
+    expect(codes).toEqual(["answered", "QUERY_TOO_COMPLEX", "answered", "QUERY_TOO_COMPLEX"]);
+  });
+
+  it("refuses a document over the limit by itself every time it is sent, and the same text with another operation name by that operation", async () => {
+    const document =
+      "query Big { tasks(limit: 100) { items { comments(limit: 100) { items { id } } } } } query Small { tasks(limit: 1) { items { id } } }";
+    const run = async (operationName: string) => {
+      const response = await t.app.fetch(
+        new Request("http://test/graphql", {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-api-key": org.apiKey },
+          body: JSON.stringify({ query: document, operationName }),
+        }),
+      );
+      return (await response.json()) as { errors?: { extensions: { code: string } }[] };
+    };
+    for (let i = 0; i < 2; i++) {
+      expect((await run("Big")).errors?.[0]?.extensions.code).toBe("QUERY_TOO_COMPLEX");
+      expect((await run("Small")).errors).toBeUndefined();
+    }
+  });
 });
