@@ -99,15 +99,20 @@ try {
     }
   }
   const ratios = results.graphql.map((g, i) => g.rps / results.rest[i].rps);
-  const cpuRatios = results.graphql.map((g, i) => g.cpuMsPerRequest / results.rest[i].cpuMsPerRequest);
-  log(
-    `REST ${median(results.rest.map((r) => r.rps)).toFixed(0)} req/s, ${median(results.rest.map((r) => r.cpuMsPerRequest)).toFixed(3)} CPU ms/req; ` +
-      `GraphQL ${median(results.graphql.map((r) => r.rps)).toFixed(0)} req/s, ${median(results.graphql.map((r) => r.cpuMsPerRequest)).toFixed(3)} CPU ms/req`,
-  );
-  log(
-    `GraphQL / REST: req/s ${median(ratios).toFixed(2)}x (rounds ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}); ` +
-      `CPU per request ${median(cpuRatios).toFixed(2)}x`,
-  );
+  // ENVELOPE_ROUNDS=0: the profiles alone.
+  if (rounds > 0) report(results, ratios);
+
+  function report(results, ratios) {
+    const cpuRatios = results.graphql.map((g, i) => g.cpuMsPerRequest / results.rest[i].cpuMsPerRequest);
+    log(
+      `REST ${median(results.rest.map((r) => r.rps)).toFixed(0)} req/s, ${median(results.rest.map((r) => r.cpuMsPerRequest)).toFixed(3)} CPU ms/req; ` +
+        `GraphQL ${median(results.graphql.map((r) => r.rps)).toFixed(0)} req/s, ${median(results.graphql.map((r) => r.cpuMsPerRequest)).toFixed(3)} CPU ms/req`,
+    );
+    log(
+      `GraphQL / REST: req/s ${median(ratios).toFixed(2)}x (rounds ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}); ` +
+        `CPU per request ${median(cpuRatios).toFixed(2)}x`,
+    );
+  }
 
   if (env.ENVELOPE_PROFILE === "1") {
     const dir = path.join(root, ".exp", "envelope");

@@ -34,10 +34,22 @@ export function documentCaches(limits: Limits = documentCacheLimits) {
 /** Rule sets kept per document and schema: the rules differ only by a plugin's per-request rule (introspection). */
 const RULE_SETS_PER_DOCUMENT = 4;
 
-type Validated = { names: string[]; result: readonly GraphQLError[] };
+type Validated = { rules: readonly ValidationRule[]; names: string[]; result: readonly GraphQLError[] };
 
-const sameNames = (rules: readonly ValidationRule[], names: string[]) =>
-  rules.length === names.length && rules.every((rule, i) => rule.name === names[i]);
+/**
+ * Whether `rules` are the kept set: rule by rule the same function, or one of the same name (the
+ * document limits' rules are made afresh at each request). A function's `name` is read only when
+ * the function differs: most rules are the same objects at every request, and reading `name` is
+ * not free.
+ */
+function sameRules(rules: readonly ValidationRule[], kept: Validated): boolean {
+  if (rules.length !== kept.names.length) return false;
+  for (let i = 0; i < rules.length; i++) {
+    const rule = rules[i] as ValidationRule;
+    if (rule !== kept.rules[i] && rule.name !== kept.names[i]) return false;
+  }
+  return true;
+}
 
 /**
  * Validation's verdict (the schema's rules and the document limits' rules) once per parsed
@@ -56,7 +68,7 @@ export function useValidationCache(): Plugin {
         if (!rules || typeInfo || options) return validateFn(schema, document, rules, typeInfo, options);
         let bySchema = verdicts.get(document);
         let kept = bySchema?.get(schema);
-        const hit = kept?.find((entry) => sameNames(rules, entry.names));
+        const hit = kept?.find((entry) => sameRules(rules, entry));
         if (hit) return hit.result;
         const result = validateFn(schema, document, rules);
         if (!bySchema) {
@@ -68,7 +80,7 @@ export function useValidationCache(): Plugin {
           bySchema.set(schema, kept);
         }
         if (kept.length >= RULE_SETS_PER_DOCUMENT) kept.shift();
-        kept.push({ names: rules.map((rule: ValidationRule) => rule.name), result });
+        kept.push({ rules: [...rules], names: rules.map((rule: ValidationRule) => rule.name), result });
         return result;
       });
     },
