@@ -1,4 +1,6 @@
 import { randomUUID } from "node:crypto";
+import { createServer } from "node:http";
+import { type AddressInfo, connect } from "node:net";
 /**
  * The findings of an attack probe (issue 15), each on both transports where it applies: these
  * failed before the fixes.
@@ -16,6 +18,7 @@ let org: SeedResult;
 let other: SeedResult;
 
 const KiB = 1024;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const LIMIT = 256 * KiB;
 
 beforeAll(async () => {
@@ -129,6 +132,43 @@ describe("1. no body is read before the credential, none beyond the limit, withi
     await first;
     const after = await t.gql(`mutation { createTask(title: "after") { id } }`, {}, { key: org.apiKey });
     expect(after.body.data.createTask.id).toMatch(/^tsk_/);
+  });
+});
+
+describe("1b. a body of declared length, over real HTTP", () => {
+  it("gives its budget back when the client goes away mid-body, and reads a whole one into a GraphQL answer", async () => {
+    const server = createServer(t.app.yoga);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      // 200 KiB declared (within the limit and the 400 KiB budget), 10 KiB sent, then the connection is cut.
+      const socket = connect(port, "127.0.0.1");
+      await new Promise<void>((resolve) => socket.once("connect", resolve));
+      socket.write(
+        `POST /graphql HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nx-api-key: ${org.apiKey}\r\ncontent-length: ${200 * KiB}\r\n\r\n`,
+      );
+      socket.write(" ".repeat(10 * KiB));
+      await sleep(100);
+      socket.destroy();
+      // A second body of 250 KiB fits only once the first one's 200 KiB are given back.
+      const padded = JSON.stringify({ query: "{ __typename }", variables: { pad: "x".repeat(250 * KiB - 60) } });
+      let status = 0;
+      for (let i = 0; i < 50 && status !== 200; i++) {
+        await sleep(50);
+        const response = await fetch(`http://127.0.0.1:${port}/graphql`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-api-key": org.apiKey },
+          body: padded,
+        });
+        status = response.status;
+        if (status === 200) expect(await response.json()).toEqual({ data: { __typename: "Query" } });
+        else await response.arrayBuffer();
+      }
+      expect(status).toBe(200);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
 
