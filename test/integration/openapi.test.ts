@@ -12,7 +12,15 @@ import { createTestApp, type TestApp } from "../helpers/test-app.js";
 // REST is generated from the schema without its graph-only fields.
 const schema = restSchemaOf(graphSchema);
 
-type Parameter = { name: string; in: string; required?: boolean; description?: string; schema?: Schema; $ref?: string; deprecated?: boolean };
+type Parameter = {
+  name: string;
+  in: string;
+  required?: boolean;
+  description?: string;
+  schema?: Schema;
+  $ref?: string;
+  deprecated?: boolean;
+};
 type Schema = Record<string, unknown> & { properties?: Record<string, Schema>; required?: string[] };
 type Operation = {
   operationId: string;
