@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { PutBucketCorsCommand } from "@aws-sdk/client-s3";
 import { type Browser, chromium, firefox, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SeedResult } from "../../src/admin/seed.js";
@@ -10,8 +11,10 @@ import { createTestApp, type TestApp } from "../helpers/test-app.js";
 /**
  * The evidence request page (contract section 17) in real browsers, the same scenario in each:
  * Debian's Chromium and Debian's Firefox ESR driven by Playwright (playwright-core, no browser
- * download), the app served on a real port. The recipient opens the link, picks a file, writes a
- * note and submits with the keyboard; the file is in the store with its SHA-256, and the team
+ * download), the app served on a real port, its files in an S3 bucket on another origin (a real
+ * S3-compatible server, the bucket's CORS rule as docs/attachments.md gives it). The recipient opens
+ * the link, picks a file, writes a note and submits with the keyboard; a failed connection to the
+ * store says so and lets them try again; the file is in the bucket with its SHA-256, and the team
  * accepts it. `.ci/run` installs both browsers when they are missing; elsewhere a missing
  * browser's tests are skipped with a warning.
  */
@@ -79,11 +82,29 @@ describe.skipIf(!anyBrowser)("the evidence request page in a browser", () => {
   let base: string;
 
   beforeAll(async () => {
-    t = await createTestApp();
+    t = await createTestApp({ attachmentStore: "s3" });
     org = await t.seedOrg();
     server = createServer((req, res) => t.app.yoga(req, res));
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    // The bucket's CORS rule of docs/attachments.md, the service's own origin listed for this page.
+    const s3 = t.s3 as NonNullable<TestApp["s3"]>;
+    await s3.client.send(
+      new PutBucketCorsCommand({
+        Bucket: s3.bucket,
+        CORSConfiguration: {
+          CORSRules: [
+            {
+              AllowedOrigins: [base],
+              AllowedMethods: ["PUT", "GET"],
+              AllowedHeaders: ["content-type", "x-amz-checksum-sha256", "if-none-match"],
+              ExposeHeaders: ["ETag"],
+              MaxAgeSeconds: 3600,
+            },
+          ],
+        },
+      }),
+    );
   });
   afterAll(async () => {
     await new Promise((resolve) => server?.close(resolve));
@@ -144,12 +165,14 @@ describe.skipIf(!anyBrowser)("the evidence request page in a browser", () => {
       async () => {
         const { id, url } = await createRequest();
         const { page, problems } = await openPage();
-        // What the page sent: the token header on its calls, the upload PUT with the headers it was given.
-        const sent: { method: string; pathname: string; token: string | undefined }[] = [];
+        // What the page sent: its calls to the service with the link's token, the bytes to the bucket without.
+        const sent: string[] = [];
+        const tokens: (string | undefined)[] = [];
         page.on("request", (request) => {
-          const { pathname } = new URL(request.url());
-          if (pathname.startsWith("/v1/") || request.method() === "PUT")
-            sent.push({ method: request.method(), pathname, token: request.headers()["x-evidence-request-token"] });
+          const { origin, pathname } = new URL(request.url());
+          if (request.method() === "OPTIONS" || !(pathname.startsWith("/v1/") || request.method() === "PUT")) return;
+          sent.push(`${request.method()} ${origin === base ? pathname : origin}`);
+          tokens.push(request.headers()["x-evidence-request-token"]);
         });
         const response = await page.goto(url);
         expect(response?.status()).toBe(200);
@@ -173,21 +196,35 @@ describe.skipIf(!anyBrowser)("the evidence request page in a browser", () => {
         await page.keyboard.type("The report and its bridge letter.");
         await page.keyboard.press("Tab");
         expect(await page.evaluate(() => document.activeElement?.id)).toBe("submit");
+        // The store cannot be reached at first: the page says so in its own words (not the browser's
+        // "Failed to fetch" or "NetworkError when attempting to fetch resource."), keeps the form,
+        // and Enter again sends.
+        const bucket = new URL((t.s3 as NonNullable<TestApp["s3"]>).endpoint).origin;
+        await page.route(`${bucket}/**`, (route) => route.abort());
+        await page.keyboard.press("Enter");
+        await page.getByText("Nothing was submitted").waitFor({ timeout: 15_000 });
+        expect(await page.getByRole("status").textContent()).toBe(
+          "Nothing was submitted: soc2-2026.pdf could not be sent: the connection to the store failed. You can try again.",
+        );
+        expect(await page.evaluate(() => document.activeElement?.id)).toBe("submit");
+        await page.unroute(`${bucket}/**`);
+        problems.length = 0; // the refused PUT's own report
         await page.keyboard.press("Enter");
         await page.getByText("Thank you: your files were sent").waitFor({ timeout: 15_000 });
         // The confirmation has the focus, so a screen reader reads it out.
         expect(await page.evaluate(() => document.activeElement?.id)).toBe("done");
         expect(problems).toEqual([]);
-        const token = decodeURIComponent(new URL(url).pathname.split("/").pop() ?? "");
-        const upload = sent.find((request) => request.method === "PUT");
-        expect(upload).toBeDefined();
-        expect(sent.filter((request) => request !== upload).map(({ method, pathname }) => `${method} ${pathname}`)).toEqual([
+        expect(sent).toEqual([
           "POST /v1/attachment-uploads",
+          `PUT ${bucket}`,
+          "POST /v1/attachment-uploads",
+          `PUT ${bucket}`,
           "POST /v1/evidence-requests/current/submission",
         ]);
-        for (const request of sent) if (request !== upload) expect(request.token).toBe(token);
+        const token = decodeURIComponent(new URL(url).pathname.split("/").pop() ?? "");
+        expect(tokens).toEqual([token, undefined, token, undefined, token]);
 
-        // The object is in the store, and its bytes hash to what the evidence records.
+        // The object is in the bucket, and its bytes hash to what the evidence records.
         const evidence = await t.db.evidence.findFirstOrThrow({
           where: { evidenceRequestId: id },
           include: { attachment: true },
@@ -195,9 +232,7 @@ describe.skipIf(!anyBrowser)("the evidence request page in a browser", () => {
         const sha256 = createHash("sha256").update(bytes).digest("hex");
         expect(evidence).toMatchObject({ status: "submitted", submittedByEmail: "security@vendor.example" });
         expect(evidence.attachment).toMatchObject({ name: "soc2-2026.pdf", size: bytes.length, sha256 });
-        const stored = await t.attachmentStores
-          .storeOf(evidence.attachment.store as "filesystem")
-          ?.digest(evidence.attachment.objectKey);
+        const stored = await t.attachmentStores.storeOf(evidence.attachment.store as "s3")?.digest(evidence.attachment.objectKey);
         expect(stored).toEqual({ size: bytes.length, sha256 });
         const request = await t.db.evidenceRequest.findUniqueOrThrow({ where: { id } });
         expect(request).toMatchObject({ status: "submitted", note: "The report and its bridge letter." });
