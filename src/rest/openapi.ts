@@ -407,9 +407,10 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
   for (const route of compiled) {
     const field = fieldOf(schema, route);
     const description = field.description ?? "";
-    // GET and DELETE take their arguments in the query string.
+    // GET and DELETE take their arguments in the query string; a DELETE marked bodyOnDelete takes
+    // them in a JSON body, its query form documented as deprecated.
     const inQuery = route.method === "GET" || route.method === "DELETE";
-    const bodyArgs = inQuery ? [] : route.args.filter((a) => !route.pathParams.includes(a.name));
+    const bodyArgs = inQuery && !route.bodyOnDelete ? [] : route.args.filter((a) => !route.pathParams.includes(a.name));
     const queryParams = inQuery ? route.queryParams : [];
     const returned = getNamedType(field.type);
     // On an update, null clears a field that may be null and is refused for the others; elsewhere null means "not given".
@@ -425,13 +426,19 @@ export function buildOpenApiDocument(schema: GraphQLSchema, compiled: CompiledRo
         const schema = collector.type(arg.type, false, undefined, undefined, inputLimit(arg));
         return { name, in: "path", required: true, ...describedBy(arg), schema };
       }),
-      ...queryParams.map((param) => queryParameter(collector, param)),
+      ...queryParams.map((param) => ({
+        ...queryParameter(collector, param),
+        ...(route.bodyOnDelete ? { deprecated: true } : {}),
+      })),
       ref("OrganizationId", "parameters"),
       ...(route.method === "POST" ? [ref("IdempotencyKey", "parameters")] : []),
       ...(route.method === "GET" ? [ref("IfNoneMatch", "parameters")] : []),
     ];
 
-    const requiredBody = bodyArgs.filter((a) => isNonNullType(a.type) && a.defaultValue === undefined).map((a) => a.name);
+    const requiredBody =
+      route.method === "DELETE"
+        ? []
+        : bodyArgs.filter((a) => isNonNullType(a.type) && a.defaultValue === undefined).map((a) => a.name);
     // An update needs at least one field; elsewhere the body may be left out when every argument is optional.
     const update = route.method === "PATCH";
     const requestBody = bodyArgs.length

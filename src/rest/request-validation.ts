@@ -227,7 +227,7 @@ export function validateRestRequest(
   }
 
   if (body.trim() !== "") {
-    if (route.method === "GET" || route.method === "DELETE") {
+    if (route.method === "GET" || (route.method === "DELETE" && !route.bodyOnDelete)) {
       details.push({ path: "", message: `a ${route.method} request takes no body` });
     } else {
       const mediaType = contentType?.split(";")[0]?.trim().toLowerCase();

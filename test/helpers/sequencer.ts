@@ -15,6 +15,17 @@ import type { TestSequencer, TestSpecification, Vitest } from "vitest/node";
  */
 const estimates: Record<string, number> = {
   "test/e2e/haproxy.test.ts": 80, // PostgreSQL only
+  // 2026-12-03: the files this round grew or added, scaled from their CPU (test/results/2026-12-03.md).
+  "test/integration/isolation-matrix.test.ts": 65,
+  "test/integration/permissions.test.ts": 45,
+  "test/integration/connections.test.ts": 30,
+  "test/integration/attachments.test.ts": 30,
+  "test/integration/attachment-downloads.test.ts": 20,
+  "test/e2e/evidence-request-page.test.ts": 20, // chromium, started by the test
+  "test/integration/differential.test.ts": 20,
+  "test/integration/controls.test.ts": 15,
+  "test/cli/frameworks.test.ts": 10,
+  "test/integration/mutation-payloads.test.ts": 10,
   "test/e2e/notification-mail.test.ts": 63,
   "test/e2e/faults.test.ts": 55, // PostgreSQL only
   "test/integration/audit-export-memory.test.ts": 49,
@@ -22,7 +33,6 @@ const estimates: Record<string, number> = {
   "test/e2e/server.test.ts": 48,
   "test/fuzz/graphql-mutations.fuzz.test.ts": 47,
   "test/cli/attachments.test.ts": 46,
-  "test/integration/isolation-matrix.test.ts": 46,
   "test/e2e/shutdown.test.ts": 46,
   "test/e2e/pgbouncer.test.ts": 45, // PostgreSQL only
   "test/e2e/crash.test.ts": 31,
@@ -32,16 +42,13 @@ const estimates: Record<string, number> = {
   "test/e2e/memory.test.ts": 26, // PostgreSQL only
   "test/fuzz/rest-writes.fuzz.test.ts": 25,
   "test/integration/list-plans.test.ts": 25, // PostgreSQL only
-  "test/integration/permissions.test.ts": 25,
   "test/e2e/write-crash.test.ts": 21, // PostgreSQL only
-  "test/integration/attachments.test.ts": 20,
   "test/integration/notification-mail.test.ts": 19,
   "test/e2e/webhooks.test.ts": 17, // PostgreSQL only
   "test/integration/migrations.test.ts": 17,
   "test/fuzz/graphql-queries.fuzz.test.ts": 16,
   "test/fuzz/rest-reads.fuzz.test.ts": 16,
   "test/codegen/codegen.test.ts": 16,
-  "test/integration/connections.test.ts": 15,
   "test/unit/layers.test.ts": 14,
   "test/e2e/replicas.test.ts": 13, // PostgreSQL only
   "test/integration/schema-contracts.test.ts": 11,
@@ -51,7 +58,6 @@ const estimates: Record<string, number> = {
   "test/integration/transaction-limits.test.ts": 11,
   "test/integration/hostile-callers.test.ts": 10,
   "test/clients/trusted-documents.test.ts": 10,
-  "test/integration/differential.test.ts": 8,
   "test/integration/docs-examples.test.ts": 8,
   "test/cli/documents.test.ts": 8,
   "test/integration/native-memory.test.ts": 7,

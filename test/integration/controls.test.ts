@@ -265,10 +265,28 @@ describe("controls", () => {
       { key: org.apiKey },
     );
     expect(again.body.data.unlinkControl.tasks.items).toEqual([{ id: org.taskIds[1] }]);
+    // The contract's form: the same body as linkControl's, on the DELETE.
+    const byBody = await t.rest("DELETE", `/v1/controls/${control.id}/links`, {
+      key: org.apiKey,
+      body: { policyIds: [org.policyIds[0]] },
+    });
+    expect(byBody.status, byBody.text).toBe(200);
+    const twice = await t.rest("DELETE", `/v1/controls/${control.id}/links?taskIds=${org.taskIds[1]}`, {
+      key: org.apiKey,
+      body: { taskIds: [org.taskIds[1]] },
+    });
+    expect(twice.status).toBe(400);
+    expect(twice.body.details).toContainEqual({ path: "taskIds", message: "is given twice" });
+    const unknown = await t.rest("DELETE", `/v1/controls/${control.id}/links`, { key: org.apiKey, body: { controlId: "x" } });
+    expect(unknown.status).toBe(400);
+    // Another DELETE still takes no body.
+    const deleteWithBody = await t.rest("DELETE", `/v1/controls/${control.id}`, { key: org.apiKey, body: { force: true } });
+    expect(deleteWithBody.status).toBe(400);
     const events = (await auditOf(control.id)).map((e) => [e.action, e.data]);
     expect(events.slice(1)).toEqual([
       ["control.linked", { policyIds: [org.policyIds[0]], taskIds: [org.taskIds[0], org.taskIds[1]] }],
       ["control.unlinked", { policyIds: [], taskIds: [org.taskIds[0]] }],
+      ["control.unlinked", { policyIds: [org.policyIds[0]], taskIds: [] }],
     ]);
   });
 

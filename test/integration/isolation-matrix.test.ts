@@ -13,6 +13,11 @@
  * after every attempt. With a user credential createComment ignores `userId` by design (the caller
  * is the author): that attempt may succeed, but then the author is B's owner, never A's member.
  *
+ * A's ids of every other kind (a vendor's id as a taskId), with B's API key, are 404 or 400 as a
+ * missing record is: the embedded run only (`npm test`), since no database has the id in the
+ * argument's table; A's ids of the argument's kind, and A's entities named with their own
+ * entityType (a policy's id as a task item's entityId), on both.
+ *
  * Also: B's user credentials (and B's API key) naming A in X-Organization-Id are 403 on every
  * operation; an Idempotency-Key A used never replays A's answer to B; B's lists never show A's records,
  * nor B's audit export A's events.
@@ -29,13 +34,19 @@ import { REST_BASE, restRoutes } from "../../src/rest/routes.js";
 import { schema } from "../../src/schema.js";
 import { selectionOf } from "../fuzz/arbitraries.js";
 import { adopt, makeFramework } from "../helpers/frameworks.js";
-import { createTestApp, type TestApp, testJwtSecret } from "../helpers/test-app.js";
+import { createTestApp, type TestApp, testJwtSecret, usePostgres } from "../helpers/test-app.js";
 
 type Root = "Query" | "Mutation" | "Subscription";
 type CredentialKind = "apiKey" | "jwt" | "session" | "sessionCookie";
 const credentialKinds: CredentialKind[] = ["apiKey", "jwt", "session", "sessionCookie"];
 
 type Attempt = {
+  /**
+   * A row of the wrong kind whose entityType names the id's own kind (A's policy's id as a task
+   * item's entityId, with entityType policy): the tenancy filter of that kind decides, so it runs
+   * on both databases, as the rows of the right kind do.
+   */
+  ofItsType?: boolean;
   /** e.g. Query.task */
   field: string;
   /** The ID argument aimed at A, e.g. taskId or attachments.userId */
@@ -469,7 +480,10 @@ function attempts({ wrongKind = false } = {}): Attempt[] {
     }
     for (const others of Object.values(idsOfA)) {
       const aId = others[0] as string;
-      if (!ids.includes(aId)) list.push({ field, arg, aId, args: args(aId), allow400: true, ...extra });
+      if (ids.includes(aId)) continue;
+      const made = args(aId);
+      const ofItsType = entities.some(([id, type]) => id === aId && made.entityType === type);
+      list.push({ field, arg, aId, args: made, allow400: true, ...(ofItsType ? { ofItsType } : {}), ...extra });
     }
   };
   const entities = [
@@ -825,6 +839,37 @@ function problemsWith(attempt: Attempt, transport: Transport, credential: Creden
   return problems;
 }
 
+/** Each row's attempt on each transport with each of its credentials: the problems found, and A's rows compared after each call. */
+async function attemptEach(
+  rows: { attempt: Attempt; credentials: CredentialKind[] }[],
+): Promise<{ failures: string[]; calls: number }> {
+  const failures: string[] = [];
+  let calls = 0;
+  const digestsBefore = digestsCompared;
+  for (const { attempt, credentials } of rows) {
+    for (const transport of transportsOf(attempt.field)) {
+      for (const credential of credentials) {
+        const outcome = await call(transport, attempt.field, attempt.args, headersOfB[credential]);
+        calls++;
+        const where = `${attempt.field}(${attempt.arg}: ${attempt.aId}) via ${attempt.field.startsWith("Subscription.") ? "GraphQL SSE" : transport} as B's ${credential}`;
+        const problems = problemsWith(attempt, transport, credential, outcome);
+        const changed = await changesToA();
+        if (changed.length) {
+          problems.push(`A's data changed: ${changed.join("; ")}`);
+          // Compare later attempts against the changed state, so that each change is reported once.
+          await takeBaseline();
+        }
+        if (problems.length)
+          failures.push(`${where}: ${problems.join("; ")}\n    answer ${outcome.status} ${outcome.text.slice(0, 300)}`);
+      }
+    }
+  }
+  console.info(
+    `[isolation] ${calls} calls with A's ids (${rows.length} operation and id pairs); ${digestsCompared - digestsBefore} of them wrote something, and A's digest was compared`,
+  );
+  return { failures, calls };
+}
+
 // ---------------------------------------------------------------------------------------------
 
 describe("isolation matrix: organization B on organization A's ids", () => {
@@ -866,37 +911,38 @@ describe("isolation matrix: organization B on organization A's ids", () => {
     ]) {
       expect(baseline[table]?.length, table).toBeGreaterThan(0);
     }
-
-    const failures: string[] = [];
-    let calls = 0;
-    // A's ids of the argument's kind with every credential; ids of the other kinds with B's API key.
-    const rows = [
+    // A's ids of the argument's kind with every credential; and with B's API key, A's entities named
+    // with their own entityType where an argument of another kind takes them.
+    const { failures, calls } = await attemptEach([
       ...attempts().map((attempt) => ({ attempt, credentials: credentialKinds })),
-      ...attempts({ wrongKind: true }).map((attempt) => ({ attempt, credentials: ["apiKey"] as CredentialKind[] })),
-    ];
-    for (const { attempt, credentials } of rows) {
-      for (const transport of transportsOf(attempt.field)) {
-        for (const credential of credentials) {
-          const outcome = await call(transport, attempt.field, attempt.args, headersOfB[credential]);
-          calls++;
-          const where = `${attempt.field}(${attempt.arg}: ${attempt.aId}) via ${attempt.field.startsWith("Subscription.") ? "GraphQL SSE" : transport} as B's ${credential}`;
-          const problems = problemsWith(attempt, transport, credential, outcome);
-          const changed = await changesToA();
-          if (changed.length) {
-            problems.push(`A's data changed: ${changed.join("; ")}`);
-            // Compare later attempts against the changed state, so that each change is reported once.
-            await takeBaseline();
-          }
-          if (problems.length)
-            failures.push(`${where}: ${problems.join("; ")}\n    answer ${outcome.status} ${outcome.text.slice(0, 300)}`);
-        }
-      }
-    }
-    console.info(
-      `[isolation] ${calls} calls with A's ids (${rows.length} operation and id pairs); ${digestsCompared} of them wrote something, and A's digest was compared`,
-    );
+      ...attempts({ wrongKind: true })
+        .filter((attempt) => attempt.ofItsType)
+        .map((attempt) => ({ attempt, credentials: ["apiKey"] as CredentialKind[] })),
+    ]);
+    expect(calls).toBeGreaterThan(0);
     expect(failures).toEqual([]);
   });
+
+  // A's ids of every other kind (a vendor's id as a taskId...), with B's API key: 404 or 400, as an
+  // id that exists nowhere in the argument's table. The record is missing whichever database
+  // answers, so these run in the embedded run only (`npm test`), as the files vitest.config.ts
+  // calls the same on every database do; the rows above, where the tenancy filter of a statement
+  // decides, run on both. About 60% of the calls.
+  it.skipIf(usePostgres)(
+    "A's ids of every other kind, on both transports, with B's API key, are 404 (or 400) and leave A byte-identical",
+    {
+      timeout: 900_000,
+    },
+    async () => {
+      await takeBaseline();
+      const rows = attempts({ wrongKind: true })
+        .filter((attempt) => !attempt.ofItsType)
+        .map((attempt) => ({ attempt, credentials: ["apiKey"] as CredentialKind[] }));
+      const { failures, calls } = await attemptEach(rows);
+      expect(calls).toBeGreaterThan(0);
+      expect(failures).toEqual([]);
+    },
+  );
 
   it("B's user credentials naming A in X-Organization-Id are 403 on every operation, and so is B's API key", async () => {
     const before = JSON.stringify(await snapshotOf(A.organizationId));

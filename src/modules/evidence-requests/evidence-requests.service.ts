@@ -26,7 +26,7 @@ import { parseInput } from "../../platform/validation.js";
 import { type AuditEventInput, auditEvent, writeAuditEvent } from "../audit/audit.service.js";
 import type { AttachmentService, CreateUploadArgs } from "../comments/attachments.service.js";
 import { callerMemberId, recordControlStates } from "../controls/controls.service.js";
-import { createEvidenceFromUploads } from "../evidence/evidence.service.js";
+import { createEvidenceFromUploads, type EvidenceOutcome, writeEvidenceReviews } from "../evidence/evidence.service.js";
 import type { NotificationMail, Notifier } from "../notifications/notifications.service.js";
 import type { EvidenceRequestMailKind } from "./evidence-requests.mail.js";
 import type { LinkTokens } from "./evidence-requests.token.js";
@@ -520,14 +520,14 @@ function currentOf(request: Prisma.EvidenceRequestGetPayload<{ select: typeof cu
 
 /**
  * Accepts or rejects, in the caller's transaction, the request's evidence that awaits review: each
- * item's review and its `evidence.accepted` / `evidence.rejected` event with the file's sha256 (as
- * acceptEvidence and rejectEvidence write them), then the control's state once.
+ * item's review and its event (`writeEvidenceReviews`, as acceptEvidence and rejectEvidence write
+ * them, naming the request), then each control's state once.
  */
 async function decideEvidence(
   tx: Prisma.TransactionClient,
   actor: Actor,
   evidenceRequestId: string,
-  outcome: { status: "accepted" } | { status: "rejected"; reason: string },
+  outcome: EvidenceOutcome,
   notify: Parameters<typeof recordControlStates>[3],
 ) {
   const items = await tx.$queryRaw<
@@ -537,36 +537,7 @@ async function decideEvidence(
     WHERE e."evidenceRequestId" = ${evidenceRequestId} AND e."organizationId" = ${actor.organizationId}
       AND e."status" = 'submitted'
     ORDER BY e."createdAt", e."id" FOR UPDATE OF e`;
-  const reviewedById = await callerMemberId(tx, actor);
-  const reviewedAt = new Date();
-  for (const item of items) {
-    await tx.evidence.update({
-      where: { id: item.id },
-      data: {
-        status: outcome.status,
-        reviewedById,
-        reviewedAt,
-        rejectionReason: outcome.status === "rejected" ? outcome.reason : null,
-      },
-      select: { id: true },
-    });
-    await writeAuditEvent(
-      tx,
-      auditEvent(
-        actor,
-        `evidence.${outcome.status}`,
-        { type: "evidence", id: item.id },
-        {
-          controlId: item.controlId,
-          vendorId: item.vendorId,
-          attachmentId: item.attachmentId,
-          sha256: item.sha256,
-          evidenceRequestId,
-          ...(outcome.status === "rejected" ? { reason: outcome.reason } : {}),
-        },
-      ),
-    );
-  }
+  await writeEvidenceReviews(tx, actor, items, outcome, await callerMemberId(tx, actor), { evidenceRequestId });
   const controls = [...new Set(items.flatMap((i) => (i.controlId ? [i.controlId] : [])))];
   await recordControlStates(tx, actor, controls, notify);
   return items.map((i) => ({ id: i.id, sha256: i.sha256 }));

@@ -237,6 +237,53 @@ async function mayRead(
  * The evidence rule for files (attachments.service.ts): a file no comment holds is readable by
  * whoever reads its evidence. An API key or person with no way to read controls nor vendors reads none.
  */
+export type EvidenceOutcome = { status: "accepted" } | { status: "rejected"; reason: string };
+
+/**
+ * Writes the review of evidence items that await it, in the caller's transaction: each item's
+ * status, reviewer and time, and its `evidence.accepted` / `evidence.rejected` event with the
+ * file's sha256 (`extra` adds to every event, e.g. the evidence request it came through). The
+ * caller has locked the rows, checked who may decide, and records the control states after.
+ */
+export async function writeEvidenceReviews(
+  tx: Tx,
+  actor: Actor,
+  items: { id: string; controlId: string | null; vendorId: string | null; attachmentId: string; sha256: string }[],
+  outcome: EvidenceOutcome,
+  reviewedById: string | null,
+  extra: Record<string, unknown> = {},
+): Promise<void> {
+  const reviewedAt = new Date();
+  for (const item of items) {
+    await tx.evidence.update({
+      where: { id: item.id, organizationId: actor.organizationId },
+      data: {
+        status: outcome.status,
+        reviewedById,
+        reviewedAt,
+        rejectionReason: outcome.status === "rejected" ? outcome.reason : null,
+      },
+      select: { id: true },
+    });
+    await writeAuditEvent(
+      tx,
+      auditEvent(
+        actor,
+        `evidence.${outcome.status}`,
+        { type: "evidence", id: item.id },
+        {
+          controlId: item.controlId,
+          vendorId: item.vendorId,
+          attachmentId: item.attachmentId,
+          sha256: item.sha256,
+          ...extra,
+          ...(outcome.status === "rejected" ? { reason: outcome.reason } : {}),
+        },
+      ),
+    );
+  }
+}
+
 export function evidenceFileReadable(db: Db) {
   return async (actor: Actor, attachmentId: string): Promise<boolean> => {
     const evidence = await db.evidence.findFirst({
@@ -343,12 +390,7 @@ export function createEvidenceService(db: Db, notifier: Notifier, attachments: A
   }
 
   /** Accepts or rejects submitted evidence, never by the member who submitted it. */
-  async function decide(
-    actor: Actor,
-    evidenceId: string,
-    outcome: { status: "accepted" } | { status: "rejected"; reason: string },
-    query: EvidenceQuery,
-  ) {
+  async function decide(actor: Actor, evidenceId: string, outcome: EvidenceOutcome, query: EvidenceQuery) {
     return notifier.transaction(db, actor, async (tx) => {
       const evidence = await locked(tx, actor, evidenceId);
       if (evidence.status !== "submitted") {
@@ -358,33 +400,8 @@ export function createEvidenceService(db: Db, notifier: Notifier, attachments: A
       if (evidence.submittedById && reviewerId === evidence.submittedById) {
         throw new ForbiddenError("You submitted this evidence: another member with the permission reviews it");
       }
-      const reviewedAt = new Date();
-      await tx.evidence.update({
-        where: { id: evidenceId, organizationId: actor.organizationId },
-        data: {
-          status: outcome.status,
-          reviewedById: reviewerId,
-          reviewedAt,
-          rejectionReason: outcome.status === "rejected" ? outcome.reason : null,
-        },
-        select: { id: true },
-      });
+      await writeEvidenceReviews(tx, actor, [evidence], outcome, reviewerId);
       if (evidence.controlId) await recordControlStates(tx, actor, [evidence.controlId]);
-      await writeAuditEvent(
-        tx,
-        auditEvent(
-          actor,
-          `evidence.${outcome.status}`,
-          { type: "evidence", id: evidenceId },
-          {
-            controlId: evidence.controlId,
-            vendorId: evidence.vendorId,
-            attachmentId: evidence.attachmentId,
-            sha256: evidence.sha256,
-            ...(outcome.status === "rejected" ? { reason: outcome.reason } : {}),
-          },
-        ),
-      );
       return readBack(tx, actor, evidenceId, query);
     });
   }

@@ -18,15 +18,28 @@
     status.className = kind ?? "";
   };
 
+  /**
+   * fetch, with a failed connection said in the page's words: the browser's own ("Failed to fetch"
+   * in Chromium, "NetworkError when attempting to fetch resource." in Firefox) tells a recipient nothing.
+   */
+  async function send(url, init, failure) {
+    try {
+      return await fetch(url, init);
+    } catch {
+      throw new Error(failure);
+    }
+  }
+
   async function call(path, body) {
-    const response = await fetch(path, {
+    const init = {
       method: body ? "POST" : "GET",
       headers: { "x-evidence-request-token": token, ...(body ? { "content-type": "application/json" } : {}) },
       body: body ? JSON.stringify(body) : undefined,
       credentials: "omit",
       cache: "no-store",
       referrerPolicy: "no-referrer",
-    });
+    };
+    const response = await send(path, init, "the service could not be reached");
     const answer = await response.json().catch(() => null);
     if (!response.ok) throw new Error(answer?.message ?? `The service answered ${response.status}`);
     return answer;
@@ -47,19 +60,22 @@
       size: file.size,
       sha256: await digest(file),
     });
-    const sent = await fetch(ticket.uploadUrl, {
+    const init = {
       method: ticket.method,
       headers: ticket.headers,
       body: file,
       credentials: "omit",
       referrerPolicy: "no-referrer",
-    });
+    };
+    const sent = await send(ticket.uploadUrl, init, `${file.name} could not be sent: the connection to the store failed`);
     if (!sent.ok) throw new Error(`The store refused ${file.name} (${sent.status})`);
     return ticket.id;
   }
 
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
+    // Still sending: the button says so (aria-disabled) but keeps the focus, and a second press waits.
+    if (button.getAttribute("aria-disabled") === "true") return;
     const files = [...filesInput.files];
     if (files.length === 0) {
       say("Choose at least one file.", "error");
@@ -77,7 +93,9 @@
       filesInput.focus();
       return;
     }
-    button.disabled = true;
+    // aria-disabled, not disabled: a disabled button loses the keyboard's focus (to the page's body,
+    // in Chromium and Firefox alike), and after a failure Enter would then not try again.
+    button.setAttribute("aria-disabled", "true");
     form.setAttribute("aria-busy", "true");
     try {
       const uploadIds = [];
@@ -99,8 +117,9 @@
       form.replaceWith(done);
       done.focus();
     } catch (error) {
-      say(`Nothing was submitted: ${error.message}. You can try again.`, "error");
-      button.disabled = false;
+      // One full stop: a message of the service's may end with its own.
+      say(`Nothing was submitted: ${error.message.replace(/\.+$/, "")}. You can try again.`, "error");
+      button.removeAttribute("aria-disabled");
     } finally {
       form.removeAttribute("aria-busy");
     }
