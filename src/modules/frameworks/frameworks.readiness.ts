@@ -103,6 +103,42 @@ export function controlStatesSql(organizationId: string, now: Date, which: Prism
     WHERE c."organizationId" = ${organizationId} AND (${which})`;
 }
 
+/**
+ * Whether each control of the organization that `which` (an SQL condition on `c`) selects is ready:
+ * columns "controlId" and "ready" (boolean). The same definition as controlStatesSql, without the
+ * reasons: ready exactly when controlStatesSql gives no reason (it has a linked policy, task or
+ * accepted evidence; no linked policy without a published current version; no linked task not
+ * done; with evidenceEveryDays, accepted evidence valid at `now`). Requirement states and framework
+ * readiness need only this, and building every control's reasons cost them most of their time.
+ */
+export function controlReadySql(organizationId: string, now: Date, which: Prisma.Sql): Prisma.Sql {
+  return sql`
+    SELECT c."id" AS "controlId",
+      (e."n" > 0 OR lp."n" > 0 OR lt."n" > 0) AND lp."open" = 0 AND lt."open" = 0
+        AND (c."evidenceEveryDays" IS NULL OR e."fresh") AS "ready"
+    FROM "Control" c
+    CROSS JOIN LATERAL (
+      SELECT count(*) AS "n",
+        COALESCE(bool_or(v."validUntil" IS NULL OR v."validUntil" > ${at(now)}), FALSE) AS "fresh"
+      FROM "Evidence" v
+      WHERE v."controlId" = c."id" AND v."status" = 'accepted'::"EvidenceStatus"
+    ) e
+    CROSS JOIN LATERAL (
+      SELECT count(*) AS "n", count(*) FILTER (WHERE pv."status" IS DISTINCT FROM 'published'::"PolicyVersionStatus") AS "open"
+      FROM "ControlPolicy" lp
+      JOIN "Policy" p ON p."id" = lp."policyId"
+      LEFT JOIN "PolicyVersion" pv ON pv."id" = p."currentVersionId"
+      WHERE lp."controlId" = c."id"
+    ) lp
+    CROSS JOIN LATERAL (
+      SELECT count(*) AS "n", count(*) FILTER (WHERE t."status" <> 'done'::"TaskStatus") AS "open"
+      FROM "ControlTask" lt
+      JOIN "Task" t ON t."id" = lt."taskId"
+      WHERE lt."controlId" = c."id"
+    ) lt
+    WHERE c."organizationId" = ${organizationId} AND (${which})`;
+}
+
 const stateOfRank = `CASE {r} WHEN 3 THEN 'ready' WHEN 2 THEN 'partial' WHEN 1 THEN 'not_ready' END`;
 const rankName = (expression: string) => raw(stateOfRank.replace("{r}", expression));
 
@@ -138,11 +174,10 @@ export function requirementStatesSql(organizationId: string, now: Date, which: P
       SELECT cr."requirementId", cr."controlId" FROM "ControlRequirement" cr
       WHERE cr."organizationId" = ${organizationId} AND cr."requirementId" IN (SELECT "otherId" FROM "link")
     ), "cs" AS (
-      ${controlStatesSql(organizationId, now, sql`c."id" IN (SELECT "controlId" FROM "mapped")`)}
+      ${controlReadySql(organizationId, now, sql`c."id" IN (SELECT "controlId" FROM "mapped")`)}
     ), "rank" AS (
       SELECT mp."requirementId",
-        CASE WHEN count(*) FILTER (WHERE cs."state" = 'ready') = count(*) THEN 3
-             WHEN count(*) FILTER (WHERE cs."state" = 'ready') > 0 THEN 2 ELSE 1 END AS "rank"
+        CASE WHEN bool_and(cs."ready") THEN 3 WHEN bool_or(cs."ready") THEN 2 ELSE 1 END AS "rank"
       FROM "mapped" mp JOIN "cs" ON cs."controlId" = mp."controlId"
       GROUP BY mp."requirementId"
     ), "inherited" AS (
@@ -256,50 +291,56 @@ export function readyPercent(ready: number, applicable: number): number {
   return applicable > 0 ? Math.floor((ready * 1000) / applicable) / 10 : 0;
 }
 
+/** Every requirement's state in one framework the organization adopted, by requirement id. */
+export type FrameworkStates = Map<string, RequirementStatus>;
+
 /**
- * The readiness of each of these frameworks for the organization, in one statement; a framework it
- * has not adopted (or cannot see) is left out.
+ * The state of every requirement of each of these frameworks for the organization, in one
+ * statement (each control state evaluated once); a framework it has not adopted (or cannot see)
+ * is left out. A framework's page reads its readiness (readinessOf) and its requirements' states
+ * from this one result.
  */
-export async function frameworkReadiness(
+export async function frameworkStates(
   db: Db,
   organizationId: string,
   frameworkIds: readonly string[],
   now = new Date(),
-): Promise<Map<string, FrameworkReadiness>> {
+): Promise<Map<string, FrameworkStates>> {
   if (frameworkIds.length === 0) return new Map();
-  const rows = await readRows<{
-    frameworkId: string;
-    assessable: number;
-    notApplicable: number;
-    unmapped: number;
-    ready: number;
-    partial: number;
-    notReady: number;
-  }>(
+  const rows = await readRows<RequirementStatus & { frameworkId: string }>(
     db,
-    sql`SELECT s."frameworkId",
-        count(*) FILTER (WHERE s."state" IS NOT NULL)::int AS "assessable",
-        count(*) FILTER (WHERE s."state" = 'not_applicable')::int AS "notApplicable",
-        count(*) FILTER (WHERE s."state" = 'unmapped')::int AS "unmapped",
-        count(*) FILTER (WHERE s."state" = 'ready')::int AS "ready",
-        count(*) FILTER (WHERE s."state" = 'partial')::int AS "partial",
-        count(*) FILTER (WHERE s."state" = 'not_ready')::int AS "notReady"
+    sql`SELECT s."requirementId", s."frameworkId", s."state", s."inheritedFromId"
       FROM (${requirementStatesSql(
         organizationId,
         now,
         sql`r."frameworkId" = ANY(${[...frameworkIds]}::text[]) AND ${adoptedBy(organizationId, sql`r."frameworkId"`)}`,
-      )}) s
-      GROUP BY s."frameworkId"`,
+      )}) s`,
   );
-  return new Map(
-    rows.map(({ frameworkId, ...counts }) => {
-      const c = Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, Number(v)])) as Omit<
-        FrameworkReadiness,
-        "readyPercent"
-      >;
-      return [frameworkId, { ...c, readyPercent: readyPercent(c.ready, c.assessable - c.notApplicable) }];
-    }),
-  );
+  const found = new Map<string, FrameworkStates>();
+  for (const { frameworkId, requirementId, state, inheritedFromId } of rows) {
+    let states = found.get(frameworkId);
+    if (!states) {
+      states = new Map();
+      found.set(frameworkId, states);
+    }
+    states.set(requirementId, { requirementId, state, inheritedFromId });
+  }
+  return found;
+}
+
+/** A framework's readiness: its assessable requirements (those with a state) counted by state. */
+export function readinessOf(states: FrameworkStates): FrameworkReadiness {
+  const counts = { assessable: 0, notApplicable: 0, unmapped: 0, ready: 0, partial: 0, notReady: 0 };
+  for (const { state } of states.values()) {
+    if (state === null) continue;
+    counts.assessable++;
+    if (state === "not_applicable") counts.notApplicable++;
+    else if (state === "unmapped") counts.unmapped++;
+    else if (state === "ready") counts.ready++;
+    else if (state === "partial") counts.partial++;
+    else counts.notReady++;
+  }
+  return { ...counts, readyPercent: readyPercent(counts.ready, counts.assessable - counts.notApplicable) };
 }
 
 // Recording changes --------------------------------------------------------------------------------

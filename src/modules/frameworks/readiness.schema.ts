@@ -119,9 +119,11 @@ builder.prismaObjectField(Requirement, "status", (t) =>
   t.field({
     type: RequirementStatusRef,
     nullable: true,
+    // Its framework's states, when the request computes them, hold its state (loaders.requirementStatus).
+    select: { frameworkId: true },
     description: "Its readiness now; null for a group (not assessed) and in a framework the organization has not adopted",
     resolve: async (requirement, _args, ctx) => {
-      const status = await ctx.loaders.frameworks.requirementStatus.load(requirement.id);
+      const status = await ctx.loaders.frameworks.requirementStatus(requirement);
       return status?.state ? (status as AssessedStatus) : null;
     },
   }),
@@ -147,7 +149,7 @@ builder.prismaObjectField(Framework, "readiness", (t) =>
     type: FrameworkReadinessRef,
     nullable: true,
     description: "The organization's readiness for it, computed now; null when it has not adopted it",
-    resolve: (framework, _args, ctx) => ctx.loaders.frameworks.readiness.load(framework.id),
+    resolve: (framework, _args, ctx) => ctx.loaders.frameworks.readiness(framework.id),
   }),
 );
 
