@@ -11,7 +11,6 @@ import {
   type FrameworkStates,
   frameworkStates,
   type RequirementStatus,
-  readinessOf,
   requirementStatuses,
 } from "./frameworks.readiness.js";
 import { createFrameworkService, requirementList } from "./frameworks.service.js";
@@ -27,7 +26,7 @@ export function createFrameworkLoaders(db: Db, organizationId: string) {
   const service = createFrameworkService(db);
   const now = new Date();
   const controlIdsByOwner = new Map<string, DataLoader<string, string[]>>();
-  /** Every requirement's state of each framework; null when not adopted. */
+  /** Each framework's readiness and its requirements' states; null when not adopted. */
   const states = new DataLoader(async (ids: readonly string[]) => {
     const found = await frameworkStates(db, organizationId, ids, now);
     return ids.map((id) => found.get(id) ?? null);
@@ -63,7 +62,7 @@ export function createFrameworkLoaders(db: Db, organizationId: string) {
     /** A framework's readiness; null when not adopted. */
     readiness: async (frameworkId: string) => {
       const found = await statesOf(frameworkId);
-      return found ? readinessOf(found) : null;
+      return found ? found.readiness : null;
     },
     /**
      * A requirement's state: from its framework's states when this request computes them (a
@@ -72,7 +71,8 @@ export function createFrameworkLoaders(db: Db, organizationId: string) {
     requirementStatus: async (requirement: { id: string; frameworkId: string }): Promise<RequirementStatus | null> => {
       const asked = statesAsked.get(requirement.frameworkId);
       if (!asked) return requirementStatus.load(requirement.id);
-      return (await asked)?.get(requirement.id) ?? null;
+      // Not among them: a group, or a framework not adopted (no state either way).
+      return (await asked)?.states().get(requirement.id) ?? null;
     },
     /** A requirement's applicability row; null where none was written (applicable). */
     applicability: new DataLoader(async (ids: readonly string[]) => {

@@ -291,14 +291,16 @@ export function readyPercent(ready: number, applicable: number): number {
   return applicable > 0 ? Math.floor((ready * 1000) / applicable) / 10 : 0;
 }
 
-/** Every requirement's state in one framework the organization adopted, by requirement id. */
-export type FrameworkStates = Map<string, RequirementStatus>;
+/** A framework's readiness and, read when asked, the state of each of its requirements that has one. */
+export type FrameworkStates = { readiness: FrameworkReadiness; states: () => Map<string, RequirementStatus> };
 
 /**
- * The state of every requirement of each of these frameworks for the organization, in one
- * statement (each control state evaluated once); a framework it has not adopted (or cannot see)
- * is left out. A framework's page reads its readiness (readinessOf) and its requirements' states
- * from this one result.
+ * The readiness of each of these frameworks for the organization and the states of their
+ * requirements, in one statement (each control state evaluated once); a framework it has not
+ * adopted (or cannot see) is left out. A framework's page reads its readiness and its
+ * requirements' states from this one result. The states come as one text per framework
+ * ("id state[ inheritedFromId]", comma-separated; ids hold neither), read only by a caller that
+ * asks for them: a readiness alone does not pay for a thousand rows.
  */
 export async function frameworkStates(
   db: Db,
@@ -307,40 +309,52 @@ export async function frameworkStates(
   now = new Date(),
 ): Promise<Map<string, FrameworkStates>> {
   if (frameworkIds.length === 0) return new Map();
-  const rows = await readRows<RequirementStatus & { frameworkId: string }>(
+  const rows = await readRows<{
+    frameworkId: string;
+    assessable: number;
+    notApplicable: number;
+    unmapped: number;
+    ready: number;
+    partial: number;
+    notReady: number;
+    states: string | null;
+  }>(
     db,
-    sql`SELECT s."requirementId", s."frameworkId", s."state", s."inheritedFromId"
+    sql`SELECT s."frameworkId",
+        count(*) FILTER (WHERE s."state" IS NOT NULL)::int AS "assessable",
+        count(*) FILTER (WHERE s."state" = 'not_applicable')::int AS "notApplicable",
+        count(*) FILTER (WHERE s."state" = 'unmapped')::int AS "unmapped",
+        count(*) FILTER (WHERE s."state" = 'ready')::int AS "ready",
+        count(*) FILTER (WHERE s."state" = 'partial')::int AS "partial",
+        count(*) FILTER (WHERE s."state" = 'not_ready')::int AS "notReady",
+        string_agg(s."requirementId" || ' ' || s."state" || COALESCE(' ' || s."inheritedFromId", ''), ',')
+          FILTER (WHERE s."state" IS NOT NULL) AS "states"
       FROM (${requirementStatesSql(
         organizationId,
         now,
         sql`r."frameworkId" = ANY(${[...frameworkIds]}::text[]) AND ${adoptedBy(organizationId, sql`r."frameworkId"`)}`,
-      )}) s`,
+      )}) s
+      GROUP BY s."frameworkId"`,
   );
-  const found = new Map<string, FrameworkStates>();
-  for (const { frameworkId, requirementId, state, inheritedFromId } of rows) {
-    let states = found.get(frameworkId);
-    if (!states) {
-      states = new Map();
-      found.set(frameworkId, states);
-    }
-    states.set(requirementId, { requirementId, state, inheritedFromId });
-  }
-  return found;
-}
-
-/** A framework's readiness: its assessable requirements (those with a state) counted by state. */
-export function readinessOf(states: FrameworkStates): FrameworkReadiness {
-  const counts = { assessable: 0, notApplicable: 0, unmapped: 0, ready: 0, partial: 0, notReady: 0 };
-  for (const { state } of states.values()) {
-    if (state === null) continue;
-    counts.assessable++;
-    if (state === "not_applicable") counts.notApplicable++;
-    else if (state === "unmapped") counts.unmapped++;
-    else if (state === "ready") counts.ready++;
-    else if (state === "partial") counts.partial++;
-    else counts.notReady++;
-  }
-  return { ...counts, readyPercent: readyPercent(counts.ready, counts.assessable - counts.notApplicable) };
+  return new Map(
+    rows.map(({ frameworkId, states, ...counts }) => {
+      const c = Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, Number(v)])) as Omit<
+        FrameworkReadiness,
+        "readyPercent"
+      >;
+      let parsed: Map<string, RequirementStatus> | undefined;
+      const read = () => {
+        parsed ??= new Map(
+          (states ? states.split(",") : []).map((entry) => {
+            const [requirementId, state, inheritedFromId] = entry.split(" ") as [string, RequirementState, string?];
+            return [requirementId, { requirementId, state, inheritedFromId: inheritedFromId ?? null }];
+          }),
+        );
+        return parsed;
+      };
+      return [frameworkId, { readiness: { ...c, readyPercent: readyPercent(c.ready, c.assessable - c.notApplicable) }, states: read }];
+    }),
+  );
 }
 
 // Recording changes --------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
-import { queryFromInfo } from "@pothos/plugin-prisma";
 import { authenticated, authorize } from "../../auth/actor.js";
 import { builder } from "../../graphql/builder.js";
 import type { Context } from "../../graphql/context.js";
 import type { RecordQuery } from "../../graphql/loaders.js";
+import { fieldQuery } from "../../graphql/page.schema.js";
 import { nodeTypeOf } from "../../platform/ids.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 import { Control } from "../controls/controls.schema.js";
@@ -177,7 +177,7 @@ builder.prismaObjectField(Requirement, "controls", (t) =>
       const scope = await scopeOf(ctx);
       const { frameworks } = ctx.loaders;
       const ids = await frameworks.requirementControlIds(scope.all ? null : scope.ownerId).load(requirement.id);
-      const query = queryFromInfo({ context: ctx, info, typeName: "Control" }) as RecordQuery;
+      const query = fieldQuery(ctx, info, "Control") as RecordQuery;
       const rows = await Promise.all(ids.map((id) => frameworks.controlById.load({ id, query })));
       return rows.filter((row) => row !== null) as never;
     },
