@@ -11,7 +11,8 @@
 // database made by an earlier run, with FW_SEED its seed file; without them a new database is
 // made, seeded and filled through B's API, about a minute, and kept: the run prints both),
 // FW_POSTGRES_URL (the server, default the local one), FW_PROFILE=page|readiness (a CPU profile of
-// B alone under that scenario instead of the A/B).
+// B alone under that scenario instead of the A/B), FW_CONCURRENCY (1; with n > 1, n requests at
+// once on one pool per build, and "wall" is the elapsed time per request: 1 / throughput).
 import { execFileSync, spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -132,7 +133,24 @@ const median = (xs) => {
   const mid = Math.floor(v.length / 2);
   return v.length % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
 };
+const concurrency = Number(env.FW_CONCURRENCY ?? 1);
 async function slot(side, s, n) {
+  if (concurrency > 1) {
+    // n requests on each of `concurrency` workers at once: the answer is the time per request (1 / throughput).
+    const started = performance.now();
+    const cpu = cpuMs();
+    const db = pgCpu();
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        for (let i = 0; i < n; i++) {
+          const { status, text } = await call(side, s);
+          if (status !== 200 || text !== s.expect) throw new Error(`${side.side}: a different answer ${status}`);
+        }
+      }),
+    );
+    const total = n * concurrency;
+    return { wall: (performance.now() - started) / total, cpu: (cpuMs() - cpu) / total, db: (pgCpu() - db) / total };
+  }
   const walls = [];
   const cpu = cpuMs();
   const db = pgCpu();
