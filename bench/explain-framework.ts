@@ -6,7 +6,7 @@
 // Prints each plan (or, with "summary", its execution time and shared buffers only).
 import { readFileSync } from "node:fs";
 import pg from "pg";
-import { Prisma } from "../src/generated/prisma/client.js";
+import type { Prisma } from "../src/generated/prisma/client.js";
 import * as readiness from "../src/modules/frameworks/frameworks.readiness.js";
 
 const seed = JSON.parse(readFileSync(process.argv[2] ?? ".exp/fw/seed.json", "utf8"));
@@ -56,7 +56,12 @@ for (const name of which) {
     const lines = rows.map((r) => r["QUERY PLAN"] as string);
     console.log(`--- ${name}`);
     if (summary) {
-      console.log(lines.filter((l) => /Execution Time|Planning Time/.test(l) || /^\s*Buffers/.test(l)).slice(0, 1).join("\n"));
+      console.log(
+        lines
+          .filter((l) => /Execution Time|Planning Time/.test(l) || /^\s*Buffers/.test(l))
+          .slice(0, 1)
+          .join("\n"),
+      );
       console.log(lines.filter((l) => /Execution Time|Planning Time/.test(l)).join("\n"));
     } else console.log(lines.join("\n"));
   }

@@ -14,7 +14,7 @@
 // B alone under that scenario instead of the A/B), FW_CONCURRENCY (1; with n > 1, n requests at
 // once on one pool per build, and "wall" is the elapsed time per request: 1 / throughput).
 import { execFileSync, spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -107,7 +107,10 @@ const scenarios = {
 };
 const call = async ({ app }, s) => {
   const { Request } = app.yoga.fetchAPI;
-  const response = await app.yoga.fetch(new Request(`http://127.0.0.1${s.path}`, { method: s.method, headers: s.headers, body: s.body }), {});
+  const response = await app.yoga.fetch(
+    new Request(`http://127.0.0.1${s.path}`, { method: s.method, headers: s.headers, body: s.body }),
+    {},
+  );
   return { status: response.status, text: await response.text() };
 };
 for (const [id, s] of Object.entries(scenarios)) {
@@ -177,7 +180,9 @@ if (env.FW_PROFILE) {
   const { profile } = await session.post("Profiler.stop");
   const file = path.join(dir, `${env.FW_PROFILE}.cpuprofile`);
   writeFileSync(file, JSON.stringify(profile));
-  log(`${env.FW_PROFILE}: wall ${r.wall.toFixed(2)} ms, CPU ${r.cpu.toFixed(2)} ms/req; node bench/profile.mjs ${path.relative(root, file)}`);
+  log(
+    `${env.FW_PROFILE}: wall ${r.wall.toFixed(2)} ms, CPU ${r.cpu.toFixed(2)} ms/req; node bench/profile.mjs ${path.relative(root, file)}`,
+  );
   process.exit(0);
 }
 
@@ -193,7 +198,7 @@ async function scans(side, s, n) {
   };
   const before = await read();
   for (let i = 0; i < n; i++) await call(side, s);
-  return (await read() - before) / n;
+  return ((await read()) - before) / n;
 }
 
 log(
@@ -209,8 +214,12 @@ for (const [id, s] of Object.entries(scenarios)) {
   const scanA = await scans(apps.A, s, 10);
   const scanB = await scans(apps.B, s, 10);
   const m = (side, k) => median(out[side].map((r) => r[k])).toFixed(2);
-  log(`${id.padEnd(10)} A: wall ${m("A", "wall")} ms, service CPU ${m("A", "cpu")} ms, postgres CPU ${m("A", "db")} ms, ${scanA.toFixed(0)} scans`);
-  log(`${"".padEnd(10)} B: wall ${m("B", "wall")} ms, service CPU ${m("B", "cpu")} ms, postgres CPU ${m("B", "db")} ms, ${scanB.toFixed(0)} scans`);
+  log(
+    `${id.padEnd(10)} A: wall ${m("A", "wall")} ms, service CPU ${m("A", "cpu")} ms, postgres CPU ${m("A", "db")} ms, ${scanA.toFixed(0)} scans`,
+  );
+  log(
+    `${"".padEnd(10)} B: wall ${m("B", "wall")} ms, service CPU ${m("B", "cpu")} ms, postgres CPU ${m("B", "db")} ms, ${scanB.toFixed(0)} scans`,
+  );
 }
 for (const side of Object.values(apps)) await side.database.close?.();
 await statsDb.end();

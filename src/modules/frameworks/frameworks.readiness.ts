@@ -370,7 +370,10 @@ export async function frameworkStates(
         );
         return parsed;
       };
-      return [frameworkId, { readiness: { ...c, readyPercent: readyPercent(c.ready, c.assessable - c.notApplicable) }, states: read }];
+      return [
+        frameworkId,
+        { readiness: { ...c, readyPercent: readyPercent(c.ready, c.assessable - c.notApplicable) }, states: read },
+      ];
     }),
   );
 }
