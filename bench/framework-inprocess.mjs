@@ -2,8 +2,7 @@
 // PostgreSQL database with framework-page's data: requests one at a time, in blocks alternating
 // between the builds (A = a git revision, B = this worktree), so that a shared machine's noise
 // hits both alike. Per request: the wall time (the service and PostgreSQL one after the other),
-// the service's CPU, PostgreSQL's CPU (every postgres process: other users of the server count
-// too) and the table scans PostgreSQL counted (pg_stat_user_tables).
+// the service's CPU, PostgreSQL's CPU (of this database's connections) and the table scans PostgreSQL counted (pg_stat_user_tables).
 //
 //   node bench/framework-inprocess.mjs [base revision, default HEAD]
 //
@@ -130,7 +129,15 @@ const cpuMs = () => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
 };
-const pgCpu = () => [...postgresCpuMs().values()].reduce((a, b) => a + b, 0);
+// PostgreSQL's CPU for this database's connections alone (the server may serve others too).
+let backends = new Set();
+const refreshBackends = async () => {
+  const { rows } = await statsDb.query(
+    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+  );
+  backends = new Set(rows.map((r) => String(r.pid)));
+};
+const pgCpu = () => [...postgresCpuMs()].reduce((sum, [pid, ms]) => (backends.has(pid) ? sum + ms : sum), 0);
 const median = (xs) => {
   const v = xs.toSorted((x, y) => x - y);
   const mid = Math.floor(v.length / 2);
@@ -207,6 +214,7 @@ log(
 );
 for (const [id, s] of Object.entries(scenarios)) {
   for (const side of [apps.A, apps.B]) await slot(side, s, 20);
+  await refreshBackends();
   const out = { A: [], B: [] };
   for (let block = 0; block < blocks; block++) {
     for (const side of block % 2 ? ["B", "A"] : ["A", "B"]) out[side].push(await slot(apps[side], s, perBlock));
