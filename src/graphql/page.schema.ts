@@ -227,23 +227,37 @@ type RecordQuery = { select?: object; include?: object };
  * that one object instead of writing each parent's selection out as text.
  */
 export function itemsQuery(ctx: Context, info: GraphQLResolveInfo, typeName: string): RecordQuery {
-  const plan = () => queryFromInfo({ context: ctx, info, typeName, paths: [["items"], ["edges", "node"]] }) as RecordQuery;
-  if (readPath.reference) return plan();
+  return planned(ctx, info, "items", () =>
+    queryFromInfo({ context: ctx, info, typeName, paths: [["items"], ["edges", "node"]] }),
+  );
+}
+
+/**
+ * The Prisma selection for the records a list field (not a page) returns, planned once per field
+ * of the document and request as itemsQuery's: the 100 requirements of a framework's page ask for
+ * their controls with one selection, planned once.
+ */
+export function fieldQuery(ctx: Context, info: GraphQLResolveInfo, typeName: string): RecordQuery {
+  return planned(ctx, info, "field", () => queryFromInfo({ context: ctx, info, typeName }));
+}
+
+function planned(ctx: Context, info: GraphQLResolveInfo, kind: string, plan: () => unknown): RecordQuery {
+  if (readPath.reference) return plan() as RecordQuery;
   let byNodes = plannedSelections.get(ctx);
   if (!byNodes) {
     byNodes = new WeakMap();
     plannedSelections.set(ctx, byNodes);
   }
-  let planned = byNodes.get(info.fieldNodes);
-  if (!planned) {
-    planned = new Map();
-    byNodes.set(info.fieldNodes, planned);
+  let known = byNodes.get(info.fieldNodes);
+  if (!known) {
+    known = new Map();
+    byNodes.set(info.fieldNodes, known);
   }
-  const key = `${info.parentType.name}@${fieldPlace(info.path)}`;
-  let query = planned.get(key);
+  const key = `${kind}:${info.parentType.name}@${fieldPlace(info.path)}`;
+  let query = known.get(key);
   if (!query) {
-    query = plan();
-    planned.set(key, query);
+    query = plan() as RecordQuery;
+    known.set(key, query);
   }
   return query;
 }

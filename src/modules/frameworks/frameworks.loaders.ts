@@ -6,7 +6,13 @@ import { recordLoader } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
 import { recordsByKey } from "../../platform/db/graph-reader.js";
 import { readRows } from "../../platform/db/row-by-id.js";
-import { controlStatuses, frameworkReadiness, requirementStatuses } from "./frameworks.readiness.js";
+import {
+  controlStatuses,
+  type FrameworkStates,
+  frameworkStates,
+  type RequirementStatus,
+  requirementStatuses,
+} from "./frameworks.readiness.js";
 import { createFrameworkService, requirementList } from "./frameworks.service.js";
 
 const { sql } = Prisma;
@@ -20,6 +26,25 @@ export function createFrameworkLoaders(db: Db, organizationId: string) {
   const service = createFrameworkService(db);
   const now = new Date();
   const controlIdsByOwner = new Map<string, DataLoader<string, string[]>>();
+  /** Each framework's readiness and its requirements' states; null when not adopted. */
+  const states = new DataLoader(async (ids: readonly string[]) => {
+    const found = await frameworkStates(db, organizationId, ids, now);
+    return ids.map((id) => found.get(id) ?? null);
+  });
+  /** The frameworks whose states this request asked for: their requirements' states are read from them. */
+  const statesAsked = new Map<string, Promise<FrameworkStates | null>>();
+  const statesOf = (frameworkId: string) => {
+    let found = statesAsked.get(frameworkId);
+    if (!found) {
+      found = states.load(frameworkId);
+      statesAsked.set(frameworkId, found);
+    }
+    return found;
+  };
+  const requirementStatus = new DataLoader(async (ids: readonly string[]) => {
+    const found = await requirementStatuses(db, organizationId, ids, now);
+    return ids.map((id) => found.get(id) ?? null);
+  });
   return {
     byId: recordLoader<Framework>(service.frameworksByIds(organizationId)),
     requirementById: recordLoader<Requirement>(service.requirementsByIds(organizationId)),
@@ -34,15 +59,21 @@ export function createFrameworkLoaders(db: Db, organizationId: string) {
       const found = new Set(rows.map((r) => r.frameworkId));
       return ids.map((id) => found.has(id));
     }),
-    /** Each framework's readiness; null when not adopted. */
-    readiness: new DataLoader(async (ids: readonly string[]) => {
-      const found = await frameworkReadiness(db, organizationId, ids, now);
-      return ids.map((id) => found.get(id) ?? null);
-    }),
-    requirementStatus: new DataLoader(async (ids: readonly string[]) => {
-      const found = await requirementStatuses(db, organizationId, ids, now);
-      return ids.map((id) => found.get(id) ?? null);
-    }),
+    /** A framework's readiness; null when not adopted. */
+    readiness: async (frameworkId: string) => {
+      const found = await statesOf(frameworkId);
+      return found ? found.readiness : null;
+    },
+    /**
+     * A requirement's state: from its framework's states when this request computes them (a
+     * framework's page with its readiness: one statement for both), otherwise batched by id.
+     */
+    requirementStatus: async (requirement: { id: string; frameworkId: string }): Promise<RequirementStatus | null> => {
+      const asked = statesAsked.get(requirement.frameworkId);
+      if (!asked) return requirementStatus.load(requirement.id);
+      // Not among them: a group, or a framework not adopted (no state either way).
+      return (await asked)?.states().get(requirement.id) ?? null;
+    },
     /** A requirement's applicability row; null where none was written (applicable). */
     applicability: new DataLoader(async (ids: readonly string[]) => {
       const rows = await readRows<{ requirementId: string; applicable: boolean; justification: string | null }>(

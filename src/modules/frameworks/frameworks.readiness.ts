@@ -59,48 +59,102 @@ const at = (now: Date) => sql`${now.toISOString()}::timestamp(3)`;
  * never expires).
  */
 export function controlStatesSql(organizationId: string, now: Date, which: Prisma.Sql): Prisma.Sql {
+  // Set-based: evidence, policies and tasks are each read once for all the selected controls (hash
+  // joins for many, index lookups for a few); only the reasons are put together per control.
   return sql`
+    WITH "sel" AS (
+      SELECT c."id", c."evidenceEveryDays" FROM "Control" c WHERE c."organizationId" = ${organizationId} AND (${which})
+    ), "ev" AS (
+      SELECT v."controlId", count(*)::int AS "n",
+        CASE WHEN bool_or(v."validUntil" IS NULL) THEN NULL ELSE max(v."validUntil") END AS "dueAt",
+        bool_or(v."validUntil" IS NULL OR v."validUntil" > ${at(now)}) AS "fresh",
+        (array_agg(v."id" ORDER BY v."validUntil" DESC NULLS FIRST, v."id" DESC))[1] AS "latestId"
+      FROM "Evidence" v JOIN "sel" ON "sel"."id" = v."controlId"
+      WHERE v."status" = 'accepted'::"EvidenceStatus"
+      GROUP BY v."controlId"
+    ), "pol" AS (
+      SELECT lp."controlId",
+        array_agg(p."id") FILTER (WHERE pv."status" IS DISTINCT FROM 'published'::"PolicyVersionStatus") AS "open"
+      FROM "ControlPolicy" lp JOIN "sel" ON "sel"."id" = lp."controlId"
+      JOIN "Policy" p ON p."id" = lp."policyId"
+      LEFT JOIN "PolicyVersion" pv ON pv."id" = p."currentVersionId"
+      GROUP BY lp."controlId"
+    ), "tsk" AS (
+      SELECT lt."controlId", array_agg(t."id") FILTER (WHERE t."status" <> 'done'::"TaskStatus") AS "open"
+      FROM "ControlTask" lt JOIN "sel" ON "sel"."id" = lt."controlId"
+      JOIN "Task" t ON t."id" = lt."taskId"
+      GROUP BY lt."controlId"
+    )
     SELECT c."id" AS "controlId",
       CASE WHEN r."reasons" IS NULL THEN 'ready' ELSE 'not_ready' END AS "state",
       r."reasons"::text AS "reasons",
       e."dueAt" AS "evidenceDueAt"
-    FROM "Control" c
-    CROSS JOIN LATERAL (
-      SELECT count(*)::int AS "n",
-        CASE WHEN bool_or(v."validUntil" IS NULL) THEN NULL ELSE max(v."validUntil") END AS "dueAt",
-        COALESCE(bool_or(v."validUntil" IS NULL OR v."validUntil" > ${at(now)}), FALSE) AS "fresh",
-        (array_agg(v."id" ORDER BY v."validUntil" DESC NULLS FIRST, v."id" DESC))[1] AS "latestId"
-      FROM "Evidence" v
-      WHERE v."controlId" = c."id" AND v."status" = 'accepted'::"EvidenceStatus"
-    ) e
+    FROM "sel" c
+    LEFT JOIN "ev" e ON e."controlId" = c."id"
+    LEFT JOIN "pol" lp ON lp."controlId" = c."id"
+    LEFT JOIN "tsk" lt ON lt."controlId" = c."id"
     LEFT JOIN LATERAL (
       SELECT json_agg(json_build_object('code', x."code", 'entityType', x."entityType", 'entityId', x."entityId")
         ORDER BY x."ord", x."entityId") AS "reasons"
       FROM (
         SELECT 1 AS "ord", 'no_links' AS "code", NULL::text AS "entityType", NULL::text AS "entityId"
-        WHERE e."n" = 0
-          AND NOT EXISTS (SELECT 1 FROM "ControlPolicy" lp WHERE lp."controlId" = c."id")
-          AND NOT EXISTS (SELECT 1 FROM "ControlTask" lt WHERE lt."controlId" = c."id")
+        WHERE e."n" IS NULL AND lp."controlId" IS NULL AND lt."controlId" IS NULL
         UNION ALL
-        SELECT 2, 'policy_not_published', 'policy', p."id"
-        FROM "ControlPolicy" lp
-        JOIN "Policy" p ON p."id" = lp."policyId"
-        LEFT JOIN "PolicyVersion" pv ON pv."id" = p."currentVersionId"
-        WHERE lp."controlId" = c."id" AND pv."status" IS DISTINCT FROM 'published'::"PolicyVersionStatus"
+        SELECT 2, 'policy_not_published', 'policy', u."id" FROM unnest(lp."open") AS u("id")
         UNION ALL
-        SELECT 3, 'task_not_done', 'task', t."id"
-        FROM "ControlTask" lt
-        JOIN "Task" t ON t."id" = lt."taskId"
-        WHERE lt."controlId" = c."id" AND t."status" <> 'done'::"TaskStatus"
+        SELECT 3, 'task_not_done', 'task', u."id" FROM unnest(lt."open") AS u("id")
         UNION ALL
         SELECT 4, 'evidence_missing', NULL, NULL
-        WHERE c."evidenceEveryDays" IS NOT NULL AND e."n" = 0
+        WHERE c."evidenceEveryDays" IS NOT NULL AND e."n" IS NULL
         UNION ALL
         SELECT 5, 'evidence_expired', 'evidence', e."latestId"
-        WHERE c."evidenceEveryDays" IS NOT NULL AND e."n" > 0 AND NOT e."fresh"
+        WHERE c."evidenceEveryDays" IS NOT NULL AND e."n" IS NOT NULL AND NOT e."fresh"
       ) x
-    ) r ON TRUE
-    WHERE c."organizationId" = ${organizationId} AND (${which})`;
+    ) r ON TRUE`;
+}
+
+/**
+ * Whether each control of the organization that `which` (an SQL condition on `c`) selects is ready:
+ * columns "controlId" and "ready" (boolean). The same definition as controlStatesSql, without the
+ * reasons: ready exactly when controlStatesSql gives no reason (it has a linked policy, task or
+ * accepted evidence; no linked policy without a published current version; no linked task not
+ * done; with evidenceEveryDays, accepted evidence valid at `now`). Requirement states and framework
+ * readiness need only this, and building every control's reasons cost them most of their time.
+ */
+export function controlReadySql(organizationId: string, now: Date, which: Prisma.Sql): Prisma.Sql {
+  // Set-based: each table read once for all the selected controls (hash joins over a framework's
+  // hundreds of controls, index lookups for a few), where a LATERAL per control ran three
+  // subqueries per control.
+  return sql`
+    WITH "sel" AS (
+      SELECT c."id", c."evidenceEveryDays" FROM "Control" c WHERE c."organizationId" = ${organizationId} AND (${which})
+    ), "ev" AS (
+      SELECT v."controlId", count(*) AS "n",
+        bool_or(v."validUntil" IS NULL OR v."validUntil" > ${at(now)}) AS "fresh"
+      FROM "Evidence" v JOIN "sel" ON "sel"."id" = v."controlId"
+      WHERE v."status" = 'accepted'::"EvidenceStatus"
+      GROUP BY v."controlId"
+    ), "pol" AS (
+      SELECT lp."controlId", count(*) AS "n",
+        count(*) FILTER (WHERE pv."status" IS DISTINCT FROM 'published'::"PolicyVersionStatus") AS "open"
+      FROM "ControlPolicy" lp JOIN "sel" ON "sel"."id" = lp."controlId"
+      JOIN "Policy" p ON p."id" = lp."policyId"
+      LEFT JOIN "PolicyVersion" pv ON pv."id" = p."currentVersionId"
+      GROUP BY lp."controlId"
+    ), "tsk" AS (
+      SELECT lt."controlId", count(*) AS "n", count(*) FILTER (WHERE t."status" <> 'done'::"TaskStatus") AS "open"
+      FROM "ControlTask" lt JOIN "sel" ON "sel"."id" = lt."controlId"
+      JOIN "Task" t ON t."id" = lt."taskId"
+      GROUP BY lt."controlId"
+    )
+    SELECT c."id" AS "controlId",
+      (e."n" IS NOT NULL OR lp."n" IS NOT NULL OR lt."n" IS NOT NULL)
+        AND COALESCE(lp."open", 0) = 0 AND COALESCE(lt."open", 0) = 0
+        AND (c."evidenceEveryDays" IS NULL OR COALESCE(e."fresh", FALSE)) AS "ready"
+    FROM "sel" c
+    LEFT JOIN "ev" e ON e."controlId" = c."id"
+    LEFT JOIN "pol" lp ON lp."controlId" = c."id"
+    LEFT JOIN "tsk" lt ON lt."controlId" = c."id"`;
 }
 
 const stateOfRank = `CASE {r} WHEN 3 THEN 'ready' WHEN 2 THEN 'partial' WHEN 1 THEN 'not_ready' END`;
@@ -138,11 +192,10 @@ export function requirementStatesSql(organizationId: string, now: Date, which: P
       SELECT cr."requirementId", cr."controlId" FROM "ControlRequirement" cr
       WHERE cr."organizationId" = ${organizationId} AND cr."requirementId" IN (SELECT "otherId" FROM "link")
     ), "cs" AS (
-      ${controlStatesSql(organizationId, now, sql`c."id" IN (SELECT "controlId" FROM "mapped")`)}
+      ${controlReadySql(organizationId, now, sql`c."id" IN (SELECT "controlId" FROM "mapped")`)}
     ), "rank" AS (
       SELECT mp."requirementId",
-        CASE WHEN count(*) FILTER (WHERE cs."state" = 'ready') = count(*) THEN 3
-             WHEN count(*) FILTER (WHERE cs."state" = 'ready') > 0 THEN 2 ELSE 1 END AS "rank"
+        CASE WHEN bool_and(cs."ready") THEN 3 WHEN bool_or(cs."ready") THEN 2 ELSE 1 END AS "rank"
       FROM "mapped" mp JOIN "cs" ON cs."controlId" = mp."controlId"
       GROUP BY mp."requirementId"
     ), "inherited" AS (
@@ -256,16 +309,23 @@ export function readyPercent(ready: number, applicable: number): number {
   return applicable > 0 ? Math.floor((ready * 1000) / applicable) / 10 : 0;
 }
 
+/** A framework's readiness and, read when asked, the state of each of its requirements that has one. */
+export type FrameworkStates = { readiness: FrameworkReadiness; states: () => Map<string, RequirementStatus> };
+
 /**
- * The readiness of each of these frameworks for the organization, in one statement; a framework it
- * has not adopted (or cannot see) is left out.
+ * The readiness of each of these frameworks for the organization and the states of their
+ * requirements, in one statement (each control state evaluated once); a framework it has not
+ * adopted (or cannot see) is left out. A framework's page reads its readiness and its
+ * requirements' states from this one result. The states come as one text per framework
+ * ("id state[ inheritedFromId]", comma-separated; ids hold neither), read only by a caller that
+ * asks for them: a readiness alone does not pay for a thousand rows.
  */
-export async function frameworkReadiness(
+export async function frameworkStates(
   db: Db,
   organizationId: string,
   frameworkIds: readonly string[],
   now = new Date(),
-): Promise<Map<string, FrameworkReadiness>> {
+): Promise<Map<string, FrameworkStates>> {
   if (frameworkIds.length === 0) return new Map();
   const rows = await readRows<{
     frameworkId: string;
@@ -275,6 +335,7 @@ export async function frameworkReadiness(
     ready: number;
     partial: number;
     notReady: number;
+    states: string | null;
   }>(
     db,
     sql`SELECT s."frameworkId",
@@ -283,7 +344,9 @@ export async function frameworkReadiness(
         count(*) FILTER (WHERE s."state" = 'unmapped')::int AS "unmapped",
         count(*) FILTER (WHERE s."state" = 'ready')::int AS "ready",
         count(*) FILTER (WHERE s."state" = 'partial')::int AS "partial",
-        count(*) FILTER (WHERE s."state" = 'not_ready')::int AS "notReady"
+        count(*) FILTER (WHERE s."state" = 'not_ready')::int AS "notReady",
+        string_agg(s."requirementId" || ' ' || s."state" || COALESCE(' ' || s."inheritedFromId", ''), ',')
+          FILTER (WHERE s."state" IS NOT NULL) AS "states"
       FROM (${requirementStatesSql(
         organizationId,
         now,
@@ -292,12 +355,25 @@ export async function frameworkReadiness(
       GROUP BY s."frameworkId"`,
   );
   return new Map(
-    rows.map(({ frameworkId, ...counts }) => {
+    rows.map(({ frameworkId, states, ...counts }) => {
       const c = Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, Number(v)])) as Omit<
         FrameworkReadiness,
         "readyPercent"
       >;
-      return [frameworkId, { ...c, readyPercent: readyPercent(c.ready, c.assessable - c.notApplicable) }];
+      let parsed: Map<string, RequirementStatus> | undefined;
+      const read = () => {
+        parsed ??= new Map(
+          (states ? states.split(",") : []).map((entry) => {
+            const [requirementId, state, inheritedFromId] = entry.split(" ") as [string, RequirementState, string?];
+            return [requirementId, { requirementId, state, inheritedFromId: inheritedFromId ?? null }];
+          }),
+        );
+        return parsed;
+      };
+      return [
+        frameworkId,
+        { readiness: { ...c, readyPercent: readyPercent(c.ready, c.assessable - c.notApplicable) }, states: read },
+      ];
     }),
   );
 }

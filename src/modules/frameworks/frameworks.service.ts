@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { Actor } from "../../auth/actor.js";
-import { Prisma } from "../../generated/prisma/client.js";
+import { Prisma, type Requirement } from "../../generated/prisma/client.js";
 import {
   column,
   dateBoundRules,
@@ -16,6 +16,8 @@ import {
 } from "../../graphql/lists.js";
 import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
+import { scalarFields, selectsScalarsOnly } from "../../platform/db/graph-reader.js";
+import { readRows } from "../../platform/db/row-by-id.js";
 import { BadUserInputError, ConflictError, NotFoundError } from "../../platform/errors.js";
 import { limit, text } from "../../platform/limits.js";
 import { parseInput } from "../../platform/validation.js";
@@ -35,6 +37,18 @@ export const frameworkLimits = {
 export const visibleFrameworks = (organizationId: string): Prisma.FrameworkWhereInput => ({
   OR: [{ organizationId: null }, { organizationId }],
 });
+
+/**
+ * Requirement's scalar columns, as Prisma reads them (text, integer and boolean: both ways give the
+ * same values): a page's 100 requirements by a fixed statement cost less than through `findMany`.
+ */
+let requirementColumnList: Prisma.Sql | undefined;
+const requirementColumns = () =>
+  (requirementColumnList ??= Prisma.raw(
+    scalarFields("Requirement")
+      .map((f) => `r."${f.name}"${f.cast}`)
+      .join(", "),
+  ));
 
 const visibleSql = (organizationId: string, alias: string) =>
   sql`(${Prisma.raw(`${alias}."organizationId"`)} IS NULL OR ${Prisma.raw(`${alias}."organizationId"`)} = ${organizationId})`;
@@ -116,10 +130,16 @@ export function createFrameworkService(db: Db) {
       where: { id: { in: ids }, ...visibleFrameworks(organizationId) },
     });
   const requirementsByIds = (organizationId: string) => (ids: string[], query: RecordQuery) =>
-    db.requirement.findMany({
-      ...(query as RequirementQuery),
-      where: { id: { in: ids }, framework: visibleFrameworks(organizationId) },
-    });
+    selectsScalarsOnly(query)
+      ? readRows<Requirement>(
+          db,
+          sql`SELECT ${requirementColumns()} FROM "Requirement" r JOIN "Framework" f ON f."id" = r."frameworkId"
+              WHERE r."id" = ANY(${ids}::text[]) AND ${visibleSql(organizationId, "f")}`,
+        )
+      : db.requirement.findMany({
+          ...(query as RequirementQuery),
+          where: { id: { in: ids }, framework: visibleFrameworks(organizationId) },
+        });
 
   return {
     frameworksByIds,

@@ -1,8 +1,8 @@
-import { queryFromInfo } from "@pothos/plugin-prisma";
 import { authenticated, authorize } from "../../auth/actor.js";
 import { builder } from "../../graphql/builder.js";
 import type { Context } from "../../graphql/context.js";
 import type { RecordQuery } from "../../graphql/loaders.js";
+import { fieldQuery } from "../../graphql/page.schema.js";
 import { nodeTypeOf } from "../../platform/ids.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 import { Control } from "../controls/controls.schema.js";
@@ -119,9 +119,11 @@ builder.prismaObjectField(Requirement, "status", (t) =>
   t.field({
     type: RequirementStatusRef,
     nullable: true,
+    // Its framework's states, when the request computes them, hold its state (loaders.requirementStatus).
+    select: { frameworkId: true },
     description: "Its readiness now; null for a group (not assessed) and in a framework the organization has not adopted",
     resolve: async (requirement, _args, ctx) => {
-      const status = await ctx.loaders.frameworks.requirementStatus.load(requirement.id);
+      const status = await ctx.loaders.frameworks.requirementStatus(requirement);
       return status?.state ? (status as AssessedStatus) : null;
     },
   }),
@@ -147,7 +149,7 @@ builder.prismaObjectField(Framework, "readiness", (t) =>
     type: FrameworkReadinessRef,
     nullable: true,
     description: "The organization's readiness for it, computed now; null when it has not adopted it",
-    resolve: (framework, _args, ctx) => ctx.loaders.frameworks.readiness.load(framework.id),
+    resolve: (framework, _args, ctx) => ctx.loaders.frameworks.readiness(framework.id),
   }),
 );
 
@@ -175,7 +177,7 @@ builder.prismaObjectField(Requirement, "controls", (t) =>
       const scope = await scopeOf(ctx);
       const { frameworks } = ctx.loaders;
       const ids = await frameworks.requirementControlIds(scope.all ? null : scope.ownerId).load(requirement.id);
-      const query = queryFromInfo({ context: ctx, info, typeName: "Control" }) as RecordQuery;
+      const query = fieldQuery(ctx, info, "Control") as RecordQuery;
       const rows = await Promise.all(ids.map((id) => frameworks.controlById.load({ id, query })));
       return rows.filter((row) => row !== null) as never;
     },
