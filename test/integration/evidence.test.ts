@@ -141,6 +141,21 @@ describe("evidence", () => {
     ).toBe(404);
   });
 
+  it("answers an empty control or vendor id with 404, not a 500 (found by the GraphQL fuzzer)", async () => {
+    // An empty id is falsy: the control's branch once took it for a vendor's, without an id.
+    for (const [field, arg] of [
+      ["addEvidence", "controlId"],
+      ["addVendorEvidence", "vendorId"],
+    ] as const) {
+      const res = await t.gql(
+        `mutation($id: ID!, $upload: ID!) { ${field}(${arg}: $id, uploadId: $upload) { id } }`,
+        { id: "", upload: "upl_missing" },
+        { key: org.apiKey },
+      );
+      expect(res.body.errors?.[0]?.extensions?.code, JSON.stringify(res.body)).toBe("NOT_FOUND");
+    }
+  });
+
   it("lets a control's owner without control:update submit evidence, reviewed by someone else: accepted or rejected once", async () => {
     const seed = await t.seedOrg();
     const owner = await person(seed, "employee");

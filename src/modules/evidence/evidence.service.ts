@@ -95,7 +95,7 @@ export async function createEvidenceFromUploads(tx: Tx, input: NewEvidence): Pro
   const organizationId = recorder.organizationId;
   const now = input.now ?? new Date();
   let everyDays: number | null = null;
-  if (target.controlId) {
+  if (target.controlId !== undefined) {
     // The control's lock first, as every other write of a control takes it: the evidence rows'
     // foreign key would otherwise take a share lock first, and two additions at once would deadlock
     // on the upgrade in recordControlStates.
@@ -159,7 +159,7 @@ export async function createEvidenceFromUploads(tx: Tx, input: NewEvidence): Pro
   await tx.evidence.createMany({
     data: rows.map(({ evidenceId, attachmentId }) => ({ ...common, id: evidenceId, attachmentId, createdAt: now })),
   });
-  if (target.controlId && input.status === "accepted") await recordControlStates(tx, recorder, [target.controlId]);
+  if (target.controlId !== undefined && input.status === "accepted") await recordControlStates(tx, recorder, [target.controlId]);
   for (const { file, evidenceId, attachmentId } of rows) {
     await writeAuditEvent(
       tx,
@@ -362,16 +362,21 @@ export function createEvidenceService(db: Db, notifier: Notifier, attachments: A
   async function add(actor: Actor, target: EvidenceTarget, status: EvidenceStatus, args: AddEvidenceArgs, query: EvidenceQuery) {
     const input = parseInput(addInput, args);
     // Another organization's control or vendor is a 404 before the store is asked about the upload.
-    const found = target.controlId
-      ? await db.control.findUnique({
-          where: { id: target.controlId, organizationId: actor.organizationId },
-          select: { id: true },
-        })
-      : await db.vendor.findUnique({
-          where: { id: target.vendorId, organizationId: actor.organizationId },
-          select: { id: true },
-        });
-    if (!found) throw new NotFoundError(target.controlId ? "Control" : "Vendor", (target.controlId ?? target.vendorId) as string);
+    const found =
+      target.controlId !== undefined
+        ? await db.control.findUnique({
+            where: { id: target.controlId, organizationId: actor.organizationId },
+            select: { id: true },
+          })
+        : await db.vendor.findUnique({
+            where: { id: target.vendorId, organizationId: actor.organizationId },
+            select: { id: true },
+          });
+    if (!found)
+      throw new NotFoundError(
+        target.controlId !== undefined ? "Control" : "Vendor",
+        (target.controlId ?? target.vendorId) as string,
+      );
     const submittedById = await callerMemberId(db, actor);
     const files = await attachments.prepare(actor, [{ uploadId: input.uploadId }], () => "uploadId");
     return notifier.transaction(db, actor, async (tx) => {
