@@ -15,12 +15,12 @@
 // Node flags of `npm start`, as the service is.
 import { execFileSync, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { cpSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import pg from "pg";
-import { appBundle, startFlags as startFlagsOf } from "./app-bundle.mjs";
+import { baseAndHeadBundles, startFlags as startFlagsOf } from "./app-bundle.mjs";
 import { systemBusyMs } from "./cpu.mjs";
 import { createVendorPage, vendorPageRequest } from "./scenarios/vendor-page.mjs";
 
@@ -44,21 +44,12 @@ const scenarioIds = (env.AB_SCENARIOS ?? "rest-task,graphql-task").split(",");
 const postgresUrl = env.AB_POSTGRES_URL ?? env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 const log = (line) => process.stdout.write(`${line}\n`);
 
-// The base revision's src/ (and this tree's generated Prisma client, which git does not hold).
 const abDir = path.join(root, ".exp", "ab");
-const baseTree = path.join(abDir, "base-tree");
-rmSync(baseTree, { recursive: true, force: true });
-mkdirSync(baseTree, { recursive: true });
-execFileSync("sh", ["-c", `git archive ${JSON.stringify(baseRef)} src | tar -x -C ${JSON.stringify(baseTree)}`], { cwd: root });
-cpSync(path.join(root, "src", "generated"), path.join(baseTree, "src", "generated"), { recursive: true });
 const baseRev = execFileSync("git", ["rev-parse", "--short", baseRef], { cwd: root, encoding: "utf8" }).trim();
 const dirty = execFileSync("git", ["status", "--porcelain", "src"], { cwd: root, encoding: "utf8" }).trim() !== "";
 const headRev = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root, encoding: "utf8" }).trim();
-// Both bundles sit two levels below the root, so that the migrations resolve as dist/'s do.
-const bundles = {
-  A: await appBundle(baseTree, path.join(abDir, "a")),
-  B: await appBundle(root, path.join(abDir, "b")),
-};
+// A of the base revision, B of this tree (app-bundle.mjs).
+const bundles = await baseAndHeadBundles(root, abDir, baseRef);
 
 // A throwaway database, seeded through the CLI as the bench does.
 const admin = new pg.Client({ connectionString: postgresUrl });

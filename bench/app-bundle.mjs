@@ -1,8 +1,8 @@
 // The pieces of an in-process bench: this tree's app bundled without its HTTP server, the Node
 // flags of `npm start`, and a throwaway PostgreSQL database seeded through the CLI.
-import { spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
@@ -54,6 +54,20 @@ export async function appBundle(srcRoot, outdir) {
  * A throwaway database on the PostgreSQL server at `url` (default the local one), set as this
  * process's DATABASE_URL with the settings of a production run; `seed` fills it through the CLI.
  */
+/**
+ * Two bundles for an in-process A/B under `dir`: A of `baseRef`'s src/ (extracted with git archive,
+ * with this tree's generated Prisma client, which git does not hold), B of this tree's src/. Both
+ * sit two levels below the root, so that the migrations resolve as dist/'s do.
+ */
+export async function baseAndHeadBundles(root, dir, baseRef) {
+  const baseTree = path.join(dir, "base-tree");
+  rmSync(baseTree, { recursive: true, force: true });
+  mkdirSync(baseTree, { recursive: true });
+  execFileSync("sh", ["-c", `git archive ${JSON.stringify(baseRef)} src | tar -x -C ${JSON.stringify(baseTree)}`], { cwd: root });
+  cpSync(path.join(root, "src", "generated"), path.join(baseTree, "src", "generated"), { recursive: true });
+  return { A: await appBundle(baseTree, path.join(dir, "a")), B: await appBundle(root, path.join(dir, "b")) };
+}
+
 export async function throwawayDatabase(url = "postgresql://postgres@127.0.0.1:5432/postgres") {
   const admin = new pg.Client({ connectionString: url });
   admin.on("error", () => {});

@@ -13,12 +13,12 @@
 // B alone under that scenario instead of the A/B), FW_CONCURRENCY (1; with n > 1, n requests at
 // once on one pool per build, and "wall" is the elapsed time per request: 1 / throughput).
 import { execFileSync, spawnSync } from "node:child_process";
-import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import pg from "pg";
-import { appBundle, startFlags as startFlagsOf, throwawayDatabase } from "./app-bundle.mjs";
+import { baseAndHeadBundles, startFlags as startFlagsOf, throwawayDatabase } from "./app-bundle.mjs";
 import { postgresCpuMs } from "./cpu.mjs";
 import { createFrameworkPage, FRAMEWORK_PAGE_QUERY, frameworkRequest } from "./scenarios/framework-page.mjs";
 import { FRAMEWORK_READINESS_QUERY } from "./scenarios/framework-readiness.mjs";
@@ -38,12 +38,7 @@ const blocks = Number(env.FW_BLOCKS ?? 20);
 const perBlock = Number(env.FW_REQUESTS ?? 10);
 
 const dir = path.join(root, ".exp", "fw");
-const baseTree = path.join(dir, "base-tree");
-rmSync(baseTree, { recursive: true, force: true });
-mkdirSync(baseTree, { recursive: true });
-execFileSync("sh", ["-c", `git archive ${JSON.stringify(baseRef)} src | tar -x -C ${JSON.stringify(baseTree)}`], { cwd: root });
-cpSync(path.join(root, "src", "generated"), path.join(baseTree, "src", "generated"), { recursive: true });
-const bundles = { A: await appBundle(baseTree, path.join(dir, "a")), B: await appBundle(root, path.join(dir, "b")) };
+const bundles = await baseAndHeadBundles(root, dir, baseRef);
 
 let seed;
 if (env.FW_DB_URL) {
