@@ -114,6 +114,26 @@ async function insertRequirements(tx: Tx, frameworkId: string, requirements: Cat
     ) AS r("id", "ref", "title", "description", "parentId", "assessable", "position")`;
 }
 
+/** A framework's row and its requirements: an organization's own, or shipped (`null`). Its id. */
+async function createFramework(tx: Tx, organizationId: string | null, framework: FrameworkDocument): Promise<string> {
+  const id = newId("fw");
+  await tx.framework.create({
+    data: {
+      id,
+      organizationId,
+      key: framework.key,
+      name: framework.name,
+      version: framework.version,
+      source: framework.source,
+      license: framework.license,
+      requirementCount: framework.requirements.length,
+    },
+    select: { id: true },
+  });
+  await insertRequirements(tx, id, framework.requirements);
+  return id;
+}
+
 /** Serializes imports of one key, so that two cannot both find it free. */
 const lockKey = (tx: Tx, key: string) =>
   tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`framework-key:${key}`}, 0))`;
@@ -268,21 +288,7 @@ export function createFrameworkImportService(db: Db) {
               : `Your organization already has a framework with the key ${framework.key}; a new version needs a new key`,
           );
         }
-        const id = newId("fw");
-        await tx.framework.create({
-          data: {
-            id,
-            organizationId: actor.organizationId,
-            key: framework.key,
-            name: framework.name,
-            version: framework.version,
-            source: framework.source,
-            license: framework.license,
-            requirementCount: framework.requirements.length,
-          },
-          select: { id: true },
-        });
-        await insertRequirements(tx, id, framework.requirements);
+        const id = await createFramework(tx, actor.organizationId, framework);
         await writeAuditEvent(
           tx,
           auditEvent(
@@ -345,21 +351,7 @@ export function createFrameworkImportService(db: Db) {
             `An organization already has its own framework with the key ${framework.key}: a shipped one would clash with it; choose another key (--key)`,
           );
         }
-        const id = newId("fw");
-        await tx.framework.create({
-          data: {
-            id,
-            organizationId: null,
-            key: framework.key,
-            name: framework.name,
-            version: framework.version,
-            source: framework.source,
-            license: framework.license,
-            requirementCount: framework.requirements.length,
-          },
-          select: { id: true },
-        });
-        await insertRequirements(tx, id, framework.requirements);
+        const id = await createFramework(tx, null, framework);
         return {
           id,
           key: framework.key,
