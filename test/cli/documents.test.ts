@@ -1,35 +1,11 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { documentIdOf } from "../../src/platform/document-ids.js";
-import { type CliRun, cliInProcess, sharedWithCli } from "../helpers/cli-process.js";
+import { cliTestFiles } from "../helpers/cli-process.js";
 
 /** `documents publish` and `documents list` as an operator runs them, on the embedded database or PostgreSQL. */
 
-let shared: Awaited<ReturnType<typeof sharedWithCli>>;
-const dir = mkdtempSync(path.join(tmpdir(), "documents-cli-"));
-const run = (...args: string[]) => cliInProcess(args, shared.env);
-
-beforeAll(async () => {
-  shared = await sharedWithCli();
-});
-afterAll(async () => {
-  await shared?.close();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-function file(name: string, content: unknown): string {
-  const target = path.join(dir, name);
-  writeFileSync(target, typeof content === "string" ? content : JSON.stringify(content));
-  return target;
-}
-
-function jsonOf(result: CliRun) {
-  expect(result.stderr).toBe("");
-  expect(result.code).toBe(0);
-  return JSON.parse(result.stdout);
-}
+const { dir, run, file, jsonOf } = cliTestFiles("documents-cli-");
 
 const getTask = "query GetTask($id: ID!) { task(taskId: $id) { id title } }";
 const viewer = "query Viewer { viewer { credential } }";

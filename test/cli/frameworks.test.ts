@@ -1,42 +1,17 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { shippedFrameworkId, shippedKeys, shippedRequirementId } from "../../scripts/catalogs/migration.mjs";
 import { type Database, openDatabase } from "../../src/platform/db/database.js";
-import { type CliRun, cliInProcess, sharedWithCli } from "../helpers/cli-process.js";
+import { cliTestFiles } from "../helpers/cli-process.js";
 import { oscalCatalog } from "../helpers/oscal.js";
 
 /** `frameworks import`, `map` and `list` as an operator runs them, on the embedded database or PostgreSQL. */
 
-let shared: Awaited<ReturnType<typeof sharedWithCli>>;
-const dir = mkdtempSync(path.join(tmpdir(), "frameworks-cli-"));
-const run = (...args: string[]) => cliInProcess(args, shared.env);
-
-beforeAll(async () => {
-  shared = await sharedWithCli();
-});
-afterAll(async () => {
-  await shared?.close();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-function file(name: string, content: unknown): string {
-  const target = path.join(dir, name);
-  writeFileSync(target, typeof content === "string" ? content : JSON.stringify(content));
-  return target;
-}
-
-function jsonOf(result: CliRun) {
-  expect(result.stderr).toBe("");
-  expect(result.code).toBe(0);
-  return JSON.parse(result.stdout);
-}
+const { shared, run, file, jsonOf } = cliTestFiles("frameworks-cli-");
 
 /** Reads rows between CLI runs: the embedded database is opened and closed again, as one process at a time holds it. */
 async function read<T>(fn: (db: Database["db"]) => Promise<T>): Promise<T> {
-  if (shared.env.DATABASE_URL) return fn((await shared.open()).db);
-  const database = await openDatabase({ kind: "embedded", dataDir: shared.env.DATA_DIR as string });
+  if (shared().env.DATABASE_URL) return fn((await shared().open()).db);
+  const database = await openDatabase({ kind: "embedded", dataDir: shared().env.DATA_DIR as string });
   try {
     return await fn(database.db);
   } finally {

@@ -1,8 +1,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
+import { afterAll, beforeAll, expect } from "vitest";
 import { runCli as runCliHere } from "../../src/cli/run.js";
 import { type Database, openDatabase } from "../../src/platform/db/database.js";
 import { freshDataDir } from "./data-dir.js";
@@ -109,6 +111,42 @@ export async function sharedWithCli(): Promise<{ env: NodeJS.ProcessEnv; open():
     async close() {
       await database?.close();
       rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A CLI test file's set-up, registered as the file's hooks: the database the CLI shares with the
+ * file (sharedWithCli), a folder for the files the CLI reads, `run` (the CLI in process), `file`
+ * (writes one there: a string as it is, anything else as JSON) and `jsonOf` (a successful `--json` answer).
+ */
+export function cliTestFiles(prefix: string) {
+  let shared: Awaited<ReturnType<typeof sharedWithCli>> | undefined;
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  beforeAll(async () => {
+    shared = await sharedWithCli();
+  });
+  afterAll(async () => {
+    await shared?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const sharedNow = () => {
+    if (!shared) throw new Error("the shared database is opened in beforeAll");
+    return shared;
+  };
+  return {
+    dir,
+    shared: sharedNow,
+    run: (...args: string[]) => cliInProcess(args, sharedNow().env),
+    file(name: string, content: unknown): string {
+      const target = path.join(dir, name);
+      writeFileSync(target, typeof content === "string" ? content : JSON.stringify(content));
+      return target;
+    },
+    jsonOf(result: CliRun) {
+      expect(result.stderr).toBe("");
+      expect(result.code).toBe(0);
+      return JSON.parse(result.stdout);
     },
   };
 }
