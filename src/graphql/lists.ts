@@ -52,8 +52,9 @@ export type ListSpec = {
    */
   scope?: (organizationId: string) => Prisma.Sql;
   /**
-   * A root list of a model whose rows are read as they are stored (no hydrate rule of its own): a
-   * page whose selection is the scalar fields alone is read in the statement that picks it.
+   * A list of a model whose rows are read as they are stored (no hydrate rule of its own): a page
+   * whose selection is the scalar fields alone is read in the statement that picks it (a root
+   * list's keyset walk, or the LATERAL that picks every parent's page), not by a second statement.
    */
   rowsInline?: boolean;
 };
@@ -429,10 +430,10 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
       const rows = await readRows<{ idx: number; id: string; v: string | null }>(
         db,
         sql`
-        SELECT k."idx", w."id", w."v"
+        SELECT k."idx", w.*
         FROM unnest(${join(columns)}) AS k(${raw(names.map((n) => `"${n}"`).join(", "))})
         CROSS JOIN LATERAL (
-          SELECT t."id", (${key.sql})::text AS "v" FROM ${q(spec.table)} t${joinThrough(spec)}
+          SELECT t."id", (${key.sql})::text AS "v"${raw(inline ? inline.select : "")} FROM ${q(spec.table)} t${joinThrough(spec)}
           WHERE ${whereAll([...base, ...parentMatch, sql`(NOT k."hc" OR ${ks.where})`])}
           ORDER BY ${ks.orderBy}
           LIMIT k."take"
@@ -440,7 +441,7 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
       );
       for (const row of rows) {
         const list = picked.get(Number(row.idx)) ?? [];
-        list.push({ id: row.id, v: row.v });
+        list.push(inline ? row : { id: row.id, v: row.v });
         picked.set(Number(row.idx), list);
       }
     }),
@@ -588,10 +589,7 @@ async function pages<T extends { id: string }>(
     }
   });
   const valid = plans.flatMap((p, index) => (p instanceof Error ? [] : [{ p, index }]));
-  const inline =
-    spec.rowsInline && spec.parent.length === 0 && keys.every((key) => selectsScalarsOnly(key.query))
-      ? inlineColumns(spec.table)
-      : undefined;
+  const inline = spec.rowsInline && keys.every((key) => selectsScalarsOnly(key.query)) ? inlineColumns(spec.table) : undefined;
   const picked = valid.length
     ? await pickRows(
         db,

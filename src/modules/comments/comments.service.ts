@@ -111,6 +111,7 @@ const authorId: FilterRule = ((userIds: readonly string[], { organizationId }) =
 
 /** The comments of one record: what `comments` and `<Type>.comments` filter and sort by. */
 export const commentList: ListSpec = {
+  rowsInline: true,
   table: "Comment",
   parent: [
     { name: "entityType", sqlType: '"CommentEntityType"' },

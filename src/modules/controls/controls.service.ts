@@ -146,7 +146,6 @@ export const controlList: ListSpec = {
 /** The controls a task backs (Task.controls), through their links. */
 export const controlsOfTask: ListSpec = {
   ...controlList,
-  rowsInline: false,
   parent: [{ name: "taskId", sqlType: "text" }],
   through: { table: "ControlTask", column: "controlId" },
 };
@@ -159,14 +158,12 @@ export const controlsOfPolicy: ListSpec = {
 /** A control's linked policies (Control.policies), as `policies` filters and sorts them. */
 export const policiesOfControl: ListSpec = {
   ...policyList,
-  rowsInline: false,
   parent: [{ name: "controlId", sqlType: "text" }],
   through: { table: "ControlPolicy", column: "policyId" },
 };
 /** A control's linked tasks (Control.tasks), as `tasks` filters and sorts them. */
 export const tasksOfControl: ListSpec = {
   ...taskList,
-  rowsInline: false,
   parent: [{ name: "controlId", sqlType: "text" }],
   through: { table: "ControlTask", column: "taskId" },
 };

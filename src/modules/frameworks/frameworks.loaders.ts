@@ -4,7 +4,7 @@ import { Prisma } from "../../generated/prisma/client.js";
 import { listLoader } from "../../graphql/lists.js";
 import { recordLoader } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
-import { recordsByKey } from "../../platform/db/graph-reader.js";
+import { recordsByKey, scalarFields } from "../../platform/db/graph-reader.js";
 import { readRows } from "../../platform/db/row-by-id.js";
 import {
   controlStatuses,
@@ -17,6 +17,24 @@ import { createFrameworkService, requirementList } from "./frameworks.service.js
 
 const { sql } = Prisma;
 
+type Columns<Row> = { select: Prisma.Sql; rowOf(row: Record<string, unknown>): Row };
+/** A model's scalar columns (table alias `alias`) as a statement reads them, and the record of a row. */
+function columnsOf<Row>(model: string, alias: string): () => Columns<Row> {
+  let columns: Columns<Row> | undefined;
+  return () => {
+    if (!columns) {
+      const fields = scalarFields(model);
+      columns = {
+        select: Prisma.raw(fields.map((f) => `${alias}."${f.name}"${f.cast} AS "${f.name}"`).join(", ")),
+        rowOf: (row) => Object.fromEntries(fields.map((f) => [f.name, f.read(row[f.name])])) as Row,
+      };
+    }
+    return columns;
+  };
+}
+const controlColumns = columnsOf<Control>("Control", "c");
+const frameworkColumns = columnsOf<Framework>("Framework", "f");
+
 /**
  * Frameworks, requirements and their readiness for one request of one organization: each batch one
  * statement, so a framework's page costs the same number of statements for 5 requirements as for
@@ -26,6 +44,7 @@ export function createFrameworkLoaders(db: Db, organizationId: string) {
   const service = createFrameworkService(db);
   const now = new Date();
   const controlIdsByOwner = new Map<string, DataLoader<string, string[]>>();
+  const controlsByOwner = new Map<string, DataLoader<string, Control[]>>();
   /** Each framework's readiness and its requirements' states; null when not adopted. */
   const states = new DataLoader(async (ids: readonly string[]) => {
     const found = await frameworkStates(db, organizationId, ids, now);
@@ -45,19 +64,41 @@ export function createFrameworkLoaders(db: Db, organizationId: string) {
     const found = await requirementStatuses(db, organizationId, ids, now);
     return ids.map((id) => found.get(id) ?? null);
   });
+  /** Whether the organization adopted each framework. */
+  const adopted = new DataLoader<string, boolean>(async (ids) => {
+    const rows = await readRows<{ frameworkId: string }>(
+      db,
+      sql`SELECT "frameworkId" FROM "FrameworkAdoption" WHERE "organizationId" = ${organizationId} AND "frameworkId" = ANY(${[...ids]}::text[])`,
+    );
+    const found = new Set(rows.map((r) => r.frameworkId));
+    return ids.map((id) => found.has(id));
+  });
   return {
     byId: recordLoader<Framework>(service.frameworksByIds(organizationId)),
     requirementById: recordLoader<Requirement>(service.requirementsByIds(organizationId)),
     /** Pages of requirements of many frameworks, with their counts. */
     requirementPages: listLoader(db, organizationId, requirementList, service.requirementsByIds(organizationId)),
-    /** Whether the organization adopted each framework. */
-    adopted: new DataLoader<string, boolean>(async (ids) => {
-      const rows = await readRows<{ frameworkId: string }>(
+    adopted,
+    /**
+     * Frameworks the organization sees, by id, each read whole with whether the organization adopted
+     * it (primed in `adopted`): a framework's page reads both in one statement.
+     */
+    withAdoption: new DataLoader<string, Framework | null>(async (ids) => {
+      const columns = frameworkColumns();
+      const rows = await readRows<Record<string, unknown>>(
         db,
-        sql`SELECT "frameworkId" FROM "FrameworkAdoption" WHERE "organizationId" = ${organizationId} AND "frameworkId" = ANY(${[...ids]}::text[])`,
+        sql`SELECT ${columns.select}, EXISTS (SELECT 1 FROM "FrameworkAdoption" a
+              WHERE a."organizationId" = ${organizationId} AND a."frameworkId" = f."id") AS "__adopted"
+            FROM "Framework" f
+            WHERE f."id" = ANY(${[...ids]}::text[]) AND (f."organizationId" IS NULL OR f."organizationId" = ${organizationId})`,
       );
-      const found = new Set(rows.map((r) => r.frameworkId));
-      return ids.map((id) => found.has(id));
+      const byId = new Map<string, Framework>();
+      for (const row of rows) {
+        const framework = columns.rowOf(row);
+        adopted.prime(framework.id, row.__adopted === true);
+        byId.set(framework.id, framework);
+      }
+      return ids.map((id) => byId.get(id) ?? null);
     }),
     /** A framework's readiness; null when not adopted. */
     readiness: async (frameworkId: string) => {
@@ -111,6 +152,37 @@ export function createFrameworkLoaders(db: Db, organizationId: string) {
           return ids.map((id) => byRequirement.get(id) ?? []);
         });
         controlIdsByOwner.set(key, loader);
+      }
+      return loader;
+    },
+    /**
+     * As `requirementControlIds`, each control read whole in the same statement: for a selection of
+     * the control's scalar fields alone (a framework's page), one statement instead of two.
+     */
+    requirementControls: (ownerId: string | null) => {
+      const key = ownerId ?? "";
+      let loader = controlsByOwner.get(key);
+      if (!loader) {
+        const columns = controlColumns();
+        loader = new DataLoader<string, Control[]>(async (ids) => {
+          const rows = await readRows<Record<string, unknown>>(
+            db,
+            sql`SELECT cr."requirementId" AS "__requirementId", ${columns.select}
+                FROM "ControlRequirement" cr JOIN "Control" c ON c."id" = cr."controlId"
+                WHERE cr."organizationId" = ${organizationId} AND cr."requirementId" = ANY(${[...ids]}::text[])
+                  AND (${ownerId}::text IS NULL OR c."ownerId" = ${ownerId}::text)
+                ORDER BY c."code", c."id"`,
+          );
+          const byRequirement = new Map<string, Control[]>();
+          for (const row of rows) {
+            const requirementId = row.__requirementId as string;
+            const list = byRequirement.get(requirementId) ?? [];
+            list.push(columns.rowOf(row));
+            byRequirement.set(requirementId, list);
+          }
+          return ids.map((id) => byRequirement.get(id) ?? []);
+        });
+        controlsByOwner.set(key, loader);
       }
       return loader;
     },

@@ -1,6 +1,8 @@
 import { authorize } from "../../auth/actor.js";
 import { builder } from "../../graphql/builder.js";
 import { anyOf, dateBounds, defineConnection, itemsQuery, listArgs, searchField } from "../../graphql/page.schema.js";
+import { selectsScalarsOnly } from "../../platform/db/graph-reader.js";
+import { NotFoundError } from "../../platform/errors.js";
 import { commonLimits, limited, listLimits } from "../../platform/limits.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 import { frameworkLimits, frameworkList, requirementList } from "./frameworks.service.js";
@@ -186,7 +188,14 @@ builder.queryField("framework", (t) =>
     description:
       "A framework by id: shipped, or the organization's own (another organization's is not found). Needs `framework:read`. Over GraphQL a missing or refused framework is null with its error; REST answers 404 or 403.",
     args: { id: t.arg.id({ required: true, description: "The framework id" }) },
-    resolve: (query, _root, args, ctx) => ctx.services.frameworks.get(authorize(ctx, "framework:read"), args.id, query),
+    resolve: async (query, _root, args, ctx) => {
+      const actor = authorize(ctx, "framework:read");
+      if (!selectsScalarsOnly(query)) return ctx.services.frameworks.get(actor, args.id, query);
+      // Its scalar fields alone (a framework's page): the row and its adoption in one statement.
+      const framework = await ctx.loaders.frameworks.withAdoption.load(args.id);
+      if (!framework) throw new NotFoundError("Framework", args.id);
+      return framework;
+    },
   }),
 );
 

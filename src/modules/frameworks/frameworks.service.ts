@@ -82,6 +82,7 @@ const requirementState: FilterRule = ((values: readonly string[], { organization
 
 /** A framework's requirements, in catalog order: what `Framework.requirements` filters by. */
 export const requirementList: ListSpec = {
+  rowsInline: true,
   table: "Requirement",
   parent: [{ name: "frameworkId", sqlType: "text" }],
   scope: (organizationId) => sql`t."frameworkId" IN (SELECT f."id" FROM "Framework" f WHERE ${visibleSql(organizationId, "f")})`,

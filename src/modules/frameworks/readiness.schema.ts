@@ -3,6 +3,7 @@ import { builder } from "../../graphql/builder.js";
 import type { Context } from "../../graphql/context.js";
 import type { RecordQuery } from "../../graphql/loaders.js";
 import { fieldQuery } from "../../graphql/page.schema.js";
+import { selectsScalarsOnly } from "../../platform/db/graph-reader.js";
 import { nodeTypeOf } from "../../platform/ids.js";
 import { graphOnly } from "../../rest/rest-schema.js";
 import { Control } from "../controls/controls.schema.js";
@@ -176,8 +177,11 @@ builder.prismaObjectField(Requirement, "controls", (t) =>
     resolve: async (requirement, _args, ctx, info) => {
       const scope = await scopeOf(ctx);
       const { frameworks } = ctx.loaders;
-      const ids = await frameworks.requirementControlIds(scope.all ? null : scope.ownerId).load(requirement.id);
+      const ownerId = scope.all ? null : scope.ownerId;
       const query = fieldQuery(ctx, info, "Control") as RecordQuery;
+      // A selection of scalars alone (a framework's page): the controls with their ids, in one statement.
+      if (selectsScalarsOnly(query)) return (await frameworks.requirementControls(ownerId).load(requirement.id)) as never;
+      const ids = await frameworks.requirementControlIds(ownerId).load(requirement.id);
       const rows = await Promise.all(ids.map((id) => frameworks.controlById.load({ id, query })));
       return rows.filter((row) => row !== null) as never;
     },
