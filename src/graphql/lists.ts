@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import DataLoader from "dataloader";
 import { Prisma } from "../generated/prisma/client.js";
 import type { Db } from "../platform/db/database.js";
-import { scalarFields, selectsScalarsOnly } from "../platform/db/graph-reader.js";
+import { type ScalarColumns, scalarColumns, selectsScalarsOnly } from "../platform/db/graph-reader.js";
 import { readRows } from "../platform/db/row-by-id.js";
 import { BadUserInputError } from "../platform/errors.js";
 import { listLimits, text } from "../platform/limits.js";
@@ -346,27 +346,11 @@ const joinThrough = (spec: ListSpec) =>
 const scopeOf = (spec: ListSpec, organizationId: string) =>
   spec.scope ? sql`(${spec.scope(organizationId)})` : sql`t."organizationId" = ${organizationId}`;
 
-/** The columns a page reads beside its ids when it reads its rows inline, and the record of a picked row. */
-type InlineColumns = { select: string; rowOf(row: Record<string, unknown>): Record<string, unknown> };
-const inlineByTable = new Map<string, InlineColumns>();
-function inlineColumns(table: string): InlineColumns {
-  let inline = inlineByTable.get(table);
-  if (!inline) {
-    const fields = scalarFields(table);
-    inline = {
-      select: fields.map((f, i) => `, t.${`"${f.name}"`}${f.cast} AS "r${i}"`).join(""),
-      rowOf: (row) => {
-        const record: Record<string, unknown> = {};
-        fields.forEach((f, i) => {
-          record[f.name] = f.read(row[`r${i}`]);
-        });
-        return record;
-      },
-    };
-    inlineByTable.set(table, inline);
-  }
-  return inline;
-}
+/** The columns a page reads beside its ids when it reads its rows inline (numbered: beside "id" and "v"), and the record of a picked row. */
+type InlineColumns = ScalarColumns<Record<string, unknown>>;
+const inlineColumns = (table: string): InlineColumns => scalarColumns(table, "t", true);
+/** The inline columns as the rest of a select list: nothing when the rows are read by a second statement. */
+const inlineSelect = (inline: InlineColumns | undefined) => raw(inline ? `, ${inline.select}` : "");
 
 /** Ids (and sort values, as text) of each key's page; one statement per group of keys sharing a filter and order. */
 async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: Plan[], inline?: InlineColumns) {
@@ -433,7 +417,7 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
         SELECT k."idx", w.*
         FROM unnest(${join(columns)}) AS k(${raw(names.map((n) => `"${n}"`).join(", "))})
         CROSS JOIN LATERAL (
-          SELECT t."id", (${key.sql})::text AS "v"${raw(inline ? inline.select : "")} FROM ${q(spec.table)} t${joinThrough(spec)}
+          SELECT t."id", (${key.sql})::text AS "v"${inlineSelect(inline)} FROM ${q(spec.table)} t${joinThrough(spec)}
           WHERE ${whereAll([...base, ...parentMatch, sql`(NOT k."hc" OR ${ks.where})`])}
           ORDER BY ${ks.orderBy}
           LIMIT k."take"
@@ -466,7 +450,7 @@ function rootPage(
   reversed: boolean,
   inline?: InlineColumns,
 ): Prisma.Sql {
-  const rowColumns = raw(inline ? inline.select : "");
+  const rowColumns = inlineSelect(inline);
   if (!key.nullable) {
     const ks = keyset(key, direction, after, reversed);
     return sql`SELECT t."id", (${key.sql})::text AS "v"${rowColumns} FROM ${q(spec.table)} t

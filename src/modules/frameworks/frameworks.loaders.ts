@@ -4,7 +4,7 @@ import { Prisma } from "../../generated/prisma/client.js";
 import { listLoader } from "../../graphql/lists.js";
 import { recordLoader } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
-import { recordsByKey, scalarFields } from "../../platform/db/graph-reader.js";
+import { recordsByKey, scalarColumns } from "../../platform/db/graph-reader.js";
 import { readRows } from "../../platform/db/row-by-id.js";
 import {
   controlStatuses,
@@ -13,27 +13,9 @@ import {
   type RequirementStatus,
   requirementStatuses,
 } from "./frameworks.readiness.js";
-import { createFrameworkService, requirementList } from "./frameworks.service.js";
+import { createFrameworkService, requirementList, visibleSql } from "./frameworks.service.js";
 
 const { sql } = Prisma;
-
-type Columns<Row> = { select: Prisma.Sql; rowOf(row: Record<string, unknown>): Row };
-/** A model's scalar columns (table alias `alias`) as a statement reads them, and the record of a row. */
-function columnsOf<Row>(model: string, alias: string): () => Columns<Row> {
-  let columns: Columns<Row> | undefined;
-  return () => {
-    if (!columns) {
-      const fields = scalarFields(model);
-      columns = {
-        select: Prisma.raw(fields.map((f) => `${alias}."${f.name}"${f.cast} AS "${f.name}"`).join(", ")),
-        rowOf: (row) => Object.fromEntries(fields.map((f) => [f.name, f.read(row[f.name])])) as Row,
-      };
-    }
-    return columns;
-  };
-}
-const controlColumns = columnsOf<Control>("Control", "c");
-const frameworkColumns = columnsOf<Framework>("Framework", "f");
 
 /**
  * Frameworks, requirements and their readiness for one request of one organization: each batch one
@@ -43,7 +25,6 @@ const frameworkColumns = columnsOf<Framework>("Framework", "f");
 export function createFrameworkLoaders(db: Db, organizationId: string) {
   const service = createFrameworkService(db);
   const now = new Date();
-  const controlIdsByOwner = new Map<string, DataLoader<string, string[]>>();
   const controlsByOwner = new Map<string, DataLoader<string, Control[]>>();
   /** Each framework's readiness and its requirements' states; null when not adopted. */
   const states = new DataLoader(async (ids: readonly string[]) => {
@@ -84,13 +65,13 @@ export function createFrameworkLoaders(db: Db, organizationId: string) {
      * it (primed in `adopted`): a framework's page reads both in one statement.
      */
     withAdoption: new DataLoader<string, Framework | null>(async (ids) => {
-      const columns = frameworkColumns();
+      const columns = scalarColumns<Framework>("Framework", "f");
       const rows = await readRows<Record<string, unknown>>(
         db,
-        sql`SELECT ${columns.select}, EXISTS (SELECT 1 FROM "FrameworkAdoption" a
+        sql`SELECT ${Prisma.raw(columns.select)}, EXISTS (SELECT 1 FROM "FrameworkAdoption" a
               WHERE a."organizationId" = ${organizationId} AND a."frameworkId" = f."id") AS "__adopted"
             FROM "Framework" f
-            WHERE f."id" = ANY(${[...ids]}::text[]) AND (f."organizationId" IS NULL OR f."organizationId" = ${organizationId})`,
+            WHERE f."id" = ANY(${[...ids]}::text[]) AND ${visibleSql(organizationId, "f")}`,
       );
       const byId = new Map<string, Framework>();
       for (const row of rows) {
@@ -131,43 +112,18 @@ export function createFrameworkLoaders(db: Db, organizationId: string) {
     }),
     /**
      * The controls mapped to each requirement, by code, that the caller reads: every one, or those
-     * `ownerId` owns (an employee's scope, controls.service's controlScope).
-     */
-    requirementControlIds: (ownerId: string | null) => {
-      const key = ownerId ?? "";
-      let loader = controlIdsByOwner.get(key);
-      if (!loader) {
-        loader = new DataLoader<string, string[]>(async (ids) => {
-          const rows = await readRows<{ requirementId: string; controlId: string }>(
-            db,
-            sql`SELECT cr."requirementId", c."id" AS "controlId"
-                FROM "ControlRequirement" cr JOIN "Control" c ON c."id" = cr."controlId"
-                WHERE cr."organizationId" = ${organizationId} AND cr."requirementId" = ANY(${[...ids]}::text[])
-                  AND (${ownerId}::text IS NULL OR c."ownerId" = ${ownerId}::text)
-                ORDER BY c."code", c."id"`,
-          );
-          const byRequirement = new Map<string, string[]>();
-          for (const row of rows)
-            byRequirement.set(row.requirementId, [...(byRequirement.get(row.requirementId) ?? []), row.controlId]);
-          return ids.map((id) => byRequirement.get(id) ?? []);
-        });
-        controlIdsByOwner.set(key, loader);
-      }
-      return loader;
-    },
-    /**
-     * As `requirementControlIds`, each control read whole in the same statement: for a selection of
-     * the control's scalar fields alone (a framework's page), one statement instead of two.
+     * `ownerId` owns (an employee's scope, controls.service's controlScope). Each read whole with the
+     * links that name it: a framework's page reads them in one statement.
      */
     requirementControls: (ownerId: string | null) => {
       const key = ownerId ?? "";
       let loader = controlsByOwner.get(key);
       if (!loader) {
-        const columns = controlColumns();
+        const columns = scalarColumns<Control>("Control", "c");
         loader = new DataLoader<string, Control[]>(async (ids) => {
           const rows = await readRows<Record<string, unknown>>(
             db,
-            sql`SELECT cr."requirementId" AS "__requirementId", ${columns.select}
+            sql`SELECT cr."requirementId" AS "__requirementId", ${Prisma.raw(columns.select)}
                 FROM "ControlRequirement" cr JOIN "Control" c ON c."id" = cr."controlId"
                 WHERE cr."organizationId" = ${organizationId} AND cr."requirementId" = ANY(${[...ids]}::text[])
                   AND (${ownerId}::text IS NULL OR c."ownerId" = ${ownerId}::text)

@@ -16,7 +16,7 @@ import {
 } from "../../graphql/lists.js";
 import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
-import { scalarFields, selectsScalarsOnly } from "../../platform/db/graph-reader.js";
+import { scalarColumns, selectsScalarsOnly } from "../../platform/db/graph-reader.js";
 import { readRows } from "../../platform/db/row-by-id.js";
 import { BadUserInputError, ConflictError, NotFoundError } from "../../platform/errors.js";
 import { limit, text } from "../../platform/limits.js";
@@ -42,15 +42,10 @@ export const visibleFrameworks = (organizationId: string): Prisma.FrameworkWhere
  * Requirement's scalar columns, as Prisma reads them (text, integer and boolean: both ways give the
  * same values): a page's 100 requirements by a fixed statement cost less than through `findMany`.
  */
-let requirementColumnList: Prisma.Sql | undefined;
-const requirementColumns = () =>
-  (requirementColumnList ??= Prisma.raw(
-    scalarFields("Requirement")
-      .map((f) => `r."${f.name}"${f.cast}`)
-      .join(", "),
-  ));
+const requirementColumns = () => Prisma.raw(scalarColumns("Requirement", "r").select);
 
-const visibleSql = (organizationId: string, alias: string) =>
+/** The frameworks an organization sees (table alias `alias`): the shipped ones and its own. */
+export const visibleSql = (organizationId: string, alias: string) =>
   sql`(${Prisma.raw(`${alias}."organizationId"`)} IS NULL OR ${Prisma.raw(`${alias}."organizationId"`)} = ${organizationId})`;
 
 const adopted: FilterRule = ((value: boolean, { organizationId }: { organizationId: string }) =>

@@ -179,10 +179,10 @@ builder.prismaObjectField(Requirement, "controls", (t) =>
       const { frameworks } = ctx.loaders;
       const ownerId = scope.all ? null : scope.ownerId;
       const query = fieldQuery(ctx, info, "Control") as RecordQuery;
-      // A selection of scalars alone (a framework's page): the controls with their ids, in one statement.
-      if (selectsScalarsOnly(query)) return (await frameworks.requirementControls(ownerId).load(requirement.id)) as never;
-      const ids = await frameworks.requirementControlIds(ownerId).load(requirement.id);
-      const rows = await Promise.all(ids.map((id) => frameworks.controlById.load({ id, query })));
+      const controls = await frameworks.requirementControls(ownerId).load(requirement.id);
+      // A selection of scalars alone (a framework's page) is what that statement read; relations are read by id.
+      if (selectsScalarsOnly(query)) return controls as never;
+      const rows = await Promise.all(controls.map(({ id }) => frameworks.controlById.load({ id, query })));
       return rows.filter((row) => row !== null) as never;
     },
   }),

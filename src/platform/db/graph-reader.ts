@@ -288,6 +288,35 @@ export function scalarFields(model: string): { name: string; cast: string; read(
   }));
 }
 
+export type ScalarColumns<Row> = { select: string; rowOf(row: Record<string, unknown>): Row };
+const scalarColumnsByKey = new Map<string, ScalarColumns<unknown>>();
+
+/**
+ * A model's scalar columns as one statement selects them (`alias."field"` with its cast), each
+ * named as its field or, `numbered`, r0, r1... (beside other columns of those names), and the
+ * record a row of them makes. Built once per model, alias and naming.
+ */
+export function scalarColumns<Row = Record<string, unknown>>(model: string, alias: string, numbered = false): ScalarColumns<Row> {
+  const key = `${model}|${alias}|${numbered}`;
+  let columns = scalarColumnsByKey.get(key);
+  if (!columns) {
+    const fields = scalarFields(model);
+    const label = (name: string, i: number) => (numbered ? `r${i}` : name);
+    columns = {
+      select: fields.map((f, i) => `${alias}."${f.name}"${f.cast} AS "${label(f.name, i)}"`).join(", "),
+      rowOf: (row) => {
+        const record: Record<string, unknown> = {};
+        fields.forEach((f, i) => {
+          record[f.name] = f.read(row[label(f.name, i)]);
+        });
+        return record;
+      },
+    };
+    scalarColumnsByKey.set(key, columns);
+  }
+  return columns as ScalarColumns<Row>;
+}
+
 /** Whether `recordsByKey` reads this selection itself (tests and the bench's A/B). */
 export const planned = (model: string, query?: object, keyColumn = "id") => planFor(model, keyColumn, query as Args) !== null;
 
