@@ -95,12 +95,12 @@ describe("openDatabase", () => {
     }
   });
 
-  it("gives the embedded database the shared buffers EMBEDDED_SHARED_BUFFERS names, PostgreSQL's 128MB without it", async () => {
+  it("gives the embedded database the shared buffers EMBEDDED_SHARED_BUFFERS names, 32MB without it (not PostgreSQL's 128MB)", async () => {
     const before = process.env.EMBEDDED_SHARED_BUFFERS;
     try {
       for (const [setting, shown] of [
         ["8MB", "8MB"],
-        [undefined, "128MB"],
+        [undefined, "32MB"],
       ] as const) {
         if (setting) process.env.EMBEDDED_SHARED_BUFFERS = setting;
         else delete process.env.EMBEDDED_SHARED_BUFFERS;

@@ -74,13 +74,20 @@ export type Database = {
 export type PoolStats = { total: number; idle: number; waiting: number; max: number };
 
 /**
- * PGlite's start parameters with `shared_buffers` set (EMBEDDED_SHARED_BUFFERS, which config.ts
- * validates at start and openDatabase reads from the environment as PGlite reads its own); PGlite's
- * (PostgreSQL's 128MB) when unset. PostgreSQL zero-fills its shared buffers at every start: a process
- * opening many small databases (the tests: 16MB) or a small container pays for less of it.
+ * The embedded database's `shared_buffers` when EMBEDDED_SHARED_BUFFERS is unset: 32MB, not
+ * PostgreSQL's 128MB. PostgreSQL zero-fills its shared buffers at every start (0.3 s of a 2.4 s
+ * restart of `npm start` at 128MB on a 2-core machine, 2026-12-03), and PGlite's data files are
+ * read through the operating system's page cache as well, so a larger pool mostly caches twice.
  */
-function embeddedStartParams(defaults: readonly string[], sharedBuffers: string | undefined): string[] | undefined {
-  return sharedBuffers ? [...defaults, "-c", `shared_buffers=${sharedBuffers}`] : undefined;
+export const EMBEDDED_SHARED_BUFFERS_DEFAULT = "32MB";
+
+/**
+ * PGlite's start parameters with `shared_buffers` set: EMBEDDED_SHARED_BUFFERS (which config.ts
+ * validates at start and openDatabase reads from the environment as PGlite reads its own), else
+ * EMBEDDED_SHARED_BUFFERS_DEFAULT. The tests use 16MB: they open a few hundred small databases.
+ */
+function embeddedStartParams(defaults: readonly string[], sharedBuffers: string | undefined): string[] {
+  return [...defaults, "-c", `shared_buffers=${sharedBuffers ?? EMBEDDED_SHARED_BUFFERS_DEFAULT}`];
 }
 
 /** PostgreSQL's type OID of `bytea`. */
