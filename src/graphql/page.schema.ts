@@ -1,6 +1,6 @@
 import type { ObjectRef } from "@pothos/core";
 import { queryFromInfo } from "@pothos/plugin-prisma";
-import type { GraphQLResolveInfo } from "graphql";
+import { type FieldNode, type GraphQLResolveInfo, Kind, type SelectionNode } from "graphql";
 import { commonLimits, limited, listLimits } from "../platform/limits.js";
 import { graphOnly } from "../rest/rest-schema.js";
 import { builder } from "./builder.js";
@@ -239,6 +239,30 @@ export function itemsQuery(ctx: Context, info: GraphQLResolveInfo, typeName: str
  */
 export function fieldQuery(ctx: Context, info: GraphQLResolveInfo, typeName: string): RecordQuery {
   return planned(ctx, info, "field", () => queryFromInfo({ context: ctx, info, typeName }));
+}
+
+const selectedNames = new WeakMap<readonly FieldNode[], Set<string>>();
+/**
+ * Whether the field's selection names `name` directly (through fragments too): a loader that can read
+ * a relation's scalar fields in its own statement asks before it does. Worked out once per field of
+ * the document (the executor hands every row of a list the same field nodes).
+ */
+export function selectsField(info: GraphQLResolveInfo, name: string): boolean {
+  let names = selectedNames.get(info.fieldNodes);
+  if (!names) {
+    const found = new Set<string>();
+    const walk = (selections: readonly SelectionNode[]) => {
+      for (const selection of selections) {
+        if (selection.kind === Kind.FIELD) found.add(selection.name.value);
+        else if (selection.kind === Kind.INLINE_FRAGMENT) walk(selection.selectionSet.selections);
+        else walk(info.fragments[selection.name.value]?.selectionSet.selections ?? []);
+      }
+    };
+    for (const node of info.fieldNodes) walk(node.selectionSet?.selections ?? []);
+    names = found;
+    selectedNames.set(info.fieldNodes, names);
+  }
+  return names.has(name);
 }
 
 function planned(ctx: Context, info: GraphQLResolveInfo, kind: string, plan: () => unknown): RecordQuery {

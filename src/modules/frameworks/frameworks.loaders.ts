@@ -7,11 +7,14 @@ import type { Db } from "../../platform/db/database.js";
 import { recordsByKey, scalarColumns } from "../../platform/db/graph-reader.js";
 import { readRows } from "../../platform/db/row-by-id.js";
 import {
+  controlStatesSql,
   controlStatuses,
   type FrameworkStates,
   frameworkStates,
   type RequirementStatus,
   requirementStatuses,
+  type StateRow,
+  statusOf,
 } from "./frameworks.readiness.js";
 import { createFrameworkService, requirementList, visibleSql } from "./frameworks.service.js";
 
@@ -53,6 +56,10 @@ export function createFrameworkLoaders(db: Db, organizationId: string) {
     );
     const found = new Set(rows.map((r) => r.frameworkId));
     return ids.map((id) => found.has(id));
+  });
+  const controlStatus = new DataLoader(async (ids: readonly string[]) => {
+    const found = await controlStatuses(db, organizationId, ids, now);
+    return ids.map((id) => found.get(id) ?? null);
   });
   return {
     byId: recordLoader<Framework>(service.frameworksByIds(organizationId)),
@@ -106,34 +113,50 @@ export function createFrameworkLoaders(db: Db, organizationId: string) {
       const byId = new Map(rows.map((r) => [r.requirementId, r]));
       return ids.map((id) => byId.get(id) ?? null);
     }),
-    controlStatus: new DataLoader(async (ids: readonly string[]) => {
-      const found = await controlStatuses(db, organizationId, ids, now);
-      return ids.map((id) => found.get(id) ?? null);
-    }),
+    controlStatus,
     /**
      * The controls mapped to each requirement, by code, that the caller reads: every one, or those
      * `ownerId` owns (an employee's scope, controls.service's controlScope). Each read whole with the
-     * links that name it: a framework's page reads them in one statement.
+     * links that name it, and `withStatus`, with its state (primed in `controlStatus`): a framework's
+     * page reads its requirements' controls and their states in one statement.
      */
-    requirementControls: (ownerId: string | null) => {
-      const key = ownerId ?? "";
+    requirementControls: (ownerId: string | null, withStatus = false) => {
+      const key = `${withStatus ? "s" : "-"}${ownerId ?? ""}`;
       let loader = controlsByOwner.get(key);
       if (!loader) {
         const columns = scalarColumns<Control>("Control", "c");
         loader = new DataLoader<string, Control[]>(async (ids) => {
-          const rows = await readRows<Record<string, unknown>>(
-            db,
-            sql`SELECT cr."requirementId" AS "__requirementId", ${Prisma.raw(columns.select)}
+          const mapped = sql`SELECT cr."requirementId" AS "__requirementId", ${Prisma.raw(columns.select)}
                 FROM "ControlRequirement" cr JOIN "Control" c ON c."id" = cr."controlId"
                 WHERE cr."organizationId" = ${organizationId} AND cr."requirementId" = ANY(${[...ids]}::text[])
-                  AND (${ownerId}::text IS NULL OR c."ownerId" = ${ownerId}::text)
-                ORDER BY c."code", c."id"`,
+                  AND (${ownerId}::text IS NULL OR c."ownerId" = ${ownerId}::text)`;
+          const rows = await readRows<Record<string, unknown>>(
+            db,
+            withStatus
+              ? sql`WITH "rc" AS (${mapped})
+                  SELECT "rc".*, s."state" AS "__state", s."reasons" AS "__reasons", s."evidenceDueAt" AS "__evidenceDueAt"
+                  FROM "rc" LEFT JOIN (${controlStatesSql(organizationId, now, sql`c."id" IN (SELECT "id" FROM "rc")`)}) s
+                    ON s."controlId" = "rc"."id"
+                  ORDER BY "rc"."code", "rc"."id"`
+              : sql`${mapped} ORDER BY c."code", c."id"`,
           );
           const byRequirement = new Map<string, Control[]>();
           for (const row of rows) {
             const requirementId = row.__requirementId as string;
+            const control = columns.rowOf(row);
+            if (withStatus) {
+              controlStatus.prime(
+                control.id,
+                statusOf({
+                  controlId: control.id,
+                  state: row.__state as StateRow["state"],
+                  reasons: row.__reasons as string | null,
+                  evidenceDueAt: row.__evidenceDueAt as StateRow["evidenceDueAt"],
+                }),
+              );
+            }
             const list = byRequirement.get(requirementId) ?? [];
-            list.push(columns.rowOf(row));
+            list.push(control);
             byRequirement.set(requirementId, list);
           }
           return ids.map((id) => byRequirement.get(id) ?? []);

@@ -255,12 +255,12 @@ export const controlFilters = {
   },
 };
 
-type StateRow = { controlId: string; state: ControlState; reasons: string | null; evidenceDueAt: Date | string | null };
+export type StateRow = { controlId: string; state: ControlState; reasons: string | null; evidenceDueAt: Date | string | null };
 
 const asDate = (value: Date | string | null) =>
   value === null ? null : value instanceof Date ? value : new Date(`${value.replace(" ", "T")}Z`);
 
-function statusOf(row: StateRow): ControlStatus {
+export function statusOf(row: StateRow): ControlStatus {
   return {
     controlId: row.controlId,
     state: row.state,

@@ -2,7 +2,7 @@ import { authenticated, authorize } from "../../auth/actor.js";
 import { builder } from "../../graphql/builder.js";
 import type { Context } from "../../graphql/context.js";
 import type { RecordQuery } from "../../graphql/loaders.js";
-import { fieldQuery } from "../../graphql/page.schema.js";
+import { fieldQuery, selectsField } from "../../graphql/page.schema.js";
 import { selectsScalarsOnly } from "../../platform/db/graph-reader.js";
 import { nodeTypeOf } from "../../platform/ids.js";
 import { graphOnly } from "../../rest/rest-schema.js";
@@ -179,7 +179,8 @@ builder.prismaObjectField(Requirement, "controls", (t) =>
       const { frameworks } = ctx.loaders;
       const ownerId = scope.all ? null : scope.ownerId;
       const query = fieldQuery(ctx, info, "Control") as RecordQuery;
-      const controls = await frameworks.requirementControls(ownerId).load(requirement.id);
+      // Their states in the same statement when the selection asks for them (a framework's page).
+      const controls = await frameworks.requirementControls(ownerId, selectsField(info, "status")).load(requirement.id);
       // A selection of scalars alone (a framework's page) is what that statement read; relations are read by id.
       if (selectsScalarsOnly(query)) return controls as never;
       const rows = await Promise.all(controls.map(({ id }) => frameworks.controlById.load({ id, query })));
