@@ -133,10 +133,12 @@ export function createFrameworkLoaders(db: Db, organizationId: string) {
           const rows = await readRows<Record<string, unknown>>(
             db,
             withStatus
-              ? sql`WITH "rc" AS (${mapped})
+              ? // The states materialized: computed once for the distinct controls. Inlined, a prepared
+                // statement's generic plan (which expects one row of "rc") computed them once per link.
+                sql`WITH "rc" AS (${mapped}),
+                  "s" AS MATERIALIZED (${controlStatesSql(organizationId, now, sql`c."id" IN (SELECT "id" FROM "rc")`)})
                   SELECT "rc".*, s."state" AS "__state", s."reasons" AS "__reasons", s."evidenceDueAt" AS "__evidenceDueAt"
-                  FROM "rc" LEFT JOIN (${controlStatesSql(organizationId, now, sql`c."id" IN (SELECT "id" FROM "rc")`)}) s
-                    ON s."controlId" = "rc"."id"
+                  FROM "rc" LEFT JOIN "s" ON s."controlId" = "rc"."id"
                   ORDER BY "rc"."code", "rc"."id"`
               : sql`${mapped} ORDER BY c."code", c."id"`,
           );
