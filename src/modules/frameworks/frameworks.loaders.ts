@@ -126,9 +126,11 @@ export function createFrameworkLoaders(db: Db, organizationId: string) {
       if (!loader) {
         const columns = scalarColumns<Control>("Control", "c");
         loader = new DataLoader<string, Control[]>(async (ids) => {
+          // IN (SELECT unnest(...)), not = ANY(...): the prepared statement's generic plan scans the links
+          // and searched the array of 100 ids for each (2.4 of 4.6 ms in PostgreSQL); this hashes it.
           const mapped = sql`SELECT cr."requirementId" AS "__requirementId", ${Prisma.raw(columns.select)}
                 FROM "ControlRequirement" cr JOIN "Control" c ON c."id" = cr."controlId"
-                WHERE cr."organizationId" = ${organizationId} AND cr."requirementId" = ANY(${[...ids]}::text[])
+                WHERE cr."organizationId" = ${organizationId} AND cr."requirementId" IN (SELECT unnest(${[...ids]}::text[]))
                   AND (${ownerId}::text IS NULL OR c."ownerId" = ${ownerId}::text)`;
           const rows = await readRows<Record<string, unknown>>(
             db,
