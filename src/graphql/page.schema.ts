@@ -241,29 +241,44 @@ export function fieldQuery(ctx: Context, info: GraphQLResolveInfo, typeName: str
   return planned(ctx, info, "field", () => queryFromInfo({ context: ctx, info, typeName }));
 }
 
-const selectedNames = new WeakMap<readonly FieldNode[], Set<string>>();
+const selectedNames = new WeakMap<readonly FieldNode[], Map<string, Set<string>>>();
 /**
- * Whether the field's selection names `name` directly (through fragments too): a loader that can read
- * a relation's scalar fields in its own statement asks before it does. Worked out once per field of
- * the document (the executor hands every row of a list the same field nodes).
+ * The names the field's selection asks for (through fragments too), at `path` below it (a field of
+ * a field: ["status"]). A loader that can read more in its own statement, or take a value from one
+ * already read, asks before it does. Worked out once per field of the document and path (the
+ * executor hands every row of a list the same field nodes).
  */
-export function selectsField(info: GraphQLResolveInfo, name: string): boolean {
-  let names = selectedNames.get(info.fieldNodes);
+export function selectedBelow(info: GraphQLResolveInfo, path: readonly string[] = []): ReadonlySet<string> {
+  let byPath = selectedNames.get(info.fieldNodes);
+  if (!byPath) {
+    byPath = new Map();
+    selectedNames.set(info.fieldNodes, byPath);
+  }
+  const key = path.join(".");
+  let names = byPath.get(key);
   if (!names) {
     const found = new Set<string>();
-    const walk = (selections: readonly SelectionNode[]) => {
+    const fieldsOf = (selections: readonly SelectionNode[], visit: (field: FieldNode) => void) => {
       for (const selection of selections) {
-        if (selection.kind === Kind.FIELD) found.add(selection.name.value);
-        else if (selection.kind === Kind.INLINE_FRAGMENT) walk(selection.selectionSet.selections);
-        else walk(info.fragments[selection.name.value]?.selectionSet.selections ?? []);
+        if (selection.kind === Kind.FIELD) visit(selection);
+        else if (selection.kind === Kind.INLINE_FRAGMENT) fieldsOf(selection.selectionSet.selections, visit);
+        else fieldsOf(info.fragments[selection.name.value]?.selectionSet.selections ?? [], visit);
       }
     };
-    for (const node of info.fieldNodes) walk(node.selectionSet?.selections ?? []);
+    const walk = (selections: readonly SelectionNode[], depth: number) =>
+      fieldsOf(selections, (field) => {
+        if (depth === path.length) found.add(field.name.value);
+        else if (field.name.value === path[depth]) walk(field.selectionSet?.selections ?? [], depth + 1);
+      });
+    for (const node of info.fieldNodes) walk(node.selectionSet?.selections ?? [], 0);
     names = found;
-    selectedNames.set(info.fieldNodes, names);
+    byPath.set(key, names);
   }
-  return names.has(name);
+  return names;
 }
+
+/** Whether the field's selection names `name` directly (through fragments too): selectedBelow. */
+export const selectsField = (info: GraphQLResolveInfo, name: string) => selectedBelow(info).has(name);
 
 function planned(ctx: Context, info: GraphQLResolveInfo, kind: string, plan: () => unknown): RecordQuery {
   if (readPath.reference) return plan() as RecordQuery;

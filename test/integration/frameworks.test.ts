@@ -380,6 +380,39 @@ describe("a framework's page", () => {
     // applicability, and their controls with their rows and states (6; 7 before the controls' states
     // were read with them, 10 before the rows were read with the ids that pick them).
     expect(five.count, five.statements.join("\n")).toBeLessThanOrEqual(6);
+
+    // The controls' state alone (GraphiQL's FrameworkPage) comes from the framework's states, read with
+    // its readiness: the framework, its states, the page with its rows, its count, the controls (5).
+    const stateOnly = `query($id: ID!) {
+      framework(id: $id) {
+        readiness { ready }
+        requirements(first: 100, filter: { assessable: true }) {
+          totalCount
+          edges { node { id status { state } controls { id status { state } } } }
+        }
+      }
+    }`;
+    let lean: { body: { data: { framework: { requirements: { edges: { node: unknown }[] } } } } } | undefined;
+    const leanCount = await t.countQueries(async () => {
+      lean = await t.gql(stateOnly, { id: fw.id }, { key: fresh.apiKey });
+    });
+    expect(leanCount.count, leanCount.statements.join("\n")).toBeLessThanOrEqual(5);
+    // The same states as read with their reasons (each control's own statement).
+    const full = await t.gql(
+      stateOnly.replace("controls { id status { state } }", "controls { id status { state reasons { code } } }"),
+      {
+        id: fw.id,
+      },
+      { key: fresh.apiKey },
+    );
+    const statesOf = (edges: { node: unknown }[]) =>
+      edges.flatMap(({ node }) =>
+        (node as { controls: { id: string; status: { state: string } }[] }).controls.map((c) => `${c.id} ${c.status.state}`),
+      );
+    const leanStates = statesOf(lean?.body.data.framework.requirements.edges ?? []);
+    expect(leanStates.length).toBeGreaterThan(100);
+    expect(new Set(leanStates.map((line) => line.split(" ")[1]))).toEqual(new Set(["ready", "not_ready"]));
+    expect(leanStates).toEqual(statesOf(full.body.data.framework.requirements.edges));
   });
 });
 

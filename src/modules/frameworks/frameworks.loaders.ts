@@ -7,6 +7,7 @@ import type { Db } from "../../platform/db/database.js";
 import { recordsByKey, scalarColumns } from "../../platform/db/graph-reader.js";
 import { readRows } from "../../platform/db/row-by-id.js";
 import {
+  type ControlState,
   controlStatesSql,
   controlStatuses,
   type FrameworkStates,
@@ -103,6 +104,19 @@ export function createFrameworkLoaders(db: Db, organizationId: string) {
       // Not among them: a group, or a framework not adopted (no state either way).
       return (await asked)?.states().get(requirement.id) ?? null;
     },
+    /**
+     * A control's state from the states of a framework this request computed (a framework's page
+     * with its readiness), when they assessed it: no statement of its own. Undefined otherwise.
+     */
+    knownControlState: async (controlId: string): Promise<ControlState | undefined> => {
+      for (const asked of statesAsked.values()) {
+        const ready = (await asked)?.controls().get(controlId);
+        if (ready !== undefined) return ready ? "ready" : "not_ready";
+      }
+      return undefined;
+    },
+    /** Whether this request computes the framework's states (and so its controls' states). */
+    statesAskedFor: (frameworkId: string) => statesAsked.has(frameworkId),
     /** A requirement's applicability row; null where none was written (applicable). */
     applicability: new DataLoader(async (ids: readonly string[]) => {
       const rows = await readRows<{ requirementId: string; applicable: boolean; justification: string | null }>(

@@ -2,7 +2,7 @@ import { authenticated, authorize } from "../../auth/actor.js";
 import { builder } from "../../graphql/builder.js";
 import type { Context } from "../../graphql/context.js";
 import type { RecordQuery } from "../../graphql/loaders.js";
-import { fieldQuery, selectsField } from "../../graphql/page.schema.js";
+import { fieldQuery, selectedBelow, selectsField } from "../../graphql/page.schema.js";
 import { selectsScalarsOnly } from "../../platform/db/graph-reader.js";
 import { nodeTypeOf } from "../../platform/ids.js";
 import { graphOnly } from "../../rest/rest-schema.js";
@@ -86,11 +86,23 @@ const ControlStatusRef = builder.objectRef<ControlStatus>("ControlStatus").imple
   }),
 });
 
+/** A selection of a control's status that names its state and nothing else it would have to read. */
+const asksStateOnly = (names: ReadonlySet<string>) => [...names].every((name) => name === "state" || name === "__typename");
+
 builder.prismaObjectField(Control, "status", (t) =>
   t.field({
     type: ControlStatusRef,
     description: "Its readiness now: state, reasons, evidenceDueAt",
-    resolve: async (control, _args, ctx) => (await ctx.loaders.frameworks.controlStatus.load(control.id)) as ControlStatus,
+    resolve: async (control, _args, ctx, info) => {
+      const { frameworks } = ctx.loaders;
+      // Its state alone, from a framework's states this request read (a framework's page): no statement.
+      if (asksStateOnly(selectedBelow(info))) {
+        const state = await frameworks.knownControlState(control.id);
+        // The reasons and the due date are not selected: never read.
+        if (state) return { controlId: control.id, state, reasons: [], evidenceDueAt: null };
+      }
+      return (await frameworks.controlStatus.load(control.id)) as ControlStatus;
+    },
   }),
 );
 
@@ -179,8 +191,12 @@ builder.prismaObjectField(Requirement, "controls", (t) =>
       const { frameworks } = ctx.loaders;
       const ownerId = scope.all ? null : scope.ownerId;
       const query = fieldQuery(ctx, info, "Control") as RecordQuery;
-      // Their states in the same statement when the selection asks for them (a framework's page).
-      const controls = await frameworks.requirementControls(ownerId, selectsField(info, "status")).load(requirement.id);
+      // Their states in the same statement when the selection asks for them, unless it asks for their
+      // state alone and this request reads the framework's states, which hold it (a framework's page).
+      const withStatus =
+        selectsField(info, "status") &&
+        !(asksStateOnly(selectedBelow(info, ["status"])) && frameworks.statesAskedFor(requirement.frameworkId));
+      const controls = await frameworks.requirementControls(ownerId, withStatus).load(requirement.id);
       // A selection of scalars alone (a framework's page) is what that statement read; relations are read by id.
       if (selectsScalarsOnly(query)) return controls as never;
       const rows = await Promise.all(controls.map(({ id }) => frameworks.controlById.load({ id, query })));
