@@ -386,7 +386,10 @@ export async function frameworkStates(
   let ready: Map<string, boolean> | undefined;
   const controls = () => {
     ready ??= new Map(
-      (controlStates ? controlStates.split(",") : []).map((entry) => [entry.slice(0, -2), entry.endsWith(" 1")] as const),
+      (controlStates ? controlStates.split(",") : []).map((entry) => {
+        const [controlId, ready] = entry.split(" ") as [string, string];
+        return [controlId, ready === "1"] as const;
+      }),
     );
     return ready;
   };
