@@ -387,8 +387,8 @@ export async function frameworkStates(
   const controls = () => {
     ready ??= new Map(
       (controlStates ? controlStates.split(",") : []).map((entry) => {
-        const [controlId, ready] = entry.split(" ") as [string, string];
-        return [controlId, ready === "1"] as const;
+        const [controlId, flag] = entry.split(" ") as [string, string];
+        return [controlId, flag === "1"] as const;
       }),
     );
     return ready;
