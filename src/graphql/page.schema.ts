@@ -1,6 +1,7 @@
+import { collectSubFields } from "@graphql-tools/utils";
 import type { ObjectRef } from "@pothos/core";
 import { queryFromInfo } from "@pothos/plugin-prisma";
-import { type FieldNode, type GraphQLResolveInfo, Kind, type SelectionNode } from "graphql";
+import { type FieldNode, type GraphQLObjectType, type GraphQLResolveInfo, getNamedType, isObjectType } from "graphql";
 import { commonLimits, limited, listLimits } from "../platform/limits.js";
 import { graphOnly } from "../rest/rest-schema.js";
 import { builder } from "./builder.js";
@@ -241,43 +242,52 @@ export function fieldQuery(ctx: Context, info: GraphQLResolveInfo, typeName: str
   return planned(ctx, info, "field", () => queryFromInfo({ context: ctx, info, typeName }));
 }
 
-const selectedNames = new WeakMap<readonly FieldNode[], Map<string, Set<string>>>();
+/** selectedBelow's answers, per request (its variables decide `@skip` and `@include`), field of the document and path. */
+const selectedNames = new WeakMap<object, WeakMap<readonly FieldNode[], Map<string, ReadonlySet<string>>>>();
+
 /**
- * The names the field's selection asks for (through fragments too), at `path` below it (a field of
- * a field: ["status"]). A loader that can read more in its own statement, or take a value from one
- * already read, asks before it does. Worked out once per field of the document and path (the
- * executor hands every row of a list the same field nodes).
+ * The names of the fields the field's selection asks for, at `path` below it (a field of a field:
+ * ["status"]), as the executor collects them (`collectSubFields`: fragments, and `@skip` and
+ * `@include` with this request's variables). A loader that can read more in its own statement, or
+ * take a value from one already read, asks before it does. Worked out once per request, field of
+ * the document and path (the executor hands every row of a list the same field nodes).
  */
 export function selectedBelow(info: GraphQLResolveInfo, path: readonly string[] = []): ReadonlySet<string> {
-  let byPath = selectedNames.get(info.fieldNodes);
+  let byNodes = selectedNames.get(info.variableValues);
+  if (!byNodes) {
+    byNodes = new WeakMap();
+    selectedNames.set(info.variableValues, byNodes);
+  }
+  let byPath = byNodes.get(info.fieldNodes);
   if (!byPath) {
     byPath = new Map();
-    selectedNames.set(info.fieldNodes, byPath);
+    byNodes.set(info.fieldNodes, byPath);
   }
   const key = path.join(".");
   let names = byPath.get(key);
   if (!names) {
-    const found = new Set<string>();
-    const fieldsOf = (selections: readonly SelectionNode[], visit: (field: FieldNode) => void) => {
-      for (const selection of selections) {
-        if (selection.kind === Kind.FIELD) visit(selection);
-        else if (selection.kind === Kind.INLINE_FRAGMENT) fieldsOf(selection.selectionSet.selections, visit);
-        else fieldsOf(info.fragments[selection.name.value]?.selectionSet.selections ?? [], visit);
-      }
-    };
-    const walk = (selections: readonly SelectionNode[], depth: number) =>
-      fieldsOf(selections, (field) => {
-        if (depth === path.length) found.add(field.name.value);
-        else if (field.name.value === path[depth]) walk(field.selectionSet?.selections ?? [], depth + 1);
-      });
-    for (const node of info.fieldNodes) walk(node.selectionSet?.selections ?? [], 0);
-    names = found;
+    names = collectedNames(info, path);
     byPath.set(key, names);
   }
   return names;
 }
 
-/** Whether the field's selection names `name` directly (through fragments too): selectedBelow. */
+function collectedNames(info: GraphQLResolveInfo, path: readonly string[]): ReadonlySet<string> {
+  const collect = (type: GraphQLObjectType, nodes: FieldNode[]) =>
+    collectSubFields(info.schema, info.fragments, info.variableValues, type, nodes).fields;
+  let type = getNamedType(info.returnType);
+  let nodes = info.fieldNodes as FieldNode[];
+  for (const name of path) {
+    const field = isObjectType(type) ? type.getFields()[name] : undefined;
+    if (!field || !isObjectType(type)) return new Set();
+    nodes = [...collect(type, nodes).values()].flat().filter((node) => node.name.value === name);
+    type = getNamedType(field.type);
+  }
+  if (!isObjectType(type) || nodes.length === 0) return new Set();
+  return new Set([...collect(type, nodes).values()].map((found) => found[0]?.name.value as string));
+}
+
+/** Whether the field's selection asks for the field `name` directly: selectedBelow. */
 export const selectsField = (info: GraphQLResolveInfo, name: string) => selectedBelow(info).has(name);
 
 function planned(ctx: Context, info: GraphQLResolveInfo, kind: string, plan: () => unknown): RecordQuery {

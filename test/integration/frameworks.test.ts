@@ -397,6 +397,19 @@ describe("a framework's page", () => {
       lean = await t.gql(stateOnly, { id: fw.id }, { key: fresh.apiKey });
     });
     expect(leanCount.count, leanCount.statements.join("\n")).toBeLessThanOrEqual(5);
+    // The reasons left out by @include, as the executor leaves them out: the same statements (the
+    // controls read without their states).
+    const skipped = await t.countQueries(async () => {
+      const res = await t.gql(
+        stateOnly
+          .replace("query($id: ID!)", "query($id: ID!, $why: Boolean!)")
+          .replace("controls { id status { state } }", "controls { id status { state reasons @include(if: $why) { code } } }"),
+        { id: fw.id, why: false },
+        { key: fresh.apiKey },
+      );
+      expect(res.body.errors).toBeUndefined();
+    });
+    expect(skipped.statements).toEqual(leanCount.statements);
     // The same states as read with their reasons (each control's own statement).
     const full = await t.gql(
       stateOnly.replace("controls { id status { state } }", "controls { id status { state reasons { code } } }"),
