@@ -39,6 +39,8 @@ function translateDatabaseError(error: unknown): AppError | null {
   if (sqlState === "22021" || sqlState === "22P05") {
     return new BadUserInputError("Text must not contain NUL characters (\\u0000)");
   }
+  // A unique violation, also from a statement that writes on the pool directly (writeText).
+  if (sqlState === "23505") return new ConflictError("A record with the same unique values already exists");
   if (!(error instanceof Prisma.PrismaClientKnownRequestError)) return null;
   if (error.code === "P2002") return new ConflictError("A record with the same unique values already exists");
   if (error.code === "P2025") return new NotFoundError("Record", "requested");

@@ -1,5 +1,9 @@
+import { GraphQLError } from "graphql";
+import pg from "pg";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
+import { Prisma } from "../../src/generated/prisma/client.js";
+import { maskError } from "../../src/http/error-masking.js";
 import { isDatabaseUnavailable } from "../../src/platform/db/unavailable.js";
 import { createTestApp } from "../helpers/test-app.js";
 
@@ -72,5 +76,25 @@ describe(isDatabaseUnavailable.name, () => {
     ["a defect", new TypeError("Cannot read properties of undefined")],
   ])("does not take %s for an outage", (_, error) => {
     expect(isDatabaseUnavailable(error)).toBe(false);
+  });
+});
+
+describe("a unique violation", () => {
+  // Raised by Prisma's adapter (P2002) or by the pool itself (a statement of writeText): both are a 409.
+  it.each([
+    [
+      "through Prisma's adapter",
+      new Prisma.PrismaClientKnownRequestError("Unique constraint failed", { code: "P2002", clientVersion: "7" }),
+    ],
+    [
+      "from the pool directly",
+      Object.assign(new pg.DatabaseError("duplicate key value violates unique constraint", 0, "error"), { code: "23505" }),
+    ],
+  ])("%s is CONFLICT, not a masked 500", (_, original) => {
+    const masked = maskError(
+      new GraphQLError("write failed", { originalError: original, path: ["createComment"] }),
+    ) as GraphQLError;
+    expect(masked.extensions?.code).toBe("CONFLICT");
+    expect(masked.message).toBe("A record with the same unique values already exists");
   });
 });

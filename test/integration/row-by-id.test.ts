@@ -5,7 +5,9 @@ import { riskRows } from "../../src/modules/risks/risks.service.js";
 import { taskItemRows } from "../../src/modules/task-items/task-items.service.js";
 import { taskById } from "../../src/modules/tasks/tasks.service.js";
 import { vendorRows } from "../../src/modules/vendors/vendors.service.js";
+import { directWrites, writeRowsDirectly, writeText } from "../../src/platform/db/row-by-id.js";
 import { openFixture } from "../helpers/fixtures.js";
+import { usePostgres } from "../helpers/test-app.js";
 
 const { t, org, other } = await openFixture();
 
@@ -131,5 +133,42 @@ describe("pages selected by scalar fields read their rows in the statement that 
     const query = `{ vendors(limit: 5) { items { id taskItems(limit: 3) { items { id title status } } } } }`;
     const answer = await t.countQueries(() => t.gql(query, {}, { key: org.apiKey }));
     expect(answer.statements.filter((s) => s.includes('FROM "TaskItem" WHERE "id" = ANY('))).toHaveLength(1);
+  });
+});
+
+// A statement that writes and answers rows (writeText): on PostgreSQL on the primary's pool, not
+// through Prisma's raw query, answering what that answers (create comment's one statement).
+describe("a statement that writes, with its rows (writeText)", () => {
+  it("answers what $queryRawUnsafe answers, value for value and type for type", async () => {
+    const text = `UPDATE "Task" SET "description" = $1 WHERE "id" = $2 AND "organizationId" = $3 RETURNING *`;
+    const values = ["Written by both ways", org.taskIds[2], org.organizationId];
+    const viaPrisma = await t.db.$queryRawUnsafe<Record<string, unknown>[]>(text, ...values);
+    const direct = await writeText<Record<string, unknown>>(t.db, text, values);
+    expect(direct).toEqual(viaPrisma);
+    expect(direct[0]?.createdAt).toBeInstanceOf(Date);
+    expect(direct[0]?.description).toBe("Written by both ways");
+  });
+
+  it("creates a comment with its one statement on PostgreSQL's pool, on the embedded database through Prisma", async () => {
+    const source = directWrites(t.db);
+    expect(source !== undefined).toBe(usePostgres);
+    const written: string[] = [];
+    if (source) {
+      writeRowsDirectly(t.db, (text, values, arrays) => {
+        written.push(text);
+        return source(text, values, arrays);
+      });
+    }
+    try {
+      const created = await t.rest("POST", "/v1/comments", {
+        key: org.apiKey,
+        body: { content: "One statement", entityId: org.taskIds[0], entityType: "task", userId: org.userIds[0] },
+      });
+      expect(created.status).toBe(201);
+      expect(created.body).toMatchObject({ content: "One statement", author: { id: org.userIds[0] } });
+      expect(written.filter((text) => text.includes('INSERT INTO "Comment"'))).toHaveLength(usePostgres ? 1 : 0);
+    } finally {
+      if (source) writeRowsDirectly(t.db, source);
+    }
   });
 });

@@ -15,6 +15,7 @@ import {
 import type { RecordQuery } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
 import { requestTransaction } from "../../platform/db/request-transaction.js";
+import { writeText } from "../../platform/db/row-by-id.js";
 import { AppError, BadUserInputError, ForbiddenError, NotFoundError } from "../../platform/errors.js";
 import type { CommentDeletedEvent, CommentEvent, Events } from "../../platform/events.js";
 import { newId } from "../../platform/ids.js";
@@ -210,7 +211,7 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier,
 FROM (SELECT 1) AS one LEFT JOIN actor ON TRUE LEFT JOIN change ON TRUE`,
       }),
     );
-    const [row] = await db.$queryRawUnsafe<(Comment & ActingRow)[]>(sql, ...values);
+    const [row] = await writeText<Comment & ActingRow>(db, sql, values);
     if (!row) throw new Error("createComment: the statement answered no row");
     const author = actingMemberOf(row, input.entityType, input.entityId, input.authorUserId);
     const { found: _found, memberId: _memberId, name: _name, email: _email, image: _image, ...comment } = row;

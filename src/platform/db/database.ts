@@ -10,7 +10,7 @@ import { renewStalePlans, statementNames } from "./prepared-statements.js";
 import { openReadReplicas, type ReadReplicas } from "./read-replicas.js";
 import { routeReads } from "./read-routing.js";
 import { joinRequestTransactions } from "./request-transaction.js";
-import { directRows, readRowsDirectly } from "./row-by-id.js";
+import { directRows, readRowsDirectly, writeRowsDirectly } from "./row-by-id.js";
 import { type SessionTimeouts, storeRoleTimeouts, timeoutMismatches, timeoutsInForce } from "./session-defaults.js";
 import { DEFAULT_TRANSACTION_LIMITS, type TransactionLimits } from "./transaction-limits.js";
 
@@ -269,6 +269,11 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     readRowsDirectly(
       db,
       directRows(pool, replicas, options.countQueries ? (sql) => queryListener?.(sql) : undefined, statementName),
+    );
+    // Writes that answer rows (row-by-id.ts' writeText) on the primary's pool alone.
+    writeRowsDirectly(
+      db,
+      directRows(pool, undefined, options.countQueries ? (sql) => queryListener?.(sql) : undefined, statementName),
     );
     return {
       db,

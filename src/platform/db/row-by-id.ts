@@ -15,6 +15,28 @@ export function readRowsDirectly(db: Db, source: RowSource): void {
   sources.set(db, source);
 }
 
+/** The PostgreSQL primary pool behind a client, for statements that write (set by openDatabase); absent on PGlite. */
+const writeSources = new WeakMap<object, RowSource>();
+
+export function writeRowsDirectly(db: Db, source: RowSource): void {
+  writeSources.set(db, source);
+}
+
+/** The pool `writeText` writes on for `db`, if any (tests watch what goes through it). */
+export const directWrites = (db: Db): RowSource | undefined => writeSources.get(db);
+
+/**
+ * A fixed statement that writes and answers rows (`$1`, `$2`... for `values`, each cast in the SQL
+ * where its type is not the column's): on PostgreSQL straight on the primary's pool, never a
+ * replica, as the reads of `readText` are (Prisma's raw query costs a write about as much CPU as
+ * its own statement, bench/results/2026-12-04-audit-chain.md); on PGlite and inside a request's
+ * transaction (which must hold it) through `$queryRawUnsafe`.
+ */
+export async function writeText<Row>(db: Db, text: string, values: unknown[]): Promise<Row[]> {
+  const source = requestTransaction() ? undefined : writeSources.get(db);
+  return source ? ((await source(text, values)) as Row[]) : db.$queryRawUnsafe<Row[]>(text, ...values);
+}
+
 /**
  * A read-only statement's rows: on PostgreSQL straight from the pool Prisma reads on (`directRows`),
  * elsewhere (PGlite, a transaction's client) through `$queryRaw`. For statements whose values are
