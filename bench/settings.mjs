@@ -7,6 +7,11 @@ const env = process.env;
 export const settings = {
   durationS: Number(env.BENCH_DURATION ?? 5),
   warmupS: Number(env.BENCH_WARMUP ?? 2),
+  // Before the first scenario on PostgreSQL, the service takes every scenario's requests in turn
+  // for this many seconds (every other process as many turns): a service just started spent 10 to
+  // 40 s of load at 1.5 to 2 times its settled CPU per request (bench/results/2026-12-04-levers.md),
+  // which fell on the first scenario's rounds.
+  firstWarmupS: Number(env.BENCH_FIRST_WARMUP ?? 40),
   rounds: Number(env.BENCH_ROUNDS ?? 2),
   connections: (env.BENCH_CONNECTIONS ?? "32,128").split(",").map(Number),
   databases: env.BENCH_ONLY ? env.BENCH_ONLY.split(",") : ["postgres", "pglite"],
