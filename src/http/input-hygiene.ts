@@ -87,7 +87,10 @@ export function useGraphqlInputHygiene(): Plugin {
           extensions: { code: "BAD_USER_INPUT", http: { status: 400 } },
         });
       }
-      const where = loneSurrogate.test(params.query ?? "") ? "query" : malformedTextPath(params.variables ?? {}, "variables");
+      const where =
+        typeof params.query === "string" && loneSurrogate.test(params.query)
+          ? "query"
+          : malformedTextPath(params.variables ?? {}, "variables");
       if (where !== null) {
         throw createGraphQLError(`${where}: text must be well-formed Unicode (a lone surrogate is not a character)`, {
           extensions: { code: "BAD_USER_INPUT", http: { status: 400 } },

@@ -340,6 +340,21 @@ describe("7. malformed input answers 400/404 in our envelope, never a stack", ()
     expect((await json(gql)).errors[0].extensions.code).toBe("BAD_USER_INPUT");
   });
 
+  it("answers a GraphQL query that is not text with 400, whatever members it carries (a 500 the schema fuzzer found)", async () => {
+    // `{"toString":{}}` cannot become a string: the input check of lone surrogates coerced it.
+    for (const query of ['{"toString":{}}', '{"valueOf":{},"toString":{}}', "123", '["{ __typename }"]']) {
+      const gql = await send("/graphql", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-key": org.apiKey },
+        body: `{"query":${query}}`,
+      });
+      expect(gql.status, query).toBe(400);
+      const errors = (await json(gql)).errors;
+      expect(errors[0].extensions.code, query).toBe("BAD_USER_INPUT");
+      expect(errors[0].message, query).toMatch(/^Expected "query" param to be a string/);
+    }
+  });
+
   it("answers a policy text with a __proto__ key, at any depth, with 400 and writes nothing, on both transports", async () => {
     // Written as raw JSON: JSON.parse makes "__proto__" an own key, which Prisma's client cannot write.
     for (const content of ['{"__proto__":null,"type":"doc"}', '[{"type":"p","attrs":{"__proto__":{"x":1}}}]']) {
