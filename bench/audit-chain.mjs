@@ -15,26 +15,20 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import pg from "pg";
+import { median, num, sleep } from "./settings.mjs";
 import { replicaEnv, seedOrganization, startReplica, throwawayDatabase } from "./standalone.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const CONNECTIONS = 32;
 const VARIANTS = ["off", "on", "floor"];
-const median = (values) => {
-  const sorted = [...values].filter((v) => v !== null && !Number.isNaN(v)).sort((a, b) => a - b);
-  if (!sorted.length) return null;
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** What a backend of the loaded variant is doing, as pg_stat_activity says: a row lock, the WAL, running or idle in a transaction. */
+/** What a backend of the loaded variant is doing, as pg_stat_activity says: a row lock, the WAL, running or idle in a transaction (null: anything else). */
 function stateOf({ state, wait_event_type: type, wait_event: event }) {
   if (state === "idle in transaction") return "inTransaction";
   if (state !== "active") return null;
   if (type === "Lock") return "lock";
   if (type === "IO" && /^WAL/.test(event)) return "wal";
-  return type ? "otherWait" : "running";
+  return type ? null : "running";
 }
 
 /** The service's figures in its /metrics text: the pool's waiting requests, and the collector's pauses (sum and count, and those over 10 ms). */
@@ -53,16 +47,16 @@ function metricsOf(text) {
 }
 
 /**
- * Samples while `load` runs: every few ms the loaded variant's backends (by their client port:
+ * Samples while `load` runs: every 10 ms the loaded variant's backends (by its `application_name`:
  * the other two variants' connections stay idle), every 50 ms its pool's waiting requests; the
- * collector's pauses as the difference of /metrics before and after.
+ * collector's pauses as the difference of /metrics before and after (the service's only).
  */
-async function sampled(admin, databaseName, variant, load, seconds) {
-  const counts = { lock: 0, wal: 0, running: 0, inTransaction: 0, otherWait: 0 };
+async function sampled(admin, databaseName, variant, load) {
+  const counts = { lock: 0, wal: 0, running: 0, inTransaction: 0 };
   let samples = 0;
   const poolWaiting = [];
   let done = false;
-  const metrics = async () => (variant.base ? metricsOf(await (await fetch(`${variant.base}/metrics`)).text()) : null);
+  const metrics = async () => (variant.metrics ? metricsOf(await (await fetch(`${variant.base}/metrics`)).text()) : null);
   const before = await metrics();
   const started = Date.now();
   const running = Promise.resolve(load()).finally(() => {
@@ -83,7 +77,7 @@ async function sampled(admin, databaseName, variant, load, seconds) {
     }
   })();
   const pool = (async () => {
-    if (!variant.base) return;
+    if (!variant.metrics) return;
     while (!done) {
       poolWaiting.push((await metrics()).poolWaiting);
       await sleep(50);
@@ -92,12 +86,12 @@ async function sampled(admin, databaseName, variant, load, seconds) {
   const result = await running;
   await Promise.all([backends, pool]);
   const after = await metrics();
-  const elapsed = (Date.now() - started) / 1000 || seconds;
+  const elapsed = (Date.now() - started) / 1000;
   const per = (n) => (samples ? n / samples : null);
   return {
     result,
     backends: Object.fromEntries(Object.entries(counts).map(([k, n]) => [k, per(n)])),
-    poolWaiting: variant.base ? poolWaiting.reduce((a, b) => a + b, 0) / (poolWaiting.length || 1) : null,
+    poolWaiting: variant.metrics ? poolWaiting.reduce((a, b) => a + b, 0) / (poolWaiting.length || 1) : null,
     gcMsPerS: after ? ((after.gcSeconds - before.gcSeconds) * 1000) / elapsed : null,
     gcPausesOver10msPerS: after ? (after.over10ms - before.over10ms) / elapsed : null,
   };
@@ -133,16 +127,16 @@ export async function benchAuditChain({
         ...(args ? { args } : {}),
       });
       // The floor has no /metrics: its pool and collector are not sampled.
-      return { base: name === "floor" ? null : base, url: base, applicationName, org: seedOrganization(baseEnv) };
+      return { base, metrics: name !== "floor", applicationName, org: seedOrganization(baseEnv) };
     };
     const variants = {
       off: await start("off", { BENCH_AUDIT_CHAIN: "off" }),
       on: await start("on", { BENCH_AUDIT_CHAIN: "on" }),
       floor: await start("floor", { FLOOR_DB: "postgres" }, ["bench/floor.mjs"]),
     };
-    const load = ({ url, org }, seconds) =>
+    const load = ({ base, org }, seconds) =>
       autocannon({
-        url: `${url}/v1/comments`,
+        url: `${base}/v1/comments`,
         method: "POST",
         connections: CONNECTIONS,
         duration: seconds,
@@ -165,7 +159,7 @@ export async function benchAuditChain({
     for (let round = 0; round < rounds; round++) {
       for (let place = 0; place < VARIANTS.length; place++) {
         const name = VARIANTS[(round + place) % VARIANTS.length];
-        const s = await sampled(admin, databaseName, variants[name], () => load(variants[name], durationS), durationS);
+        const s = await sampled(admin, databaseName, variants[name], () => load(variants[name], durationS));
         const r = s.result;
         rows[name].push({ rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, ...s });
         errors[name] += r.non2xx + r.errors;
@@ -210,13 +204,12 @@ export async function benchAuditChain({
         encoding: "utf8",
       },
     );
-    const { off, on, floor } = medians;
+    const { off, on } = medians;
     const result = {
       off: off.rps,
       on: on.rps,
       ratio: on.rps / off.rps,
       medians,
-      p99OverFloor: { on: on.p99 / floor.p99, off: off.p99 / floor.p99 },
       errors,
       rounds,
       durationS,
@@ -234,7 +227,6 @@ export async function benchAuditChain({
 
 /** The result as Markdown: the table a results file keeps. */
 export function auditChainTable(result) {
-  const f = (v, digits = 0) => (v === null || v === undefined ? "-" : v.toFixed(digits));
   const label = {
     on: "service, chain on (as it ships)",
     off: "service, chain off (bench only)",
@@ -245,7 +237,7 @@ export function auditChainTable(result) {
     "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ...VARIANTS.map((name) => {
       const m = result.medians[name];
-      return `| ${label[name]} | ${f(m.rps)} | ${f(m.p50)} | ${f(m.p99)} | ${f(m.p99 / result.medians.floor.p99, 2)}x | ${f(m.lock, 2)} | ${f(m.wal, 2)} | ${f(m.running, 2)} | ${f(m.inTransaction, 2)} | ${f(m.poolWaiting, 1)} | ${f(m.gcMsPerS)} | ${f(m.gcPausesOver10msPerS, 2)} |`;
+      return `| ${label[name]} | ${num(m.rps)} | ${num(m.p50)} | ${num(m.p99)} | ${num(m.p99 / result.medians.floor.p99, 2)}x | ${num(m.lock, 2)} | ${num(m.wal, 2)} | ${num(m.running, 2)} | ${num(m.inTransaction, 2)} | ${num(m.poolWaiting, 1)} | ${num(m.gcMsPerS)} | ${num(m.gcPausesOver10msPerS, 2)} |`;
     }),
   ].join("\n");
 }

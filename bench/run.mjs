@@ -295,6 +295,12 @@ async function benchDatabase(kind, workDir) {
         : [];
 
   if (kind === "postgres") {
+    /** Every process of the scenario's lineup (service, floor, the peers) under its request for `seconds`, in turn. */
+    const warmUp = async (s, seconds) => {
+      await load(service, reqs[s.id], 32, seconds, undefined);
+      await load(floor, reqs[s.id], 32, seconds, undefined);
+      for (const [, proc, request] of extras(s)) await load(proc, request, 32, seconds, undefined);
+    };
     // Every process warmed on every scenario first (the JIT of a fresh process takes tens of
     // seconds under load to settle): the scenarios in turn, 2 s at a time, until the service has
     // had BENCH_FIRST_WARMUP seconds of load; the floor and the peers as many turns alike.
@@ -302,10 +308,7 @@ async function benchDatabase(kind, workDir) {
       const started = performance.now();
       const turns = Math.ceil(settings.firstWarmupS / 2);
       for (let turn = 0; turn < turns; turn++) {
-        const s = activeScenarios[turn % activeScenarios.length];
-        await load(service, reqs[s.id], 32, 2, undefined);
-        await load(floor, reqs[s.id], 32, 2, undefined);
-        for (const [, proc, request] of extras(s)) await load(proc, request, 32, 2, undefined);
+        await warmUp(activeScenarios[turn % activeScenarios.length], 2);
       }
       log(
         `first warm-up: ${turns} turns of 2 s per process over the scenarios, ${((performance.now() - started) / 1000).toFixed(0)} s`,
@@ -313,9 +316,7 @@ async function benchDatabase(kind, workDir) {
     }
     // Both processes up; alternate service and floor run by run.
     for (const s of activeScenarios) {
-      await load(service, reqs[s.id], 32, settings.warmupS, undefined);
-      await load(floor, reqs[s.id], 32, settings.warmupS, undefined);
-      for (const [, proc, request] of extras(s)) await load(proc, request, 32, settings.warmupS, undefined);
+      await warmUp(s, settings.warmupS);
       for (const connections of settings.connections) {
         for (let round = 1; round <= settings.rounds; round++) {
           // ABBA order (service first in odd rounds, last in even ones): a trend during the run

@@ -39,10 +39,12 @@ function translateDatabaseError(error: unknown): AppError | null {
   if (sqlState === "22021" || sqlState === "22P05") {
     return new BadUserInputError("Text must not contain NUL characters (\\u0000)");
   }
-  // A unique violation, also from a statement that writes on the pool directly (writeText).
-  if (sqlState === "23505") return new ConflictError("A record with the same unique values already exists");
-  if (!(error instanceof Prisma.PrismaClientKnownRequestError)) return null;
-  if (error.code === "P2002") return new ConflictError("A record with the same unique values already exists");
+  // A unique violation: Prisma's P2002, or 23505 from a statement that writes on the pool directly (writeText).
+  const isPrisma = error instanceof Prisma.PrismaClientKnownRequestError;
+  if (sqlState === "23505" || (isPrisma && error.code === "P2002")) {
+    return new ConflictError("A record with the same unique values already exists");
+  }
+  if (!isPrisma) return null;
   if (error.code === "P2025") return new NotFoundError("Record", "requested");
   if (error.code === "P2028") return new AppError("SERVICE_UNAVAILABLE", "The database is busy; retry the request");
   return null;

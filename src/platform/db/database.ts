@@ -266,15 +266,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       : undefined;
     const db = joinRequestTransactions(replicas ? routeReads(primary, replicas) : primary);
     // The fixed by-id reads (row-by-id.ts) on the same pools, routed and observed as Prisma's reads are.
-    readRowsDirectly(
-      db,
-      directRows(pool, replicas, options.countQueries ? (sql) => queryListener?.(sql) : undefined, statementName),
-    );
+    const observe = options.countQueries ? (sql: string) => queryListener?.(sql) : undefined;
+    readRowsDirectly(db, directRows(pool, replicas, observe, statementName));
     // Writes that answer rows (row-by-id.ts' writeText) on the primary's pool alone.
-    writeRowsDirectly(
-      db,
-      directRows(pool, undefined, options.countQueries ? (sql) => queryListener?.(sql) : undefined, statementName),
-    );
+    writeRowsDirectly(db, directRows(pool, undefined, observe, statementName));
     return {
       db,
       kind: "postgres",
