@@ -8,7 +8,7 @@ import { schema } from "../../src/schema.js";
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
 describe("start-up", () => {
-  it("loads the e-mail queue, the mailer and the embedded database only when they are used", async () => {
+  it("loads the e-mail queue, the mailer, the embedded database and the S3 SDK only when they are used", async () => {
     // Bundled as scripts/build.mjs bundles it: packages stay imports of the bundle.
     const result = await build({
       entryPoints: ["src/server.ts"],
@@ -25,7 +25,16 @@ describe("start-up", () => {
     });
     const imports = Object.values(result.metafile.outputs).flatMap((output) => output.imports);
     const kinds = (name: string) => imports.filter((i) => i.path === name).map((i) => i.kind);
-    for (const name of ["pg-boss", "nodemailer", "@electric-sql/pglite", "pglite-prisma-adapter"]) {
+    // The AWS SDK too: a service whose objects are not in S3 never needs it.
+    const lazy = [
+      "pg-boss",
+      "nodemailer",
+      "@electric-sql/pglite",
+      "pglite-prisma-adapter",
+      "@aws-sdk/client-s3",
+      "@aws-sdk/s3-request-presigner",
+    ];
+    for (const name of lazy) {
       expect(kinds(name), name).toContain("dynamic-import");
       expect(kinds(name), name).not.toContain("import-statement");
     }
