@@ -63,7 +63,7 @@ const errorResponses: Record<number, { name: string; description: string }> = {
   409: {
     name: "Conflict",
     description:
-      "A unique value is taken, the change would leave the organization without an active owner, an upload is already attached to a comment, the caller already holds 100 uploads not yet attached, or a request with the same Idempotency-Key is still running",
+      "A unique value is taken, the change would leave the organization without an active owner, an upload is already attached (to a comment or as evidence), the caller already holds 100 uploads not yet attached, or a request with the same Idempotency-Key is still running",
   },
   413: { name: "PayloadTooLarge", description: "The request body is larger than the configured limit" },
   415: { name: "UnsupportedMediaType", description: "The request body is not application/json" },

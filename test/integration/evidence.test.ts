@@ -93,7 +93,10 @@ describe("evidence", () => {
       body: { uploadId: file.uploadId },
     });
     expect(again.status).toBe(409);
-    expect(again.body.details[0].path).toBe("uploadId");
+    expect(again.body.details[0]).toEqual({
+      path: "uploadId",
+      message: "this upload is already attached: an upload is used once",
+    });
     // The control's evidence, over both transports, with the file's download URL in the graph.
     const listed = await t.rest("GET", `/v1/controls/${controlId}/evidence`, { key: org.apiKey });
     expect(listed.status).toBe(200);

@@ -46,6 +46,8 @@ export type AttachmentSettings = {
 
 /** Uploads a caller may hold not yet attached (and not expired). */
 export const MAX_PENDING_UPLOADS = 100;
+/** The refusal of an upload already attached, to a comment or as evidence: each upload is used once. */
+export const UPLOAD_TAKEN = "this upload is already attached: an upload is used once";
 /** The largest attachment `attachment(id) { contentBase64 }` answers over GraphQL: the inline limit. */
 export const BASE64_CONTENT_MAX_BYTES = 10 * MiB;
 
@@ -385,8 +387,7 @@ export function createAttachmentService(db: Db, settings: AttachmentSettings, ev
           ) {
             throw itemError("NOT_FOUND", itemPath(index, "uploadId"), `upload ${JSON.stringify(item.uploadId)} was not found`);
           }
-          if (found.attachmentId)
-            throw itemError("CONFLICT", itemPath(index, "uploadId"), "this upload is already attached to a comment");
+          if (found.attachmentId) throw itemError("CONFLICT", itemPath(index, "uploadId"), UPLOAD_TAKEN);
           if (found.expiresAt.getTime() <= now) {
             throw itemError(
               "BAD_USER_INPUT",

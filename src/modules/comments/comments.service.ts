@@ -34,7 +34,13 @@ import {
 } from "../entities.js";
 import type { Notifier } from "../notifications/notifications.service.js";
 import { scheduleObjectDeletions } from "./attachments.jobs.js";
-import { type AttachmentService, attachmentFileLimits, type StoredFile, uploadLimits } from "./attachments.service.js";
+import {
+  type AttachmentService,
+  attachmentFileLimits,
+  type StoredFile,
+  UPLOAD_TAKEN,
+  uploadLimits,
+} from "./attachments.service.js";
 import { mentionedIds } from "./mentions.js";
 
 const MiB = 1024 * 1024;
@@ -334,7 +340,7 @@ FROM (SELECT 1) AS one LEFT JOIN actor ON TRUE LEFT JOIN change ON TRUE`,
                 data: { attachmentId: a.id },
               });
               if (taken.count !== 1) {
-                const message = "this upload is already attached to a comment";
+                const message = UPLOAD_TAKEN;
                 throw new AppError("CONFLICT", `attachments.${a.index}.uploadId: ${message}`, [
                   { path: `attachments.${a.index}.uploadId`, message },
                 ]);

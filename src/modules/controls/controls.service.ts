@@ -17,7 +17,7 @@ import {
 import type { Db } from "../../platform/db/database.js";
 import { rowsByIds, selectsScalarsOnly } from "../../platform/db/graph-reader.js";
 import { rowByIdReader } from "../../platform/db/row-by-id.js";
-import { ConflictError, ForbiddenError, NotFoundError } from "../../platform/errors.js";
+import { AppError, ConflictError, ForbiddenError, NotFoundError } from "../../platform/errors.js";
 import { newId } from "../../platform/ids.js";
 import { commonLimits, integer, limit, list, text } from "../../platform/limits.js";
 import { parseInput, type WithNulls } from "../../platform/validation.js";
@@ -466,7 +466,8 @@ export function createControlService(db: Db, notifier: Notifier) {
         const removed = await tx.controlRequirement.deleteMany({
           where: { controlId, requirementId, organizationId: actor.organizationId },
         });
-        if (removed.count === 0) throw new NotFoundError("Requirement mapped to this control", requirementId);
+        if (removed.count === 0)
+          throw new AppError("NOT_FOUND", `Requirement ${JSON.stringify(requirementId)} is not mapped to control ${controlId}`);
         await writeAuditEvent(
           tx,
           auditEvent(actor, "control.unmapped", { type: "control", id: controlId }, { requirementIds: [requirementId] }),

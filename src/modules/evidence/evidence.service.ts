@@ -23,7 +23,7 @@ import { limit, text } from "../../platform/limits.js";
 import { parseInput, type WithNulls } from "../../platform/validation.js";
 import { auditEvent, writeAuditEvent } from "../audit/audit.service.js";
 import { scheduleObjectDeletions } from "../comments/attachments.jobs.js";
-import { type AttachmentService, type StoredFile, uploadLimits } from "../comments/attachments.service.js";
+import { type AttachmentService, type StoredFile, UPLOAD_TAKEN, uploadLimits } from "../comments/attachments.service.js";
 import { callerMemberId, controlScope, inScope, type Recorder, recordControlStates } from "../controls/controls.service.js";
 import type { Notifier } from "../notifications/notifications.service.js";
 
@@ -140,7 +140,7 @@ export async function createEvidenceFromUploads(tx: Tx, input: NewEvidence): Pro
       data: { attachmentId },
     });
     if (taken.count !== 1) {
-      const message = "this upload is already attached";
+      const message = UPLOAD_TAKEN;
       throw new AppError("CONFLICT", `uploadId: ${message}`, [{ path: "uploadId", message }]);
     }
   }
