@@ -72,6 +72,17 @@ export type ListArgs = {
 };
 export type ListKey = ListArgs & { parent?: readonly unknown[]; query?: RecordQuery };
 
+/**
+ * The page selections (itemsQuery's, one object per list field and request) whose list's
+ * `totalCount` is selected too: a root list's page then reads its count in the same statement
+ * instead of a second one (listPage).
+ */
+const totalCountAsked = new WeakSet<object>();
+/** Marks `query` as the selection of a page whose `totalCount` is selected (see totalCountAsked). */
+export function countWithPage(query: RecordQuery): void {
+  if (query) totalCountAsked.add(query);
+}
+
 const searchText = text(listLimits.search);
 
 const { raw, sql, join, empty } = Prisma;
@@ -353,7 +364,14 @@ const inlineColumns = (table: string): InlineColumns => scalarColumns(table, "t"
 const inlineSelect = (inline: InlineColumns | undefined) => raw(inline ? `, ${inline.select}` : "");
 
 /** Ids (and sort values, as text) of each key's page; one statement per group of keys sharing a filter and order. */
-async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: Plan[], inline?: InlineColumns) {
+async function pickRows(
+  db: Db,
+  organizationId: string,
+  spec: ListSpec,
+  plans: Plan[],
+  inline?: InlineColumns,
+  total?: { n: number | null },
+) {
   const picked = new Map<number, { id: string; v: string | null }[]>();
   const groups = new Map<string, number[]>();
   plans.forEach((p, index) => {
@@ -371,8 +389,13 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
           const after = p.after
             ? { value: typed(p.after.v, key.sqlType), id: typed(p.after.i, "text"), valueIsNull: p.after.v === null }
             : undefined;
-          const statement = rootPage(spec, key, order.direction, base, p.limit + 1, after, backward, inline);
-          picked.set(index, await readRows<{ id: string; v: string | null }>(db, statement));
+          // The count of the whole list with its filter (the cursor aside), when asked, as a column
+          // of the page's own statement (computed once); an empty page leaves it to countRows.
+          const counted = total ? sql`(SELECT count(*)::int FROM ${q(spec.table)} t WHERE ${whereAll(base)})` : undefined;
+          const statement = rootPage(spec, key, order.direction, base, p.limit + 1, after, backward, inline, counted);
+          const rows = await readRows<{ id: string; v: string | null; total?: number }>(db, statement);
+          if (total && rows[0]) total.n = Number(rows[0].total);
+          picked.set(index, rows);
         }
         return;
       }
@@ -449,11 +472,13 @@ function rootPage(
   after: { value: Prisma.Sql; id: Prisma.Sql; valueIsNull: boolean } | undefined,
   reversed: boolean,
   inline?: InlineColumns,
+  count?: Prisma.Sql,
 ): Prisma.Sql {
   const rowColumns = inlineSelect(inline);
+  const countColumn = count ? sql`, ${count} AS "total"` : empty;
   if (!key.nullable) {
     const ks = keyset(key, direction, after, reversed);
-    return sql`SELECT t."id", (${key.sql})::text AS "v"${rowColumns} FROM ${q(spec.table)} t
+    return sql`SELECT t."id", (${key.sql})::text AS "v"${rowColumns}${countColumn} FROM ${q(spec.table)} t
       WHERE ${whereAll([...base, ks.where])}
       ORDER BY ${ks.orderBy}
       LIMIT ${take}`;
@@ -470,7 +495,7 @@ function rootPage(
       : sql`(${key.sql}, t."id") ${op} (${after.value}, ${after.id})`;
   const nulls = !after ? sql`TRUE` : after.valueIsNull ? sql`t."id" ${op} ${after.id}` : raw(nullsFirst ? "FALSE" : "TRUE");
   const table = q(spec.table);
-  return sql`SELECT u.* FROM (
+  return sql`SELECT u.*${countColumn} FROM (
     (SELECT t."id", (${key.sql})::text AS "v", ${key.sql} AS "k", ${raw(nullsFirst ? "1" : "0")} AS "part"${rowColumns} FROM ${table} t
       WHERE ${whereAll([...base, sql`${key.sql} IS NOT NULL`, valued])}
       ORDER BY ${key.sql} ${dir}, t."id" ${dir} LIMIT ${take})
@@ -564,6 +589,7 @@ async function pages<T extends { id: string }>(
   spec: ListSpec,
   keys: readonly ListKey[],
   hydrate: Hydrate<T>,
+  total?: { n: number | null },
 ): Promise<(Omit<Page<T>, "totalCount"> | Error)[]> {
   const plans = keys.map((key) => {
     try {
@@ -581,6 +607,7 @@ async function pages<T extends { id: string }>(
         spec,
         valid.map(({ p }) => p),
         inline,
+        total,
       )
     : new Map();
   const byQuery = new Map<string, { query: RecordQuery; ids: string[] }>();
@@ -660,11 +687,15 @@ export async function listPage<T extends { id: string }>(
   key: ListKey,
   hydrate: Hydrate<T>,
 ): Promise<Page<T>> {
-  const [page] = await pages(db, organizationId, spec, [key], hydrate);
+  // Counted with the page when its totalCount is selected (a root list: one statement, not two).
+  const total = spec.parent.length === 0 && key.query && totalCountAsked.has(key.query) ? { n: null } : undefined;
+  const [page] = await pages(db, organizationId, spec, [key], hydrate, total);
   if (page instanceof Error || !page) throw page;
   const plans = [plan(spec, key, organizationId)];
   // Assigned, not spread: a spread would write the page's lazy cursors.
-  return Object.assign(page, { totalCount: async () => (await countRows(db, organizationId, spec, plans))[0] as number });
+  return Object.assign(page, {
+    totalCount: async () => total?.n ?? ((await countRows(db, organizationId, spec, plans))[0] as number),
+  });
 }
 
 const keyName = (key: ListKey) =>

@@ -6,7 +6,7 @@ import { commonLimits, limited, listLimits } from "../platform/limits.js";
 import { graphOnly } from "../rest/rest-schema.js";
 import { builder } from "./builder.js";
 import type { Context } from "./context.js";
-import type { ListSpec } from "./lists.js";
+import { countWithPage, type ListSpec } from "./lists.js";
 import type { Edge, Page, PageInfo as PageInfoShape } from "./pagination.js";
 import { readPath } from "./read-path.js";
 
@@ -228,9 +228,12 @@ type RecordQuery = { select?: object; include?: object };
  * that one object instead of writing each parent's selection out as text.
  */
 export function itemsQuery(ctx: Context, info: GraphQLResolveInfo, typeName: string): RecordQuery {
-  return planned(ctx, info, "items", () =>
-    queryFromInfo({ context: ctx, info, typeName, paths: [["items"], ["edges", "node"]] }),
-  );
+  return planned(ctx, info, "items", () => {
+    const query = queryFromInfo({ context: ctx, info, typeName, paths: [["items"], ["edges", "node"]] });
+    // A root list then reads its count in the page's statement (lists.ts, listPage).
+    if (selectedBelow(info).has("totalCount")) countWithPage(query);
+    return query;
+  });
 }
 
 /**

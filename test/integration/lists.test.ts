@@ -420,6 +420,48 @@ describe("the screens, one request each", () => {
 });
 
 describe("totalCount", () => {
+  it("is read in the root page's own statement: every page, a cursor's too, counts the whole list", async () => {
+    const o = await freshOrg();
+    // Two without a due date: ordered by it, the page is read in two parts (dated, then undated).
+    await makeTasks(o.apiKey, [
+      { title: "One", dueDate: "2026-12-01" },
+      { title: "Two", dueDate: "2026-12-02" },
+      { title: "Three", dueDate: "2026-12-03" },
+      { title: "Four" },
+      { title: "Five" },
+    ]);
+    const page = (fields: string) =>
+      `query($cursor: String, $orderBy: TaskOrderBy, $filter: TaskFilter) { tasks(limit: 2, cursor: $cursor, orderBy: $orderBy, filter: $filter) { ${fields} } }`;
+    for (const orderBy of [undefined, { field: "dueDate", direction: "asc" }]) {
+      const alone = await t.countQueries(() => t.gql(page("items { id } nextCursor"), { orderBy }, { key: o.apiKey }));
+      let counted = await t.countQueries(() => t.gql(page("items { id } nextCursor totalCount"), { orderBy }, { key: o.apiKey }));
+      // The count costs no statement of its own.
+      expect(counted.count, counted.statements.join("\n")).toBe(alone.count);
+      const seen: number[] = [];
+      let cursor: string | null = null;
+      do {
+        const res = await t.gql(page("items { id } nextCursor totalCount"), { orderBy, cursor }, { key: o.apiKey });
+        const tasks = data(res).tasks;
+        seen.push(tasks.items.length);
+        expect(tasks.totalCount).toBe(5);
+        cursor = tasks.nextCursor;
+      } while (cursor);
+      expect(seen).toEqual([2, 2, 1]);
+      // An empty page is still counted (by a statement of its own).
+      counted = await t.countQueries(async () => {
+        const res = await t.gql(
+          page("items { id } totalCount"),
+          { orderBy, filter: { search: "nothing like it" } },
+          {
+            key: o.apiKey,
+          },
+        );
+        expect(data(res).tasks).toEqual({ items: [], totalCount: 0 });
+      });
+      expect(counted.count).toBe(alone.count + 1);
+    }
+  });
+
   it("answers on every list, root and relation, found by introspection", async () => {
     // The owner's own credential: it reads every list, the personal ones (notifications) included.
     const session = await createSession(t.db, org.userIds[0] as string, 3_600_000);
