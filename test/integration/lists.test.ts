@@ -420,6 +420,39 @@ describe("the screens, one request each", () => {
 });
 
 describe("totalCount", () => {
+  it("under many parents: each parent's whole list, empty pages too, in one statement for them all", async () => {
+    const o = await freshOrg();
+    const vendors = o.vendorIds;
+    expect(vendors.length).toBeGreaterThan(1);
+    const addItems = async (vendor: string, n: number) => {
+      for (let i = 0; i < n; i++) {
+        const res = await t.rest("POST", "/v1/task-management", {
+          key: o.apiKey,
+          body: { title: `Item ${i}`, entityId: vendor, entityType: "vendor" },
+        });
+        expect(res.status, res.text).toBe(201);
+      }
+    };
+    // Every vendor but the last has three items.
+    for (const vendor of vendors.slice(0, -1)) await addItems(vendor, 3);
+    const query = (fields: string) => `{ vendors(limit: 50) { items { id taskItems(limit: 2) { ${fields} } } } }`;
+    const totals = async () => {
+      const page = data(await t.gql(query("items { title } totalCount"), {}, { key: o.apiKey })).vendors;
+      return Object.fromEntries(
+        page.items.map((v: { id: string; taskItems: { totalCount: number } }) => [v.id, v.taskItems.totalCount]),
+      );
+    };
+    expect(await totals()).toEqual(Object.fromEntries(vendors.map((v, i) => [v, i < vendors.length - 1 ? 3 : 0])));
+    const alone = await t.countQueries(() => t.gql(query("items { title }"), {}, { key: o.apiKey }));
+    const counted = await t.countQueries(() => t.gql(query("items { title } totalCount"), {}, { key: o.apiKey }));
+    // One grouped statement counts every vendor's list (a relation's count is not read with its page:
+    // measured on the framework page, 2026-12-04, it saved the service 4 to 10 % of its CPU and
+    // PostgreSQL none).
+    expect(counted.count, counted.statements.join("\n")).toBe(alone.count + 1);
+    await addItems(vendors.at(-1) as string, 1);
+    expect(await totals()).toEqual(Object.fromEntries(vendors.map((v, i) => [v, i < vendors.length - 1 ? 3 : 1])));
+  });
+
   it("is read in the root page's own statement: every page, a cursor's too, counts the whole list", async () => {
     const o = await freshOrg();
     // Two without a due date: ordered by it, the page is read in two parts (dated, then undated).
