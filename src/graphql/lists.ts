@@ -364,15 +364,8 @@ const inlineColumns = (table: string): InlineColumns => scalarColumns(table, "t"
 const inlineSelect = (inline: InlineColumns | undefined) => raw(inline ? `, ${inline.select}` : "");
 
 /** Ids (and sort values, as text) of each key's page; one statement per group of keys sharing a filter and order. */
-async function pickRows(
-  db: Db,
-  organizationId: string,
-  spec: ListSpec,
-  plans: Plan[],
-  inline?: InlineColumns,
-  total?: { n: number | null },
-) {
-  const picked = new Map<number, { id: string; v: string | null }[]>();
+async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: Plan[], inline?: InlineColumns, countToo = false) {
+  const picked = new Map<number, { id: string; v: string | null; total?: number }[]>();
   const groups = new Map<string, number[]>();
   plans.forEach((p, index) => {
     const name = `${p.group}|${p.order.field}|${p.order.direction}|${p.backward}`;
@@ -391,11 +384,9 @@ async function pickRows(
             : undefined;
           // The count of the whole list with its filter (the cursor aside), when asked, as a column
           // of the page's own statement (computed once); an empty page leaves it to countRows.
-          const counted = total ? sql`(SELECT count(*)::int FROM ${q(spec.table)} t WHERE ${whereAll(base)})` : undefined;
+          const counted = countToo ? sql`(SELECT count(*)::int FROM ${q(spec.table)} t WHERE ${whereAll(base)})` : undefined;
           const statement = rootPage(spec, key, order.direction, base, p.limit + 1, after, backward, inline, counted);
-          const rows = await readRows<{ id: string; v: string | null; total?: number }>(db, statement);
-          if (total && rows[0]) total.n = Number(rows[0].total);
-          picked.set(index, rows);
+          picked.set(index, await readRows<{ id: string; v: string | null; total?: number }>(db, statement));
         }
         return;
       }
@@ -581,6 +572,8 @@ class ListEdge<T> implements Edge<T> {
 }
 
 type Hydrate<T> = (ids: string[], query: RecordQuery) => Promise<T[]>;
+/** A page before its totalCount is attached, with its count when the statement that picked it read it. */
+type CountedPage<T> = Omit<Page<T>, "totalCount"> & { counted: number | undefined };
 
 /** Each key's page (or its error): ids picked by SQL, then the rows read with the GraphQL selection. */
 async function pages<T extends { id: string }>(
@@ -589,8 +582,8 @@ async function pages<T extends { id: string }>(
   spec: ListSpec,
   keys: readonly ListKey[],
   hydrate: Hydrate<T>,
-  total?: { n: number | null },
-): Promise<(Omit<Page<T>, "totalCount"> | Error)[]> {
+  countToo = false,
+): Promise<(CountedPage<T> | Error)[]> {
   const plans = keys.map((key) => {
     try {
       return plan(spec, key, organizationId);
@@ -607,7 +600,7 @@ async function pages<T extends { id: string }>(
         spec,
         valid.map(({ p }) => p),
         inline,
-        total,
+        countToo,
       )
     : new Map();
   const byQuery = new Map<string, { query: RecordQuery; ids: string[] }>();
@@ -637,7 +630,7 @@ async function pages<T extends { id: string }>(
   return keys.map((key, index) => {
     const p = plans[index] as Plan | Error;
     if (p instanceof Error) return p;
-    const found = (picked.get(validIndex.get(index) as number) ?? []) as { id: string; v: string | null }[];
+    const found = (picked.get(validIndex.get(index) as number) ?? []) as { id: string; v: string | null; total?: number }[];
     // One row more than the page was read, to know whether the list goes on in the direction read.
     const more = found.length > p.limit;
     const shown = found.slice(0, p.limit);
@@ -661,6 +654,8 @@ async function pages<T extends { id: string }>(
     const endCursor = () => (last ? (endEdge?.node.id === last.id ? endEdge.cursor : cursorOf(last)) : null);
     return {
       items: edges.map((e) => e.node),
+      // The list's count when the statement that picked the page read it (asked for, a page not empty).
+      counted: found[0]?.total === undefined ? undefined : Number(found[0].total),
       edges,
       pageInfo: {
         hasNextPage,
@@ -688,13 +683,13 @@ export async function listPage<T extends { id: string }>(
   hydrate: Hydrate<T>,
 ): Promise<Page<T>> {
   // Counted with the page when its totalCount is selected (a root list: one statement, not two).
-  const total = spec.parent.length === 0 && key.query && totalCountAsked.has(key.query) ? { n: null } : undefined;
-  const [page] = await pages(db, organizationId, spec, [key], hydrate, total);
+  const countToo = spec.parent.length === 0 && key.query !== undefined && totalCountAsked.has(key.query);
+  const [page] = await pages(db, organizationId, spec, [key], hydrate, countToo);
   if (page instanceof Error || !page) throw page;
   const plans = [plan(spec, key, organizationId)];
   // Assigned, not spread: a spread would write the page's lazy cursors.
   return Object.assign(page, {
-    totalCount: async () => total?.n ?? ((await countRows(db, organizationId, spec, plans))[0] as number),
+    totalCount: async () => page.counted ?? ((await countRows(db, organizationId, spec, plans))[0] as number),
   });
 }
 

@@ -340,9 +340,8 @@ FROM (SELECT 1) AS one LEFT JOIN actor ON TRUE LEFT JOIN change ON TRUE`,
                 data: { attachmentId: a.id },
               });
               if (taken.count !== 1) {
-                const message = UPLOAD_TAKEN;
-                throw new AppError("CONFLICT", `attachments.${a.index}.uploadId: ${message}`, [
-                  { path: `attachments.${a.index}.uploadId`, message },
+                throw new AppError("CONFLICT", `attachments.${a.index}.uploadId: ${UPLOAD_TAKEN}`, [
+                  { path: `attachments.${a.index}.uploadId`, message: UPLOAD_TAKEN },
                 ]);
               }
             }

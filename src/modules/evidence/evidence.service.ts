@@ -140,8 +140,7 @@ export async function createEvidenceFromUploads(tx: Tx, input: NewEvidence): Pro
       data: { attachmentId },
     });
     if (taken.count !== 1) {
-      const message = UPLOAD_TAKEN;
-      throw new AppError("CONFLICT", `uploadId: ${message}`, [{ path: "uploadId", message }]);
+      throw new AppError("CONFLICT", `uploadId: ${UPLOAD_TAKEN}`, [{ path: "uploadId", message: UPLOAD_TAKEN }]);
     }
   }
   const common = {
