@@ -7,6 +7,7 @@ import { PrismaClient } from "../../generated/prisma/client.js";
 import { lockDataDir } from "./data-dir-lock.js";
 import { applyMigrations, pgliteMigrationSession, pgMigrationSession, readMigrations } from "./migrate.js";
 import { renewStalePlans, statementNames } from "./prepared-statements.js";
+import { compiledOffThread, compileQueryCompiler } from "./query-compiler.js";
 import { openReadReplicas, type ReadReplicas } from "./read-replicas.js";
 import { routeReads } from "./read-routing.js";
 import { joinRequestTransactions } from "./request-transaction.js";
@@ -183,6 +184,8 @@ function forAdapter<T extends object>(queryable: T, asAdapterStatement: AsAdapte
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
+  // Started now, finished off the main thread while the database opens; a failure surfaces at the first query.
+  compileQueryCompiler().catch(() => {});
   let queryListener: ((sql: string) => void) | undefined;
   const queryEvents = [{ emit: "event", level: "query" }] as const;
   // Typed as always on, so that `$on("query")` type-checks; Prisma emits nothing when it is off.
@@ -193,7 +196,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   };
   const createClient = (adapter: PrismaPg | PrismaPGlite) => {
     const { maxWaitMs, timeoutMs } = options.transactions ?? DEFAULT_TRANSACTION_LIMITS;
-    const db = new PrismaClient({ adapter, log, transactionOptions: { maxWait: maxWaitMs, timeout: timeoutMs } });
+    const clientOptions = { adapter, log, transactionOptions: { maxWait: maxWaitMs, timeout: timeoutMs } };
+    const db = new PrismaClient({ ...clientOptions, ...(compiledOffThread as object) } as typeof clientOptions);
     if (options.countQueries) db.$on("query", (event) => queryListener?.(event.query));
     return db;
   };
