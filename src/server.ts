@@ -146,19 +146,20 @@ const tracing = config.otlpEndpoint ? await startTracing(config.otlpEndpoint) : 
 
 /**
  * The job queue: pg-boss in our database (its own schema, created and migrated by its start()), for
- * e-mail and webhook deliveries, on every replica that sends either. Started at once and awaited
- * where it is needed: by the mailer before the app exists, by the webhook worker once the server
- * listens (so that it never delays the first answer).
- * The queue is no dependency of /ready: requests enqueue through their own transaction.
+ * e-mail and webhook deliveries, on every replica that sends either. E-mail needs it before the app
+ * exists (a notification's mail is enqueued in the notification's transaction), so with e-mail it
+ * starts at once; webhooks alone start it once the server listens: their deliveries wait in their
+ * own table until the worker relays them, and pg-boss's start (a dozen statements, on the embedded
+ * database queued on its one connection before the first request's) never delays the first answer.
+ * The queue is no dependency of /ready.
  */
 let shuttingDown = false;
-const jobQueue =
-  config.mail || config.webhooks.worker
-    ? startJobQueue({ pglite: database.pglite, url: config.databaseUrl, logger }).catch((error: Error) => {
-        logger.fatal({ err: error }, "cannot start the job queue");
-        fail(`Cannot start: the job queue (pg-boss) did not start: ${error.message}`);
-      })
-    : undefined;
+const startQueue = () =>
+  startJobQueue({ pglite: database.pglite, url: config.databaseUrl, logger }).catch((error: Error) => {
+    logger.fatal({ err: error }, "cannot start the job queue");
+    fail(`Cannot start: the job queue (pg-boss) did not start: ${error.message}`);
+  });
+let jobQueue = config.mail ? startQueue() : undefined;
 /** The webhook worker's start (once the server listens), which shutdown waits for before stopping it. */
 let webhooksStarting: Promise<void> | undefined;
 
@@ -313,17 +314,29 @@ server.listen(config.port, config.host, () => {
     { url: base, database: database.kind, redis: Boolean(redis), graphiql: config.graphiql ? `${base}/graphql` : false },
     "listening",
   );
-  if (config.webhooks.worker && jobQueue) {
-    webhooksStarting = jobQueue
-      .then(({ boss }) => (shuttingDown ? undefined : webhookWorker.start(boss)))
-      .catch((error: Error) => {
-        // Stopping already: the shutdown's own steps end the process.
-        if (shuttingDown) return logger.warn({ err: error }, "the webhook worker did not start before shutdown");
-        logger.fatal({ err: error }, "cannot start the webhook worker");
-        fail(`Cannot start: the webhook worker did not start: ${error.message}`);
-      });
-  }
+  if (config.webhooks.worker) webhooksTimer = setTimeout(startWebhooks, WEBHOOK_WORKER_DELAY_MS);
 });
+
+/**
+ * The webhook worker starts this long after the server listens, and with it the job queue when
+ * e-mail did not start it: pg-boss's start (its import and a dozen statements, which on the
+ * embedded database queue on its one connection) would otherwise hold the first requests, /ready's
+ * included, for about 0.1 s. Deliveries wait in their table meanwhile, as they wait for a poll.
+ */
+const WEBHOOK_WORKER_DELAY_MS = 1_000;
+let webhooksTimer: NodeJS.Timeout | undefined;
+function startWebhooks() {
+  if (shuttingDown) return;
+  jobQueue ??= startQueue();
+  webhooksStarting = jobQueue
+    .then(({ boss }) => (shuttingDown ? undefined : webhookWorker.start(boss)))
+    .catch((error: Error) => {
+      // Stopping already: the shutdown's own steps end the process.
+      if (shuttingDown) return logger.warn({ err: error }, "the webhook worker did not start before shutdown");
+      logger.fatal({ err: error }, "cannot start the webhook worker");
+      fail(`Cannot start: the webhook worker did not start: ${error.message}`);
+    });
+}
 
 /**
  * Answer /ready with 503 and keep serving for SHUTDOWN_DELAY_MS, so that a load balancer stops
@@ -336,6 +349,7 @@ server.listen(config.port, config.host, () => {
 async function shutdown(signal: string) {
   if (shuttingDown) return;
   shuttingDown = true;
+  clearTimeout(webhooksTimer);
   const signalledAt = Date.now();
   const steps: Record<string, "done" | "failed"> = {};
   let current = "";
