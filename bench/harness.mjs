@@ -152,7 +152,7 @@ export async function checkQuiet(label) {
 /** The Node flags `npm start` gives the service (package.json): the bench starts it the same way. */
 export const startFlags = (() => {
   const start = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")).scripts.start;
-  return /\bnode\s+((?:--?\S+\s+)*)dist\/server\.js/.exec(start)?.[1].split(/\s+/).filter(Boolean) ?? [];
+  return /\bnode\s+((?:--?\S+\s+)*)(?:dist\/server\.js|scripts\/start\.mjs)/.exec(start)?.[1].split(/\s+/).filter(Boolean) ?? [];
 })();
 
 /** Node flags of the service; BENCH_NODE_FLAGS adds more (e.g. "--max-semi-space-size=32") to try them. */

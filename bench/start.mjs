@@ -26,7 +26,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const log = (line) => process.stdout.write(`${line}\n`);
 
 const startScript = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")).scripts.start;
-const nodeFlags = /\bnode\s+((?:--?\S+\s+)*)dist\/server\.js/.exec(startScript)?.[1].split(/\s+/).filter(Boolean) ?? [];
+const nodeFlags = /\bnode\s+((?:--?\S+\s+)*)(?:dist\/server\.js|scripts\/start\.mjs)/.exec(startScript)?.[1].split(/\s+/).filter(Boolean) ?? [];
 
 function cleanEnv(databaseUrl) {
   const base = { ...process.env };
@@ -104,7 +104,7 @@ function checkout(revision) {
 
 function flagsOf(dir) {
   const start = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")).scripts.start;
-  return /\bnode\s+((?:--?\S+\s+)*)dist\/server\.js/.exec(start)?.[1].split(/\s+/).filter(Boolean) ?? [];
+  return /\bnode\s+((?:--?\S+\s+)*)(?:dist\/server\.js|scripts\/start\.mjs)/.exec(start)?.[1].split(/\s+/).filter(Boolean) ?? [];
 }
 
 export async function benchStart() {

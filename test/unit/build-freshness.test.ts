@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -19,10 +19,9 @@ const bundle = () => readFileSync(path.join(work, "dist", "service.js"), "utf8")
 const bundleMtime = () => statSync(path.join(work, "dist", "service.js")).mtimeMs;
 
 describe("npm start's build step", () => {
-  it("is the first command of npm start, with --if-changed", () => {
+  it("is what npm start runs, in the server's own process", () => {
     const start = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")).scripts.start as string;
-    expect(start.split("&&")[0]?.trim()).toBe("node scripts/build.mjs --if-changed");
-    expect(start).toMatch(/&& node .*dist\/server\.js$/);
+    expect(start).toMatch(/^node (--\S+ )*scripts\/start\.mjs$/);
   });
 
   it("builds a tree once, skips an unchanged one and rebuilds after any change to src/", () => {
@@ -76,5 +75,57 @@ describe("npm start's build step", () => {
     };
     expect(run({})).toBe("second true");
     expect(run({ NODE_DISABLE_COMPILE_CACHE: "1" })).toBe("second false");
+  });
+  it("starts the built server after building it when src/ changed (scripts/start.mjs)", () => {
+    writeFileSync(path.join(work, "src", "lib", "word.ts"), 'export const word: string = "third";\n');
+    const start = () =>
+      execFileSync(process.execPath, [path.join(root, "scripts", "start.mjs")], { cwd: work, encoding: "utf8" })
+        .trim()
+        .split("\n");
+    expect(start()).toEqual(["built dist/service.js", "third true"]);
+    expect(start()).toEqual(["third true"]);
+  });
+
+  it("trusts a file's size and time only when the file is older than the stamp by two seconds, as git does", () => {
+    build();
+    const stampFile = path.join(work, "dist", "build-inputs.json");
+    const stampedAt = () => JSON.parse(readFileSync(stampFile, "utf8")).at as number;
+    const word = path.join(work, "src", "lib", "word.ts");
+    // Every file older than the stamp: nothing is read, the stamp is left as it is.
+    const old = new Date(Date.now() - 60_000);
+    const files = [
+      "src/server.ts",
+      "src/lib/word.ts",
+      "src/lib/unused.ts",
+      "package.json",
+      "dist/service.js",
+      "dist/service.js.map",
+      "dist/server.js",
+    ];
+    for (const file of files) utimesSync(path.join(work, file), old, old);
+    expect(build()).toBe(""); // contents the same, times changed: read, then the stamp records the new times
+    const recorded = stampedAt();
+    expect(build()).toBe("");
+    expect(stampedAt()).toBe(recorded);
+
+    // An edit that keeps the size, within the stamp's two seconds, with the time set back as it
+    // was recorded (a coarse clock's same tick): read, seen, rebuilt.
+    const before = statSync(word);
+    writeFileSync(word, 'export const word: string = "forth";\n');
+    const stamped = new Date(stampedAt() - 500);
+    utimesSync(word, stamped, stamped);
+    writeFileSync(stampFile, readFileSync(stampFile, "utf8").replace(String(before.mtimeMs), String(statSync(word).mtimeMs)));
+    expect(build()).toContain("built");
+    expect(bundle()).toContain('"forth"');
+  });
+  it("writes an ASCII bundle: a regular expression's non-ASCII characters are escaped, with the same meaning", () => {
+    writeFileSync(
+      path.join(work, "src", "server.ts"),
+      'const dashes = /[\u2013—]+/u;\nconsole.log(dashes.test("a–b"), dashes.test("a-b"), "–—".length, /😀/.test("😀"));\n',
+    );
+    expect(build()).toContain("built");
+    expect(bundle()).toMatch(/^[\x20-\x7e\n\t]*$/);
+    const run = execFileSync(process.execPath, ["dist/server.js"], { cwd: work, encoding: "utf8" }).trim();
+    expect(run).toBe("true false 2 true");
   });
 });
