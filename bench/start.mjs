@@ -26,7 +26,8 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const log = (line) => process.stdout.write(`${line}\n`);
 
 const startScript = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")).scripts.start;
-const nodeFlags = /\bnode\s+((?:--?\S+\s+)*)(?:dist\/server\.js|scripts\/start\.mjs)/.exec(startScript)?.[1].split(/\s+/).filter(Boolean) ?? [];
+const nodeFlags =
+  /\bnode\s+((?:--?\S+\s+)*)(?:dist\/server\.js|scripts\/start\.mjs)/.exec(startScript)?.[1].split(/\s+/).filter(Boolean) ?? [];
 
 function cleanEnv(databaseUrl) {
   const base = { ...process.env };
