@@ -38,6 +38,13 @@ describe("reading", () => {
     expect(rest.body.items.find((f: { id: string }) => f.id === shipped.id)).toMatchObject({ custom: false, adopted: false });
   });
 
+  it("dates a shipped framework by its catalog: created and last changed then, not created after its last change", async () => {
+    const rest = await t.rest("GET", "/v1/frameworks?q=nist-sp-800-53-rev5&limit=100", { key: org.apiKey });
+    expect(rest.status).toBe(200);
+    const nist = rest.body.items.find((f: { key: string }) => f.key === "nist-sp-800-53-rev5");
+    expect(nist).toMatchObject({ createdAt: "2026-12-03T14:00:00.000Z", updatedAt: "2026-12-03T14:00:00.000Z" });
+  });
+
   it("filters by adopted and searches key and name", async () => {
     const fresh = await t.seedOrg();
     const mine = await makeFramework(t.db, { organizationId: fresh.organizationId, name: "Zebra Controls" });
