@@ -28,36 +28,6 @@ const thisScript = fileURLToPath(import.meta.url);
 const esbuildPackage = fileURLToPath(new URL("../node_modules/esbuild/package.json", import.meta.url));
 // Files the bundle reads beside itself at run time (new URL("./<folder>/", import.meta.url)), copied next to it.
 const besideBundle = ["src/modules/evidence-requests/evidence-request-page"];
-/**
- * Packages left out of the bundle, imported from node_modules at run time: those that read files
- * beside their own code (PGlite's WebAssembly and data, Prisma's query compiler, pino's and
- * thread-stream's workers, Swagger UI's assets), native ones (koffi), those loaded only when
- * configured (pg-boss, nodemailer, the AWS SDK, OpenTelemetry's exporters), and pg, which Prisma's
- * adapter imports too (one copy of the driver for both). The rest, about 1,500 files of
- * graphql, Yoga, Sofa, Pothos, zod and their dependencies, is bundled: Node resolves and
- * instantiates one module instead of each of them at every start.
- */
-const KEPT_EXTERNAL = [
-  "@electric-sql/pglite",
-  "@electric-sql/pglite/*",
-  "pglite-prisma-adapter",
-  "@prisma/*",
-  "pino",
-  "thread-stream",
-  "pg",
-  "pg-native",
-  "pg-boss",
-  "nodemailer",
-  "@aws-sdk/*",
-  "@opentelemetry/*",
-  "ioredis",
-  "ajv",
-  "ajv/*",
-  "@graphql-yoga/render-graphiql",
-  "@graphql-yoga/render-graphiql/*",
-  "swagger-ui-dist",
-  "koffi",
-];
 /** A file's size and modification time are trusted only when it was last modified this long before the stamp. */
 const RACY_MS = 2_000;
 
@@ -148,23 +118,6 @@ function isCurrent(outdir) {
   return true;
 }
 
-/**
- * esbuild escapes non-ASCII characters in strings but leaves them in regular expression literals
- * (title-case's dashes, from Sofa): one of them makes Node hold the whole bundle as a two-byte
- * string and decode it as UTF-8 at every start (0.1 s for the bundle). Each is written as its
- * \\uXXXX escape instead, which means the same character in a string, a template, a regular
- * expression (with or without the u flag: a surrogate pair stays a pair) and a comment.
- */
-function asciiOnly(file) {
-  const text = readFileSync(file, "utf8");
-  const nonAscii = /[\u0080-\uffff]/g;
-  if (!nonAscii.test(text)) return;
-  writeFileSync(
-    file,
-    text.replace(nonAscii, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`),
-  );
-}
-
 /** esbuild's options for the service's bundle (test/unit/start-up.test.ts bundles with them too). */
 export function bundleOptions(outdir) {
   return {
@@ -174,14 +127,7 @@ export function bundleOptions(outdir) {
     platform: "node",
     format: "esm",
     target: "node22.15",
-    external: KEPT_EXTERNAL,
-    // CommonJS packages in the bundle call require() (for Node's own modules): an ES module has none.
-    banner: {
-      js: 'import { createRequire as __bundleRequire } from "node:module";\nconst require = __bundleRequire(import.meta.url);',
-    },
-    // Less text to read and hash at every start (3.5 instead of 4.8 MB); names stay, for stack traces.
-    minifyWhitespace: true,
-    minifySyntax: true,
+    packages: "external",
     sourcemap: true,
     logLevel: "warning",
   };
@@ -194,7 +140,6 @@ export async function build(outdir = "dist") {
   // Imported only when a build runs: loading esbuild is most of what a skipped build would cost.
   const esbuild = await import("esbuild");
   await esbuild.build(bundleOptions(outdir));
-  asciiOnly(path.join(outdir, "service.js"));
   // esbuild's service process would otherwise live as long as the process that built (npm start's server).
   await esbuild.stop?.();
   writeFileSync(path.join(outdir, "server.js"), LAUNCHER);
