@@ -7,6 +7,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import pg from "pg";
+import { bundleOptions } from "../scripts/build.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -36,17 +37,7 @@ export async function appBundle(srcRoot, outdir) {
       "",
     ].join("\n"),
   );
-  await build({
-    entryPoints: { app: entry },
-    outdir,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node22.15",
-    packages: "external",
-    sourcemap: true,
-    logLevel: "warning",
-  });
+  await build({ ...bundleOptions(outdir), entryPoints: { app: entry } });
   return path.join(outdir, "app.js");
 }
 

@@ -7,6 +7,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import autocannon from "autocannon";
 import { build } from "esbuild";
+import { bundleOptions } from "../scripts/build.mjs";
 
 /**
  * The steps. `module` is what src/ imports (a path from the repository's root, or a package that
@@ -177,15 +178,8 @@ export async function buildGuardsBundle(root, { steps = GUARD_STEPS, dir = ".gua
     ].join("\n"),
   );
   await build({
+    ...bundleOptions(outdir),
     entryPoints: { server: path.join(root, "src/server.ts"), app: appEntry },
-    outdir,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node22.15",
-    packages: "external",
-    sourcemap: true,
-    logLevel: "warning",
     plugins: [switchesPlugin(root, steps)],
   });
   return { server: path.join(outdir, "server.js"), app: path.join(outdir, "app.js") };

@@ -16,6 +16,7 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { build } from "esbuild";
 import pg from "pg";
+import { bundleOptions } from "../scripts/build.mjs";
 import { createVendorPage, vendorPageRequest } from "./scenarios/vendor-page.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -52,17 +53,7 @@ writeFileSync(
     "",
   ].join("\n"),
 );
-await build({
-  entryPoints: { app: entry },
-  outdir: outDir,
-  bundle: true,
-  platform: "node",
-  format: "esm",
-  target: "node22.15",
-  packages: "external",
-  sourcemap: true,
-  logLevel: "warning",
-});
+await build({ ...bundleOptions(outDir), entryPoints: { app: entry } });
 
 const admin = new pg.Client({ connectionString: postgresUrl });
 admin.on("error", () => {});
