@@ -20,9 +20,10 @@ import { createServer } from "node:http";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import pg from "pg";
-import { baseAndHeadBundles, startFlags as startFlagsOf } from "./app-bundle.mjs";
+import { baseAndHeadBundles } from "./app-bundle.mjs";
 import { systemBusyMs } from "./cpu.mjs";
 import { createVendorPage, vendorPageRequest } from "./scenarios/vendor-page.mjs";
+import { startFlagsOf } from "./settings.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const env = process.env;

@@ -1,25 +1,12 @@
-// The pieces of an in-process bench: this tree's app bundled without its HTTP server, the Node
-// flags of `npm start`, and a throwaway PostgreSQL database seeded through the CLI.
+// The pieces of an in-process bench: this tree's app bundled without its HTTP server and a
+// throwaway PostgreSQL database seeded through the CLI (the Node flags of `npm start`: settings.mjs).
 import { execFileSync, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import pg from "pg";
 import { bundleOptions } from "../scripts/build.mjs";
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-
-/** The Node flags `npm start` runs the service with. */
-export function startFlags() {
-  return JSON.parse(readFileSync(path.join(root, "package.json"), "utf8"))
-    .scripts.start.split("&&")
-    .at(-1)
-    .trim()
-    .split(/\s+/)
-    .filter((w) => w.startsWith("--"));
-}
 
 /** Bundles the app of a source tree (createApp, loadConfig, openDatabase, schema) into `outdir`; the bundle's path. */
 export async function appBundle(srcRoot, outdir) {

@@ -18,10 +18,11 @@ import { createServer } from "node:http";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import pg from "pg";
-import { baseAndHeadBundles, startFlags as startFlagsOf, throwawayDatabase } from "./app-bundle.mjs";
+import { baseAndHeadBundles, throwawayDatabase } from "./app-bundle.mjs";
 import { postgresCpuMs } from "./cpu.mjs";
 import { createFrameworkPage, FRAMEWORK_PAGE_QUERY, frameworkRequest } from "./scenarios/framework-page.mjs";
 import { FRAMEWORK_READINESS_QUERY } from "./scenarios/framework-readiness.mjs";
+import { startFlagsOf } from "./settings.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const env = process.env;

@@ -14,9 +14,9 @@ import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
-import { startFlags as startFlagsOf } from "./app-bundle.mjs";
 import { processCpuMs, systemBusyMs } from "./cpu.mjs";
 import { formatSummary, summarizeProfile } from "./profile.mjs";
+import { startFlagsOf } from "./settings.mjs";
 import { replicaEnv, seedOrganization, startReplica, throwawayDatabase } from "./standalone.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");

@@ -8,8 +8,8 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { startFlags } from "./app-bundle.mjs";
 import { buildGuardsBundle, GUARD_STEPS } from "./guards.mjs";
+import { startFlagsOf } from "./settings.mjs";
 import { replicaEnv, seedOrganization, throwawayDatabase } from "./standalone.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -89,7 +89,7 @@ process.exit(0);
   );
   process.stdout.write(`steps: ${steps.join(", ")}\n`);
   const code = await new Promise((resolve) => {
-    const child = spawn(process.execPath, [...startFlags(), path.join(root, "bench", "guards-inprocess.mjs"), input, output], {
+    const child = spawn(process.execPath, [...startFlagsOf(), path.join(root, "bench", "guards-inprocess.mjs"), input, output], {
       cwd: root,
       env: serviceEnv,
       stdio: ["ignore", "inherit", "inherit"],

@@ -11,7 +11,7 @@ import pg from "pg";
 import { postgresCpuMs, postgresCpuSince, processCpuMs, systemBusyMs } from "./cpu.mjs";
 import { freePort } from "./free-port.mjs";
 import { activeScenarios } from "./scenarios/index.mjs";
-import { log, median, settings, sleep } from "./settings.mjs";
+import { log, median, settings, sleep, startFlagsOf } from "./settings.mjs";
 
 export const benchDir = path.dirname(fileURLToPath(import.meta.url));
 export const root = path.resolve(benchDir, "..");
@@ -150,10 +150,7 @@ export async function checkQuiet(label) {
 }
 
 /** The Node flags `npm start` gives the service (package.json): the bench starts it the same way. */
-export const startFlags = (() => {
-  const start = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")).scripts.start;
-  return /\bnode\s+((?:--?\S+\s+)*)(?:dist\/server\.js|scripts\/start\.mjs)/.exec(start)?.[1].split(/\s+/).filter(Boolean) ?? [];
-})();
+export const startFlags = startFlagsOf();
 
 /** Node flags of the service; BENCH_NODE_FLAGS adds more (e.g. "--max-semi-space-size=32") to try them. */
 export function serviceArgs(extra = [], bundle = "dist/server.js") {

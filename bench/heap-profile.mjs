@@ -9,7 +9,7 @@
 // .exp/heap/vendor-page.heapprofile (open it in Chrome DevTools > Memory).
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { Session } from "node:inspector/promises";
 import path from "node:path";
@@ -18,15 +18,11 @@ import { build } from "esbuild";
 import pg from "pg";
 import { bundleOptions } from "../scripts/build.mjs";
 import { createVendorPage, vendorPageRequest } from "./scenarios/vendor-page.mjs";
+import { startFlagsOf } from "./settings.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const env = process.env;
-const startFlags = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8"))
-  .scripts.start.split("&&")
-  .at(-1)
-  .trim()
-  .split(/\s+/)
-  .filter((w) => w.startsWith("--"));
+const startFlags = startFlagsOf();
 if (!env.HEAP_CHILD) {
   const result = spawnSync(process.execPath, [...startFlags, fileURLToPath(import.meta.url)], {
     stdio: "inherit",

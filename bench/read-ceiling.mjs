@@ -18,14 +18,15 @@ import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { appBundle, startFlags, throwawayDatabase } from "./app-bundle.mjs";
+import { appBundle, throwawayDatabase } from "./app-bundle.mjs";
 import { otherCoresDuring } from "./cpu.mjs";
 import { createVendorPage, VENDOR_PAGE_QUERY } from "./scenarios/vendor-page.mjs";
+import { startFlagsOf } from "./settings.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const env = process.env;
 if (!env.CEILING_CHILD) {
-  const result = spawnSync(process.execPath, [...startFlags(), fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
+  const result = spawnSync(process.execPath, [...startFlagsOf(), fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
     stdio: "inherit",
     env: { ...env, CEILING_CHILD: "1" },
   });
@@ -170,7 +171,7 @@ try {
   for (const page of Object.values(pages)) for (const fn of Object.values(page.sides)) await block(fn, 100);
 
   log(
-    `Node ${process.version} ${startFlags().join(" ")}, graphql ${require("graphql/package.json").version}; ${rounds} rounds of ${perBlock} pages a side, alternating`,
+    `Node ${process.version} ${startFlagsOf().join(" ")}, graphql ${require("graphql/package.json").version}; ${rounds} rounds of ${perBlock} pages a side, alternating`,
   );
   const results = {};
   const noise = await otherCoresDuring(async () => {

@@ -1,6 +1,8 @@
 // The settings of `npm run bench` (bench/README.md lists them), read once from the environment,
 // and the small helpers every part of the harness shares.
+import { readFileSync } from "node:fs";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { GUARD_STEPS } from "./guards.mjs";
 
 const env = process.env;
@@ -70,3 +72,12 @@ export const median = (xs) => {
 export const num = (x, digits = 0) => (x === null || x === undefined || Number.isNaN(x) ? "-" : x.toFixed(digits));
 export const ratioPct = (x) => (x === null || x === undefined ? "-" : `${(100 * x).toFixed(0)}%`);
 export const ratioX = (x) => (x === null || x === undefined ? "-" : `x${x.toFixed(2)}`);
+
+/**
+ * The Node flags `npm start` gives the service, read from the scripts of `dir`'s package.json (this
+ * tree's by default; an older revision's start script ran `node <flags> dist/server.js`).
+ */
+export function startFlagsOf(dir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")) {
+  const start = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")).scripts.start;
+  return /\bnode\s+((?:--?\S+\s+)*)(?:dist\/server\.js|scripts\/start\.mjs)/.exec(start)?.[1].split(/\s+/).filter(Boolean) ?? [];
+}

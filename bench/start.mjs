@@ -10,13 +10,13 @@
 // this tree's node_modules and generated client): before and after on the same seconds of the machine.
 import { execSync, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { otherCoresDuring, systemBusyMs } from "./cpu.mjs";
 import { freePort } from "./free-port.mjs";
-import { QUIET_CORES } from "./settings.mjs";
+import { QUIET_CORES, startFlagsOf } from "./settings.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const runs = Number(process.env.BENCH_START_RUNS ?? 5);
@@ -25,9 +25,7 @@ const postgresUrl =
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const log = (line) => process.stdout.write(`${line}\n`);
 
-const startScript = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")).scripts.start;
-const nodeFlags =
-  /\bnode\s+((?:--?\S+\s+)*)(?:dist\/server\.js|scripts\/start\.mjs)/.exec(startScript)?.[1].split(/\s+/).filter(Boolean) ?? [];
+const nodeFlags = startFlagsOf();
 
 function cleanEnv(databaseUrl) {
   const base = { ...process.env };
@@ -103,11 +101,6 @@ function checkout(revision) {
   return dir;
 }
 
-function flagsOf(dir) {
-  const start = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")).scripts.start;
-  return /\bnode\s+((?:--?\S+\s+)*)(?:dist\/server\.js|scripts\/start\.mjs)/.exec(start)?.[1].split(/\s+/).filter(Boolean) ?? [];
-}
-
 export async function benchStart() {
   const against = process.env.BENCH_START_AGAINST ? checkout(process.env.BENCH_START_AGAINST) : null;
   for (const dir of [root, against].filter(Boolean)) {
@@ -142,7 +135,7 @@ export async function benchStart() {
       const rev = process.env.BENCH_START_AGAINST;
       ways[`npm start (${rev})`] = () => timeStart("npm", ["start", "--silent"], env, probe, against);
       ways[`node dist/server.js (${rev})`] = () =>
-        timeStart(process.execPath, [...flagsOf(against), "dist/server.js"], env, probe, against);
+        timeStart(process.execPath, [...startFlagsOf(against), "dist/server.js"], env, probe, against);
     }
     const results = Object.fromEntries(Object.keys(ways).map((way) => [way, []]));
     // Issue 46, item 6: the other processes' CPU, measured over 3 s with nothing of ours running

@@ -20,6 +20,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import pg from "pg";
 import { systemBusyMs } from "./cpu.mjs";
 import { buildGuardsBundle } from "./guards.mjs";
+import { startFlagsOf } from "./settings.mjs";
 import { replicaEnv, seedOrganization, throwawayDatabase } from "./standalone.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -95,12 +96,7 @@ export const WRITE_STEPS = [
 ];
 
 // Started with the service's Node flags: re-run this file under them once.
-const startFlags = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8"))
-  .scripts.start.split("&&")
-  .at(-1)
-  .trim()
-  .split(/\s+/)
-  .filter((w) => w.startsWith("--"));
+const startFlags = startFlagsOf();
 if (!env.WRITE_CHILD && import.meta.url === `file://${process.argv[1]}`) {
   const result = spawnSync(process.execPath, [...startFlags, fileURLToPath(import.meta.url)], {
     stdio: "inherit",

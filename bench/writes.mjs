@@ -18,6 +18,7 @@ import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import { processCpuMs, systemBusyMs } from "./cpu.mjs";
 import { freePort } from "./free-port.mjs";
+import { startFlagsOf } from "./settings.mjs";
 import { replicaEnv, seedOrganization, startReplica, throwawayDatabase } from "./standalone.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -34,12 +35,7 @@ const median = (xs) => {
   const mid = Math.floor(v.length / 2);
   return v.length % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
 };
-const startFlags = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8"))
-  .scripts.start.split("&&")
-  .at(-1)
-  .trim()
-  .split(/\s+/)
-  .filter((w) => w.startsWith("--"));
+const startFlags = startFlagsOf();
 
 /** The scenarios: for a side's organizations, the requests its connections take turns sending. */
 let n = 0;
