@@ -27,7 +27,7 @@ await import("./service.js");
 const thisScript = fileURLToPath(import.meta.url);
 const esbuildPackage = fileURLToPath(new URL("../node_modules/esbuild/package.json", import.meta.url));
 // Files the bundle reads beside itself at run time (new URL("./<folder>/", import.meta.url)), copied next to it.
-const besideBundle = ["src/modules/evidence-requests/evidence-request-page"];
+const besideBundle = ["src/modules/evidence-requests/evidence-request-page"].filter((folder) => existsSync(folder));
 /** A file's size and modification time are trusted only when it was last modified this long before the stamp. */
 const RACY_MS = 2_000;
 
@@ -106,7 +106,7 @@ function writeStamp(stampFile, inputs, outputs, files) {
 function isCurrent(outdir) {
   const stampFile = path.join(outdir, "build-inputs.json");
   const { inputs, outputs } = buildFiles(outdir);
-  const copied = besideBundle.filter(existsSync).every((folder) => existsSync(path.join(outdir, path.basename(folder))));
+  const copied = besideBundle.every((folder) => existsSync(path.join(outdir, path.basename(folder))));
   if (!copied || !outputs.every((file) => existsSync(file))) return false;
   const stamp = readStamp(stampFile);
   const files = [...inputs, ...outputs];
@@ -143,8 +143,7 @@ export async function build(outdir = "dist") {
   // esbuild's service process would otherwise live as long as the process that built (npm start's server).
   await esbuild.stop?.();
   writeFileSync(path.join(outdir, "server.js"), LAUNCHER);
-  for (const folder of besideBundle.filter(existsSync))
-    cpSync(folder, path.join(outdir, path.basename(folder)), { recursive: true });
+  for (const folder of besideBundle) cpSync(folder, path.join(outdir, path.basename(folder)), { recursive: true });
   // The map of the bundle that was dist/server.js before the launcher took its name.
   rmSync(path.join(outdir, "server.js.map"), { force: true });
   writeStamp(path.join(outdir, "build-inputs.json"), inputsNow, outputsDigest(outputs), [...inputs, ...outputs]);

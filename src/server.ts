@@ -148,10 +148,8 @@ const tracing = config.otlpEndpoint ? await startTracing(config.otlpEndpoint) : 
  * The job queue: pg-boss in our database (its own schema, created and migrated by its start()), for
  * e-mail and webhook deliveries, on every replica that sends either. E-mail needs it before the app
  * exists (a notification's mail is enqueued in the notification's transaction), so with e-mail it
- * starts at once; webhooks alone start it once the server listens: their deliveries wait in their
- * own table until the worker relays them, and pg-boss's start (a dozen statements, on the embedded
- * database queued on its one connection before the first request's) never delays the first answer.
- * The queue is no dependency of /ready.
+ * starts at once; webhooks alone start it with their worker, after the server listens
+ * (startWebhooks). The queue is no dependency of /ready.
  */
 let shuttingDown = false;
 const startQueue = () =>
@@ -296,27 +294,6 @@ server.headersTimeout = config.keepAliveTimeoutMs + 1_000;
 server.requestTimeout = Math.max(server.requestTimeout, server.headersTimeout);
 nativeMemory.watch(server);
 
-const demo =
-  database.kind === "embedded" && config.seedDemoData && (await database.db.organization.count()) === 0
-    ? await seedDemo(database.db)
-    : null;
-
-server.listen(config.port, config.host, () => {
-  // The port listened on, which PORT=0 leaves to the OS.
-  const { port } = server.address() as AddressInfo;
-  const base = `http://${config.host}:${port}`;
-  // What was compiled to get here is written to the compile cache now (dist/server.js turned it
-  // on), not only at exit: a replica that is killed still leaves it for the next start.
-  module.flushCompileCache?.();
-  // The banner first: whoever waits for the "listening" line finds the demo key already printed.
-  if (demo) process.stdout.write(startBanner({ base, graphiql: config.graphiql, demo }));
-  logger.info(
-    { url: base, database: database.kind, redis: Boolean(redis), graphiql: config.graphiql ? `${base}/graphql` : false },
-    "listening",
-  );
-  if (config.webhooks.worker) webhooksTimer = setTimeout(startWebhooks, WEBHOOK_WORKER_DELAY_MS);
-});
-
 /**
  * The webhook worker starts this long after the server listens, and with it the job queue when
  * e-mail did not start it: pg-boss's start (its import and a dozen statements, which on the
@@ -337,6 +314,27 @@ function startWebhooks() {
       fail(`Cannot start: the webhook worker did not start: ${error.message}`);
     });
 }
+
+const demo =
+  database.kind === "embedded" && config.seedDemoData && (await database.db.organization.count()) === 0
+    ? await seedDemo(database.db)
+    : null;
+
+server.listen(config.port, config.host, () => {
+  // The port listened on, which PORT=0 leaves to the OS.
+  const { port } = server.address() as AddressInfo;
+  const base = `http://${config.host}:${port}`;
+  // What was compiled to get here is written to the compile cache now (dist/server.js turned it
+  // on), not only at exit: a replica that is killed still leaves it for the next start.
+  module.flushCompileCache?.();
+  // The banner first: whoever waits for the "listening" line finds the demo key already printed.
+  if (demo) process.stdout.write(startBanner({ base, graphiql: config.graphiql, demo }));
+  logger.info(
+    { url: base, database: database.kind, redis: Boolean(redis), graphiql: config.graphiql ? `${base}/graphql` : false },
+    "listening",
+  );
+  if (config.webhooks.worker) webhooksTimer = setTimeout(startWebhooks, WEBHOOK_WORKER_DELAY_MS);
+});
 
 /**
  * Answer /ready with 503 and keep serving for SHUTDOWN_DELAY_MS, so that a load balancer stops
