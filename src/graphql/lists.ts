@@ -450,9 +450,12 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
 /**
  * The statement picking a root page: one keyset walk, or over a nullable key two index walks in one
  * statement: the rows with a value (ordered by the key without a NULLS clause, which an index on the
- * key serves in both directions) and the rows without one (by id), the null part last (or first,
- * read backward). One `ORDER BY key DESC NULLS LAST` would need an index in that order, which
- * schema.prisma cannot declare.
+ * key serves in both directions) and the rows without one (by the key, all null there, then id:
+ * the same index's order, so that walk stops at the page's size instead of sorting every null row),
+ * the null part last (or first, read backward). One `ORDER BY key DESC NULLS LAST` would need an
+ * index in that order, which schema.prisma cannot declare. An ascending list's first page (or its
+ * last, read backward) is the one walk: `ASC NULLS LAST` is a B-tree index's own order (read
+ * backward, `DESC NULLS FIRST`), and without a cursor no condition breaks the walk in two.
  */
 function rootPage(
   spec: ListSpec,
@@ -467,7 +470,7 @@ function rootPage(
 ): Prisma.Sql {
   const rowColumns = inlineSelect(inline);
   const countColumn = count ? sql`, ${count} AS "total"` : empty;
-  if (!key.nullable) {
+  if (!key.nullable || (!after && direction === "asc")) {
     const ks = keyset(key, direction, after, reversed);
     return sql`SELECT t."id", (${key.sql})::text AS "v"${rowColumns}${countColumn} FROM ${q(spec.table)} t
       WHERE ${whereAll([...base, ks.where])}
@@ -493,7 +496,7 @@ function rootPage(
     UNION ALL
     (SELECT t."id", NULL::text AS "v", ${key.sql} AS "k", ${raw(nullsFirst ? "0" : "1")} AS "part"${rowColumns} FROM ${table} t
       WHERE ${whereAll([...base, sql`${key.sql} IS NULL`, nulls])}
-      ORDER BY t."id" ${dir} LIMIT ${take})
+      ORDER BY ${key.sql} ${dir}, t."id" ${dir} LIMIT ${take})
   ) u ORDER BY u."part", u."k" ${dir}, u."id" ${dir} LIMIT ${take}`;
 }
 

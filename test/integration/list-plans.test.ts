@@ -165,6 +165,30 @@ describe.skipIf(!usePostgres)("list plans on PostgreSQL", () => {
     }
   });
 
+  // The nullable due date: each walk reads the index in its own order and stops at the page's size.
+  // An ascending first page (and the last page read backward) is one walk, nothing sorted; a
+  // descending one is two walks (values, then nulls), whose rows only the page's merge sorts.
+  const sortsBelowPage: [string, ListKey, number][] = [
+    [
+      "my open tasks, first page",
+      { filter: { status: ["todo"], assigneeId: [mine] }, orderBy: { field: "dueDate", direction: "asc" } },
+      0,
+    ],
+    ["ascending, first page", { orderBy: { field: "dueDate", direction: "asc" } }, 0],
+    ["ascending, the last page", { last: 50, orderBy: { field: "dueDate", direction: "asc" } }, 0],
+    ["descending, first page", { orderBy: { field: "dueDate", direction: "desc" } }, 1],
+    [
+      "my open tasks descending",
+      { filter: { status: ["todo"], assigneeId: [mine] }, orderBy: { field: "dueDate", direction: "desc" } },
+      1,
+    ],
+  ];
+  it.each(sortsBelowPage)("tasks by due date, %s: sorts only where two walks merge", async (_name, key, sorts) => {
+    const [page] = await statementsOf(taskList, sized(key));
+    const pagePlan = await plan(page as Prisma.Sql);
+    expect(pagePlan.match(/(Incremental )?Sort {2}\(cost/g) ?? [], pagePlan).toHaveLength(sorts);
+  });
+
   const itemKeys: [string, ListKey][] = [
     ["newest first", {}],
     ["open, urgent first", { filter: { status: ["todo", "in_progress"] }, orderBy: { field: "priority", direction: "asc" } }],
