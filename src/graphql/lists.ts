@@ -607,10 +607,11 @@ async function pages<T extends { id: string }>(
       )
     : new Map();
   const byQuery = new Map<string, { query: RecordQuery; ids: string[] }>();
-  valid.forEach(({ index }, i) => {
+  valid.forEach(({ p, index }, i) => {
     const query = keys[index]?.query;
     const group = byQuery.get(queryName(query)) ?? { query, ids: [] };
-    group.ids.push(...(picked.get(i) ?? []).map((r: { id: string }) => r.id));
+    // The rows the page shows: not the one read beyond it, which only says whether the list goes on.
+    group.ids.push(...(picked.get(i) ?? []).slice(0, p.limit).map((r: { id: string }) => r.id));
     byQuery.set(queryName(query), group);
   });
   // Rows by selection, then by id: a key made of the selection's text and the id would build (and

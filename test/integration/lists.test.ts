@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createSession } from "../../src/auth/sessions.js";
+import { listPage } from "../../src/graphql/lists.js";
+import { taskItemList } from "../../src/modules/task-items/task-items.service.js";
 import { newId } from "../../src/platform/ids.js";
 import { openFixture } from "../helpers/fixtures.js";
 
@@ -451,6 +453,27 @@ describe("totalCount", () => {
     expect(counted.count, counted.statements.join("\n")).toBe(alone.count + 1);
     await addItems(vendors.at(-1) as string, 1);
     expect(await totals()).toEqual(Object.fromEntries(vendors.map((v, i) => [v, i < vendors.length - 1 ? 3 : 1])));
+  });
+
+  it("reads the rows of the items it shows, not of the one read beyond the page to know that it goes on", async () => {
+    const o = await freshOrg();
+    const vendor = o.vendorIds[0] as string;
+    for (let i = 0; i < 3; i++) {
+      const res = await t.rest("POST", "/v1/task-management", {
+        key: o.apiKey,
+        body: { title: `Item ${i}`, entityId: vendor, entityType: "vendor" },
+      });
+      expect(res.status, res.text).toBe(201);
+    }
+    const read: string[][] = [];
+    const hydrate = async (ids: string[]) => {
+      read.push(ids);
+      return (await t.db.taskItem.findMany({ where: { id: { in: ids } } })) as { id: string }[];
+    };
+    const page = await listPage(t.db, o.organizationId, taskItemList, { limit: 2, parent: ["vendor", vendor] }, hydrate);
+    expect(page.items).toHaveLength(2);
+    expect(page.pageInfo.hasNextPage).toBe(true);
+    expect(read).toEqual([page.items.map((item) => item.id)]);
   });
 
   it("is read in the root page's own statement: every page, a cursor's too, counts the whole list", async () => {
