@@ -175,8 +175,9 @@ try {
         .sort(),
     );
 
-  // Same status, headers and bytes from both builds, or no figures.
-  for (const id of scenarioIds) {
+  // Same status, headers and bytes from both builds, or no figures (the profiled scenario's too:
+  // its answers are checked against them).
+  for (const id of new Set([...scenarioIds, ...(env.AB_PROFILE ? [env.AB_PROFILE] : [])])) {
     const s = scenarios[id];
     if (!s) throw new Error(`unknown scenario ${id}`);
     const a = await call(apps.A, s);

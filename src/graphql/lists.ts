@@ -369,7 +369,9 @@ async function pickRows(db: Db, organizationId: string, spec: ListSpec, plans: P
   const groups = new Map<string, number[]>();
   plans.forEach((p, index) => {
     const name = `${p.group}|${p.order.field}|${p.order.direction}|${p.backward}`;
-    groups.set(name, [...(groups.get(name) ?? []), index]);
+    const group = groups.get(name);
+    if (group) group.push(index);
+    else groups.set(name, [index]);
   });
   await Promise.all(
     [...groups.values()].map(async (indexes) => {
