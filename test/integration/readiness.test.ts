@@ -196,6 +196,24 @@ describe("framework readiness", () => {
     expect(rest.body.adopted).toBe(true);
   });
 
+  it("a mapping between two requirements of one framework leaves each its own controls' state, counted once", async () => {
+    const fw = await makeFramework(t.db, { groups: 1, perGroup: 3 });
+    const done = await makeTask(t.db, orgId, "done");
+    const open = await makeTask(t.db, orgId, "todo");
+    const [a, b] = fw.requirements as [string, string];
+    await makeControl(t.db, orgId, { requirementIds: [a], taskIds: [done] });
+    await makeControl(t.db, orgId, { requirementIds: [b], taskIds: [open] });
+    // Each is the other's mapped requirement (frameworks.readiness.ts reads their controls through both).
+    await mapRequirements(t.db, a, b, "equal", orgId);
+    await adopt(t.db, orgId, fw.id);
+    const states = await statesOf(fw.id);
+    expect((states.get("G1.1") as { status: unknown }).status).toEqual({ state: "ready", inheritedFromId: null });
+    expect((states.get("G1.2") as { status: unknown }).status).toEqual({ state: "not_ready", inheritedFromId: null });
+    const query = `query($id: ID!) { framework(id: $id) { readiness { assessable unmapped ready partial notReady } } }`;
+    const res = await t.gql(query, { id: fw.id }, { key: org.apiKey });
+    expect(res.body.data.framework.readiness).toEqual({ assessable: 3, unmapped: 1, ready: 1, partial: 0, notReady: 1 });
+  });
+
   it("readyPercent rounds down and is 0 when nothing is applicable", () => {
     expect(readyPercent(2, 3)).toBe(66.6);
     expect(readyPercent(1, 3)).toBe(33.3);
