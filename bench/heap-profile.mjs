@@ -14,9 +14,8 @@ import { createServer } from "node:http";
 import { Session } from "node:inspector/promises";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { build } from "esbuild";
 import pg from "pg";
-import { bundleOptions } from "../scripts/build.mjs";
+import { appBundle } from "./app-bundle.mjs";
 import { createVendorPage, vendorPageRequest } from "./scenarios/vendor-page.mjs";
 import { startFlagsOf } from "./settings.mjs";
 
@@ -37,19 +36,8 @@ const postgresUrl = env.BENCH_POSTGRES_URL ?? env.TEST_POSTGRES_URL ?? "postgres
 const outDir = path.join(root, ".exp", "heap");
 mkdirSync(outDir, { recursive: true });
 
-// The app without its HTTP server (as bench/ab-inprocess.mjs bundles it), two levels below the root.
-const entry = path.join(outDir, "app-entry.ts");
-writeFileSync(
-  entry,
-  [
-    'import "../../src/platform/engine-flags.ts";',
-    'export { createApp } from "../../src/app.ts";',
-    'export { loadConfig } from "../../src/platform/config.ts";',
-    'export { openDatabase } from "../../src/platform/db/database.ts";',
-    "",
-  ].join("\n"),
-);
-await build({ ...bundleOptions(outDir), entryPoints: { app: entry } });
+// The app without its HTTP server, bundled as bench/ab-inprocess.mjs bundles it.
+const appFile = await appBundle(root, outDir);
 
 const admin = new pg.Client({ connectionString: postgresUrl });
 admin.on("error", () => {});
@@ -78,7 +66,7 @@ try {
       .split("\n")
       .findLast((l) => l.startsWith("{")),
   );
-  const mod = await import(pathToFileURL(path.join(outDir, "app.js")).href);
+  const mod = await import(pathToFileURL(appFile).href);
   const config = mod.loadConfig();
   const database = await mod.openDatabase({
     kind: "postgres",

@@ -6,9 +6,10 @@ import type { TestSequencer, TestSpecification, Vitest } from "vitest/node";
 /**
  * Seconds a file took in a whole `npm test` on the 2-core machine: its duration in vitest's
  * report of the clean-clone CI of 2026-12-04 (eighth session), for the files over 6.5 s. Used for
- * a file that vitest has no timing of (every file in a fresh clone, as CI runs; a new file): vitest would otherwise start the largest files first, and some
- * of the longest are small (the e2e files, codegen), so they started last and the run waited on
- * them alone. Only the order matters, not the values.
+ * a file that vitest has no timing of (every file in a fresh clone, as CI runs; a new file):
+ * vitest would otherwise start the largest files first, and some of the longest are small (the
+ * e2e files, codegen), so they started last and the run waited on them alone. Only the order
+ * matters, not the values.
  */
 const estimates: Record<string, number> = {
   "test/fuzz/graphql-mutations.fuzz.test.ts": 78,
@@ -92,21 +93,19 @@ const postgresEstimates: Record<string, number> = {
   "test/integration/controls.test.ts": 11,
   "test/integration/people-crud.test.ts": 9,
   "test/integration/lists.test.ts": 9,
-  "test/integration/stale-plans.test.ts": 7,
   "test/integration/trusted-documents.test.ts": 8,
   "test/integration/native-memory.test.ts": 8,
   "test/integration/evidence.test.ts": 8,
   "test/integration/evidence-requests.test.ts": 8,
+  "test/integration/stale-plans.test.ts": 7,
   "test/integration/frameworks.test.ts": 7,
   "test/integration/audit-chain.test.ts": 7,
-  "test/cli/cli.test.ts": 6,
 };
 
 /**
  * Longest first, so that the last files to finish are short ones: vitest's own duration of each
  * file from its last run of the same project (database) when it has one, else that run's estimate
- * above, else 0 (then the larger file
- * first, as vitest does). Files that failed last time still go first. `--sequence.shuffle` still
+ * above, else 0 (then the larger file first, as vitest does). Files that failed last time still go first. `--sequence.shuffle` still
  * shuffles the files (seeded by --sequence.seed, as vitest's own random order is).
  */
 export class LongestFirst implements TestSequencer {
