@@ -180,12 +180,13 @@ export function requirementStatesSql(
   withControlStates = false,
 ): Prisma.Sql {
   const mappingScope = sql`(m."organizationId" IS NULL OR m."organizationId" = ${organizationId})`;
+  // "mapped" reads the links of the requirements and of those mapped to them in one pass over
+  // ControlRequirement, each link once (the ids are distinct and a link's key is (controlId,
+  // requirementId)). Two reads, one per kind, needed a UNION of the pairs to drop those both found:
+  // the statement took 15 % longer (800-53, 1,027 requirements).
   return sql`
     WITH "req" AS (
       SELECT r."id", r."frameworkId", r."assessable" FROM "Requirement" r WHERE ${which}
-    ), "own" AS (
-      SELECT cr."requirementId", cr."controlId" FROM "ControlRequirement" cr
-      WHERE cr."organizationId" = ${organizationId} AND cr."requirementId" IN (SELECT "id" FROM "req")
     ), "link" AS (
       SELECT m."targetId" AS "requirementId", m."sourceId" AS "otherId", m."relationship"::text AS "rel"
       FROM "RequirementMapping" m
@@ -196,10 +197,9 @@ export function requirementStatesSql(
       FROM "RequirementMapping" m
       WHERE ${mappingScope} AND m."sourceId" IN (SELECT "id" FROM "req") AND m."sourceId" <> m."targetId"
     ), "mapped" AS (
-      SELECT * FROM "own"
-      UNION
       SELECT cr."requirementId", cr."controlId" FROM "ControlRequirement" cr
-      WHERE cr."organizationId" = ${organizationId} AND cr."requirementId" IN (SELECT "otherId" FROM "link")
+      JOIN (SELECT "id" FROM "req" UNION SELECT "otherId" FROM "link") x ON x."id" = cr."requirementId"
+      WHERE cr."organizationId" = ${organizationId}
     ), "cs" AS (
       ${controlReadySql(organizationId, now, sql`c."id" IN (SELECT "controlId" FROM "mapped")`)}
     ), "rank" AS (
