@@ -5,6 +5,7 @@ import type { AddressInfo } from "node:net";
 import pino from "pino";
 import { startBanner } from "./admin/banner.js";
 import { seedDemo } from "./admin/seed.js";
+import { seedFrameworkDemo } from "./admin/seed-frameworks.js";
 import { createApp } from "./app.js";
 import { startTracing } from "./http/tracing.js";
 import { setAuditChainForBench } from "./modules/audit/audit.chain.js";
@@ -319,6 +320,8 @@ const demo =
   database.kind === "embedded" && config.seedDemoData && (await database.db.organization.count()) === 0
     ? await seedDemo(database.db)
     : null;
+// Its readiness for SOC 2 too, made through the services (seed-frameworks.ts).
+const frameworkDemo = demo ? await seedFrameworkDemo(database.db, app.services, demo) : null;
 
 server.listen(config.port, config.host, () => {
   // The port listened on, which PORT=0 leaves to the OS.
@@ -328,7 +331,7 @@ server.listen(config.port, config.host, () => {
   // on), not only at exit: a replica that is killed still leaves it for the next start.
   module.flushCompileCache?.();
   // The banner first: whoever waits for the "listening" line finds the demo key already printed.
-  if (demo) process.stdout.write(startBanner({ base, graphiql: config.graphiql, demo }));
+  if (demo) process.stdout.write(startBanner({ base, graphiql: config.graphiql, demo, frameworks: frameworkDemo }));
   logger.info(
     { url: base, database: database.kind, redis: Boolean(redis), graphiql: config.graphiql ? `${base}/graphql` : false },
     "listening",

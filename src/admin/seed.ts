@@ -7,6 +7,7 @@ import { createApiKey, createOrganization, createUser, operatorAudit } from "./a
 export type SeedResult = {
   organizationId: string;
   apiKey: string;
+  apiKeyId: string;
   userIds: string[];
   memberIds: string[];
   taskIds: string[];
@@ -146,6 +147,11 @@ export async function seedDemo(db: Db, name = "Demo Workspace"): Promise<SeedRes
   await db.$transaction(async (tx) => {
     for (const event of events) await writeAuditEvent(tx, event);
   });
-  const { key } = await createApiKey(db, { organizationId, name: "Demo key", scopes: [...permissions], createdBy: "seed" });
-  return { organizationId, apiKey: key, userIds, memberIds, taskIds, vendorIds, riskIds, policyIds, taskItemIds };
+  const { id: apiKeyId, key } = await createApiKey(db, {
+    organizationId,
+    name: "Demo key",
+    scopes: [...permissions],
+    createdBy: "seed",
+  });
+  return { organizationId, apiKey: key, apiKeyId, userIds, memberIds, taskIds, vendorIds, riskIds, policyIds, taskItemIds };
 }

@@ -40,6 +40,33 @@ describe("the server process (npm start)", () => {
     expect(await graphiql.text()).toContain("X-API-Key");
   });
 
+  it("adopts SOC 2 in the demo organization with controls behind it, so its readiness says something", async () => {
+    const out = server.output();
+    const key = /API key:\s+(cwk_\S+)/.exec(out)?.[1] as string;
+    const frameworkUrl = /its readiness: (http:\/\/127\.0\.0\.1:\d+\/v1\/frameworks\/fw_\w+)/.exec(out)?.[1];
+    expect(frameworkUrl, out).toBeDefined();
+    const framework = await (await fetch(frameworkUrl as string, { headers: { "x-api-key": key } })).json();
+    expect(framework).toMatchObject({
+      key: "soc2-tsc-2017",
+      adopted: true,
+      readiness: { notApplicable: 5, ready: 4, notReady: 4, partial: 0 },
+    });
+    expect(framework.readiness.unmapped).toBe(framework.readiness.assessable - 13);
+    const controls = await (await fetch(`${server.url}/v1/controls?sort=code`, { headers: { "x-api-key": key } })).json();
+    expect(controls.items.map((c: { code: string; status: { state: string } }) => [c.code, c.status.state])).toEqual([
+      ["AC-01", "not_ready"],
+      ["CR-01", "not_ready"],
+      ["HR-01", "ready"],
+      ["IR-01", "ready"],
+    ]);
+    // Made through the services: each step is in the organization's audit trail.
+    const audit = await (
+      await fetch(`${server.url}/v1/audit-events?entityType=control&limit=100`, { headers: { "x-api-key": key } })
+    ).json();
+    const actions = new Set(audit.items.map((e: { action: string }) => e.action));
+    for (const action of ["control.created", "control.mapped", "control.linked"]) expect(actions, action).toContain(action);
+  });
+
   // src/platform/native-memory.ts: once NATIVE_MEMORY_TRIM_AFTER_CLOSED connections closed and no
   // more closed for 3 s, a full collection and one malloc_trim follow, counted in /metrics.
   it.runIf(runsOnGlibc())(

@@ -2,6 +2,7 @@ import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { startBanner } from "../../src/admin/banner.js";
 import { seedDemo } from "../../src/admin/seed.js";
+import { seedFrameworkDemo } from "../../src/admin/seed-frameworks.js";
 import { createApp } from "../../src/app.js";
 import { createTestApp } from "../helpers/test-app.js";
 
@@ -21,12 +22,14 @@ describe("the start banner", () => {
         logger: pino({ level: "silent" }),
       });
       const demo = await seedDemo(t.db, "Banner demo");
-      const banner = startBanner({ base, graphiql, demo });
+      const frameworks = await seedFrameworkDemo(t.db, app.services, demo);
+      const banner = startBanner({ base, graphiql, demo, frameworks });
       expect(banner.includes("GraphiQL:")).toBe(graphiql);
       const urls = [...banner.matchAll(/http:\/\/127\.0\.0\.1:4000(\/[^\s)]*)/g)].map((m) => m[1] as string);
       expect(urls.length).toBeGreaterThan(2);
       const key = /X-API-Key: (cwk_\S+)'/.exec(banner)?.[1] as string;
-      for (const path of urls.filter((p) => !p.includes("...") && !p.startsWith("/v1/tasks/"))) {
+      const pages = urls.filter((p) => !p.includes("...") && !p.startsWith("/v1/tasks/") && !p.startsWith("/v1/frameworks/"));
+      for (const path of pages) {
         // GraphiQL is a page a browser opens; without it, /graphql is for POSTs, as the banner says.
         const request =
           path === "/graphql" && !graphiql
@@ -42,6 +45,10 @@ describe("the start banner", () => {
       const taskPath = urls.find((p) => p.startsWith("/v1/tasks/")) as string;
       const task = await app.fetch(new Request(`http://test${taskPath}`, { headers: { "x-api-key": key } }));
       expect(task.status).toBe(200);
+      // The demo's SOC 2, adopted by the key's organization.
+      const frameworkPath = urls.find((p) => p.startsWith("/v1/frameworks/")) as string;
+      const framework = await app.fetch(new Request(`http://test${frameworkPath}`, { headers: { "x-api-key": key } }));
+      expect(await framework.json()).toMatchObject({ adopted: true, readiness: { ready: 4, notReady: 4 } });
       // Every id it prints belongs to the key's organization.
       const ids = /Ids to try:\s+task (\S+), vendor (\S+), policy (\S+), member (\S+)/.exec(banner)?.slice(1) as string[];
       for (const path of [`/v1/tasks/${ids[0]}`, `/v1/vendors/${ids[1]}`, `/v1/policies/${ids[2]}`, `/v1/people/${ids[3]}`]) {
