@@ -74,7 +74,14 @@ describe("shipped frameworks", () => {
       select: { relationship: true },
     });
     expect(low.relationship).toBe("equal");
-    expect(await t.db.requirementMapping.count({ where: { organizationId: null } })).toBe(149 + 287);
+    // Between shipped frameworks only: the worker's database is shared with the files before this
+    // one, whose operator-made frameworks may carry mappings of their own (organizationId null too).
+    const shippedRequirement = { framework: { organizationId: null, key: { in: shippedKeys } } };
+    expect(
+      await t.db.requirementMapping.count({
+        where: { organizationId: null, source: shippedRequirement, target: shippedRequirement },
+      }),
+    ).toBe(149 + 287);
   });
 });
 
