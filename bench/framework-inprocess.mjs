@@ -10,7 +10,8 @@
 // database made by an earlier run, with FW_SEED its seed file; without them a new database is
 // made, seeded and filled through B's API, about a minute, and kept: the run prints both),
 // FW_POSTGRES_URL (the server, default the local one), FW_PROFILE=page|readiness (a CPU profile of
-// B alone under that scenario instead of the A/B), FW_CONCURRENCY (1; with n > 1, n requests at
+// B alone under that scenario instead of the A/B; with FW_HEAP=1 a sampling heap profile, what it
+// allocates by function), FW_CONCURRENCY (1; with n > 1, n requests at
 // once on one pool per build, and "wall" is the elapsed time per request: 1 / throughput).
 import { execFileSync, spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -167,6 +168,44 @@ async function slot(side, s, n) {
     if (status !== 200 || text !== s.expect) throw new Error(`${side.side}: a different answer ${status} ${text.slice(0, 300)}`);
   }
   return { wall: median(walls), cpu: (cpuMs() - cpu) / n, db: (pgCpu() - db) / n };
+}
+
+if (env.FW_PROFILE && env.FW_HEAP) {
+  // What the scenario allocates (collected or not), by function: a sampling heap profile of B.
+  const { Session } = await import("node:inspector/promises");
+  const s = scenarios[env.FW_PROFILE];
+  await slot(apps.B, s, 50);
+  const session = new Session();
+  session.connect();
+  await session.post("HeapProfiler.enable");
+  await session.post("HeapProfiler.startSampling", {
+    samplingInterval: 4096,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
+  const n = Number(env.FW_PROFILE_REQUESTS ?? 300);
+  await slot(apps.B, s, n);
+  const { profile } = await session.post("HeapProfiler.stopSampling");
+  const file = path.join(dir, `${env.FW_PROFILE}.heapprofile`);
+  writeFileSync(file, JSON.stringify(profile));
+  const byFunction = new Map();
+  let total = 0;
+  const walk = (node) => {
+    if (node.selfSize > 0) {
+      const { url, functionName, lineNumber } = node.callFrame;
+      const where = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)?.[1] ?? path.basename(url || "native");
+      const key = `${functionName || "(anonymous)"} ${where}:${lineNumber + 1}`;
+      byFunction.set(key, (byFunction.get(key) ?? 0) + node.selfSize);
+      total += node.selfSize;
+    }
+    for (const child of node.children ?? []) walk(child);
+  };
+  walk(profile.head);
+  log(`${env.FW_PROFILE}: ${(total / 1024 / n).toFixed(0)} KB allocated a request; ${path.relative(root, file)}`);
+  for (const [key, size] of [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, 25)) {
+    log(`  ${(size / 1024 / n).toFixed(1).padStart(8)} KB  ${((100 * size) / total).toFixed(1).padStart(5)} %  ${key}`);
+  }
+  process.exit(0);
 }
 
 if (env.FW_PROFILE) {

@@ -21,6 +21,8 @@ import { createFrameworkService, requirementList, visibleSql } from "./framework
 
 const { sql } = Prisma;
 
+type MaybePromise<T> = T | Promise<T>;
+
 /**
  * Frameworks, requirements and their readiness for one request of one organization: each batch one
  * statement, so a framework's page costs the same number of statements for 5 requirements as for
@@ -37,13 +39,29 @@ export function createFrameworkLoaders(db: Db, organizationId: string) {
   });
   /** The frameworks whose states this request asked for: their requirements' states are read from them. */
   const statesAsked = new Map<string, Promise<FrameworkStates | null>>();
+  /**
+   * Those of them read already: a field resolved after them takes its state at once, without a
+   * promise of its own (a framework's page: its 100 requirements' and their controls' states).
+   */
+  const statesRead = new Map<string, FrameworkStates | null>();
   const statesOf = (frameworkId: string) => {
     let found = statesAsked.get(frameworkId);
     if (!found) {
       found = states.load(frameworkId);
       statesAsked.set(frameworkId, found);
+      found.then(
+        (read) => statesRead.set(frameworkId, read),
+        () => {},
+      );
     }
     return found;
+  };
+  const knownControlState = async (controlId: string): Promise<ControlState | undefined> => {
+    for (const asked of statesAsked.values()) {
+      const ready = (await asked)?.controls().get(controlId);
+      if (ready !== undefined) return ready ? "ready" : "not_ready";
+    }
+    return undefined;
   };
   const requirementStatus = new DataLoader(async (ids: readonly string[]) => {
     const found = await requirementStatuses(db, organizationId, ids, now);
@@ -98,25 +116,31 @@ export function createFrameworkLoaders(db: Db, organizationId: string) {
      * A requirement's state: from its framework's states when this request computes them (a
      * framework's page with its readiness: one statement for both), otherwise batched by id.
      */
-    requirementStatus: async (requirement: { id: string; frameworkId: string }): Promise<RequirementStatus | null> => {
+    requirementStatus: (requirement: { id: string; frameworkId: string }): MaybePromise<RequirementStatus | null> => {
+      // Not among them: a group, or a framework not adopted (no state either way).
+      const read = statesRead.get(requirement.frameworkId);
+      if (read !== undefined) return read?.states().get(requirement.id) ?? null;
       const asked = statesAsked.get(requirement.frameworkId);
       if (!asked) return requirementStatus.load(requirement.id);
-      // Not among them: a group, or a framework not adopted (no state either way).
-      return (await asked)?.states().get(requirement.id) ?? null;
+      return asked.then((found) => found?.states().get(requirement.id) ?? null);
     },
     /**
      * A control's state from the states of a framework this request computed (a framework's page
-     * with its readiness), when they assessed it: no statement of its own. Undefined otherwise.
+     * with its readiness), when they assessed it: no statement of its own. Undefined otherwise; at
+     * once (no promise) when those states are read already.
      */
-    knownControlState: async (controlId: string): Promise<ControlState | undefined> => {
-      for (const asked of statesAsked.values()) {
-        const ready = (await asked)?.controls().get(controlId);
+    knownControlState: (controlId: string): MaybePromise<ControlState | undefined> => {
+      if (statesRead.size < statesAsked.size) return knownControlState(controlId);
+      for (const read of statesRead.values()) {
+        const ready = read?.controls().get(controlId);
         if (ready !== undefined) return ready ? "ready" : "not_ready";
       }
       return undefined;
     },
     /** Whether this request computes the framework's states (and so its controls' states). */
     statesAskedFor: (frameworkId: string) => statesAsked.has(frameworkId),
+    /** Settles when every framework's states this request asked for are read (whatever their outcome). */
+    statesSettled: () => Promise.allSettled(statesAsked.values()),
     /** A requirement's applicability row; null where none was written (applicable). */
     applicability: new DataLoader(async (ids: readonly string[]) => {
       const rows = await readRows<{ requirementId: string; applicable: boolean; justification: string | null }>(
