@@ -303,6 +303,24 @@ describe.skipIf(missing)("two replicas behind HAProxy under load", () => {
   }, 120_000);
 
   it("answers fast 503s with Retry-After while PostgreSQL restarts, is back within 5 s of it, and loses no acknowledged write", async () => {
+    // The load's clients share fetch's pool of keep-alive connections to HAProxy with the test before,
+    // which killed and restarted a replica. In one CI run (2026-12-04, PostgreSQL run, not reproduced
+    // alone) the four clients' first reads all failed at the socket 800 ms before the stop, PostgreSQL
+    // still up: all four, where a replica's fault would hit about half of them (leastconn), so
+    // connections of the test before. Those idle connections are used (or found closed) here first,
+    // outside the measured load; what they met is printed, for the next time it happens.
+    const primed = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        fetch(`${haproxy.url}/v1/tasks/${org.taskIds[0]}`, { headers: { "x-api-key": apiKey } })
+          .then(async (r) => {
+            await r.arrayBuffer();
+            return r.status;
+          })
+          .catch((error: Error) => `${error.message} (${(error.cause as Error | undefined)?.message ?? "no cause"})`),
+      ),
+    );
+    if (primed.some((p) => p !== 200))
+      console.info(`before the load, through the connections of the test before: ${primed.join(", ")}`);
     let done!: () => void;
     const running = load(new Promise<void>((resolve) => (done = resolve)), 4, 0);
     await sleep(800);
