@@ -9,7 +9,7 @@ import { type SeedResult, seedDemo } from "../../src/admin/seed.js";
 import { permissions } from "../../src/auth/permissions.js";
 import { openDatabase } from "../../src/platform/db/database.js";
 import { NO_TRANSACTION_MARKER } from "../../src/platform/db/migrate.js";
-import { type Haproxy, haproxyMissing, startHaproxy } from "../helpers/haproxy.js";
+import { documentedHaproxyConfig, type Haproxy, haproxyMissing, startHaproxy } from "../helpers/haproxy.js";
 import { buildServer, randomPort, type ServerProcess, startServer } from "../helpers/server-process.js";
 import { type PostgresServer, type RedisServer, serversMissing, sleep, startPostgres, startRedis } from "../helpers/servers.js";
 import { usePostgres } from "../helpers/test-app.js";
@@ -235,6 +235,19 @@ describe.skipIf(missing)("two replicas behind HAProxy under load", () => {
       agent.destroy();
     }
   }, 60_000);
+
+  it("tells its clients a keep-alive shorter than its own idle timeout toward them, not the replicas' 65 s", async () => {
+    // docs/production.md's configuration: a client trusting the replicas' header would keep a
+    // connection HAProxy closes after `timeout http-keep-alive`, and reuse it as it closes.
+    const { config } = documentedHaproxyConfig();
+    const idleSeconds = Number(/timeout http-keep-alive (\d+)s/.exec(config)?.[1]);
+    const response = await fetch(`${haproxy.url}/v1/tasks/${org.taskIds[0]}`, { headers: { "x-api-key": apiKey } });
+    await response.arrayBuffer();
+    const told = Number(/timeout=(\d+)/.exec(response.headers.get("keep-alive") ?? "")?.[1]);
+    expect(idleSeconds).toBeGreaterThan(0);
+    expect(told).toBeGreaterThan(0);
+    expect(told).toBeLessThan(idleSeconds);
+  });
 
   it("rolls an upgrade with an additive migration (a column, an index built concurrently) through both replicas: every request 2xx", async () => {
     // The next version: this bundle beside one more migration, in a folder of dist/ (the bundle
