@@ -21,6 +21,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import pg from "pg";
 import { baseAndHeadBundles, throwawayDatabase } from "./app-bundle.mjs";
 import { postgresCpuMs } from "./cpu.mjs";
+import { allocationProfile } from "./heap-sampling.mjs";
 import { createFrameworkPage, FRAMEWORK_PAGE_QUERY, frameworkRequest } from "./scenarios/framework-page.mjs";
 import { FRAMEWORK_READINESS_QUERY } from "./scenarios/framework-readiness.mjs";
 import { startFlagsOf } from "./settings.mjs";
@@ -172,20 +173,10 @@ async function slot(side, s, n) {
 
 if (env.FW_PROFILE && env.FW_HEAP) {
   // What the scenario allocates (collected or not), by function: a sampling heap profile of B.
-  const { Session } = await import("node:inspector/promises");
   const s = scenarios[env.FW_PROFILE];
   await slot(apps.B, s, 50);
-  const session = new Session();
-  session.connect();
-  await session.post("HeapProfiler.enable");
-  await session.post("HeapProfiler.startSampling", {
-    samplingInterval: 4096,
-    includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true,
-  });
   const n = Number(env.FW_PROFILE_REQUESTS ?? 300);
-  await slot(apps.B, s, n);
-  const { profile } = await session.post("HeapProfiler.stopSampling");
+  const { profile } = await allocationProfile(() => slot(apps.B, s, n));
   const file = path.join(dir, `${env.FW_PROFILE}.heapprofile`);
   writeFileSync(file, JSON.stringify(profile));
   const byFunction = new Map();

@@ -11,11 +11,11 @@ import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
-import { Session } from "node:inspector/promises";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import pg from "pg";
 import { appBundle } from "./app-bundle.mjs";
+import { allocationProfile } from "./heap-sampling.mjs";
 import { createVendorPage, vendorPageRequest } from "./scenarios/vendor-page.mjs";
 import { startFlagsOf } from "./settings.mjs";
 
@@ -94,21 +94,13 @@ try {
   };
   for (let i = 0; i < warmup; i++) await once();
 
-  const session = new Session();
-  session.connect();
-  await session.post("HeapProfiler.enable");
-  await session.post("HeapProfiler.startSampling", {
-    samplingInterval: 4096,
-    includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true,
-  });
   const heapBefore = process.memoryUsage().heapUsed;
   const t = performance.now();
   let bytesOut = 0;
-  for (let i = 0; i < requests; i++) bytesOut += await once();
+  const { profile } = await allocationProfile(async () => {
+    for (let i = 0; i < requests; i++) bytesOut += await once();
+  });
   const ms = performance.now() - t;
-  const { profile } = await session.post("HeapProfiler.stopSampling");
-  session.disconnect();
   writeFileSync(path.join(outDir, "vendor-page.heapprofile"), JSON.stringify(profile));
 
   // Sum the samples' sizes by package / source file and by function.
