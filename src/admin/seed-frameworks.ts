@@ -1,3 +1,4 @@
+import type { Actor } from "../auth/actor.js";
 import { permissions } from "../auth/permissions.js";
 import type { Services } from "../modules/services.js";
 import type { Db } from "../platform/db/database.js";
@@ -19,15 +20,16 @@ export type FrameworkDemo = { frameworkId: string; controlIds: string[] };
  * not, so their organizations start without frameworks.
  */
 export async function seedFrameworkDemo(db: Db, services: Services, demo: SeedResult): Promise<FrameworkDemo> {
-  const actor = {
-    kind: "apiKey" as const,
+  const actor: Actor = {
+    kind: "apiKey",
     organizationId: demo.organizationId,
     userId: null,
     apiKeyId: demo.apiKeyId,
     permissions: new Set(permissions),
     requestId: "seed",
   };
-  const ids = { select: { id: true } };
+  /** What each service call reads back: the id alone. */
+  const idOnly = { select: { id: true } };
   const framework = await db.framework.findFirstOrThrow({
     where: { key: DEMO_FRAMEWORK_KEY, organizationId: null },
     select: { id: true },
@@ -43,13 +45,13 @@ export async function seedFrameworkDemo(db: Db, services: Services, demo: SeedRe
     if (!id) throw new Error(`The shipped ${DEMO_FRAMEWORK_KEY} has no requirement ${ref}`);
     return id;
   };
-  await services.frameworks.adopt(actor, framework.id, ids);
+  await services.frameworks.adopt(actor, framework.id, idOnly);
   for (const ref of ["PI1.1", "PI1.2", "PI1.3", "PI1.4", "PI1.5"]) {
     await services.frameworks.setApplicability(
       actor,
       requirement(ref),
       { applicable: false, justification: "Out of scope: the service processes no transactions for its customers" },
-      { select: { id: true } },
+      idOnly,
     );
   }
   const [informationSecurity, acceptableUse] = demo.policyIds as [string, string];
@@ -81,9 +83,9 @@ export async function seedFrameworkDemo(db: Db, services: Services, demo: SeedRe
   ];
   const controlIds: string[] = [];
   for (const { refs, policyIds, taskIds, ...fields } of controls) {
-    const control = await services.controls.create(actor, { ...fields, ownerId: demo.memberIds[1] }, ids);
-    await services.controls.map(actor, control.id, refs.map(requirement), ids);
-    await services.controls.link(actor, control.id, { policyIds, taskIds }, ids);
+    const control = await services.controls.create(actor, { ...fields, ownerId: demo.memberIds[1] }, idOnly);
+    await services.controls.map(actor, control.id, refs.map(requirement), idOnly);
+    await services.controls.link(actor, control.id, { policyIds, taskIds }, idOnly);
     controlIds.push(control.id);
   }
   return { frameworkId: framework.id, controlIds };

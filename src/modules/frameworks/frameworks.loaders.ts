@@ -56,10 +56,15 @@ export function createFrameworkLoaders(db: Db, organizationId: string) {
     }
     return found;
   };
-  const knownControlState = async (controlId: string): Promise<ControlState | undefined> => {
+  /** A control's state in a framework's states; undefined when they did not assess it. */
+  const controlStateIn = (read: FrameworkStates | null, controlId: string): ControlState | undefined => {
+    const ready = read?.controls().get(controlId);
+    return ready === undefined ? undefined : ready ? "ready" : "not_ready";
+  };
+  const controlStateWhenRead = async (controlId: string) => {
     for (const asked of statesAsked.values()) {
-      const ready = (await asked)?.controls().get(controlId);
-      if (ready !== undefined) return ready ? "ready" : "not_ready";
+      const state = controlStateIn(await asked, controlId);
+      if (state) return state;
     }
     return undefined;
   };
@@ -118,11 +123,11 @@ export function createFrameworkLoaders(db: Db, organizationId: string) {
      */
     requirementStatus: (requirement: { id: string; frameworkId: string }): MaybePromise<RequirementStatus | null> => {
       // Not among them: a group, or a framework not adopted (no state either way).
+      const stateIn = (found: FrameworkStates | null) => found?.states().get(requirement.id) ?? null;
       const read = statesRead.get(requirement.frameworkId);
-      if (read !== undefined) return read?.states().get(requirement.id) ?? null;
+      if (read !== undefined) return stateIn(read);
       const asked = statesAsked.get(requirement.frameworkId);
-      if (!asked) return requirementStatus.load(requirement.id);
-      return asked.then((found) => found?.states().get(requirement.id) ?? null);
+      return asked ? asked.then(stateIn) : requirementStatus.load(requirement.id);
     },
     /**
      * A control's state from the states of a framework this request computed (a framework's page
@@ -130,10 +135,10 @@ export function createFrameworkLoaders(db: Db, organizationId: string) {
      * once (no promise) when those states are read already.
      */
     knownControlState: (controlId: string): MaybePromise<ControlState | undefined> => {
-      if (statesRead.size < statesAsked.size) return knownControlState(controlId);
+      if (statesRead.size < statesAsked.size) return controlStateWhenRead(controlId);
       for (const read of statesRead.values()) {
-        const ready = read?.controls().get(controlId);
-        if (ready !== undefined) return ready ? "ready" : "not_ready";
+        const state = controlStateIn(read, controlId);
+        if (state) return state;
       }
       return undefined;
     },
