@@ -21,7 +21,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import pg from "pg";
 import { baseAndHeadBundles, throwawayDatabase } from "./app-bundle.mjs";
 import { postgresCpuMs } from "./cpu.mjs";
-import { allocationProfile } from "./heap-sampling.mjs";
+import { allocationProfile, samplesOf } from "./heap-sampling.mjs";
 import { createFrameworkPage, FRAMEWORK_PAGE_QUERY, frameworkRequest } from "./scenarios/framework-page.mjs";
 import { FRAMEWORK_READINESS_QUERY } from "./scenarios/framework-readiness.mjs";
 import { startFlagsOf } from "./settings.mjs";
@@ -181,17 +181,10 @@ if (env.FW_PROFILE && env.FW_HEAP) {
   writeFileSync(file, JSON.stringify(profile));
   const byFunction = new Map();
   let total = 0;
-  const walk = (node) => {
-    if (node.selfSize > 0) {
-      const { url, functionName, lineNumber } = node.callFrame;
-      const where = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)?.[1] ?? path.basename(url || "native");
-      const key = `${functionName || "(anonymous)"} ${where}:${lineNumber + 1}`;
-      byFunction.set(key, (byFunction.get(key) ?? 0) + node.selfSize);
-      total += node.selfSize;
-    }
-    for (const child of node.children ?? []) walk(child);
-  };
-  walk(profile.head);
+  for (const { key, size } of samplesOf(profile)) {
+    byFunction.set(key, (byFunction.get(key) ?? 0) + size);
+    total += size;
+  }
   log(`${env.FW_PROFILE}: ${(total / 1024 / n).toFixed(0)} KB allocated a request; ${path.relative(root, file)}`);
   for (const [key, size] of [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, 25)) {
     log(`  ${(size / 1024 / n).toFixed(1).padStart(8)} KB  ${((100 * size) / total).toFixed(1).padStart(5)} %  ${key}`);

@@ -15,7 +15,7 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import pg from "pg";
 import { appBundle } from "./app-bundle.mjs";
-import { allocationProfile } from "./heap-sampling.mjs";
+import { allocationProfile, samplesOf } from "./heap-sampling.mjs";
 import { createVendorPage, vendorPageRequest } from "./scenarios/vendor-page.mjs";
 import { startFlagsOf } from "./settings.mjs";
 
@@ -107,26 +107,18 @@ try {
   const byArea = new Map();
   const byFunction = new Map();
   let total = 0;
-  const walk = (node) => {
-    const size = node.selfSize;
-    if (size > 0) {
-      const { url: file, functionName, lineNumber } = node.callFrame;
-      const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(file)?.[1];
-      const area =
-        pkg ??
-        (file.includes(".exp/heap/app.js")
-          ? "the service (src/, bundled)"
-          : file
-            ? file.replace(/^node:/, "node:")
-            : "(V8 / native)");
-      byArea.set(area, (byArea.get(area) ?? 0) + size);
-      const key = `${functionName || "(anonymous)"} ${pkg ?? path.basename(file || "native")}:${lineNumber + 1}`;
-      byFunction.set(key, (byFunction.get(key) ?? 0) + size);
-      total += size;
-    }
-    for (const child of node.children ?? []) walk(child);
-  };
-  walk(profile.head);
+  for (const { file, pkg, key, size } of samplesOf(profile)) {
+    const area =
+      pkg ??
+      (file.includes(".exp/heap/app.js")
+        ? "the service (src/, bundled)"
+        : file
+          ? file.replace(/^node:/, "node:")
+          : "(V8 / native)");
+    byArea.set(area, (byArea.get(area) ?? 0) + size);
+    byFunction.set(key, (byFunction.get(key) ?? 0) + size);
+    total += size;
+  }
   const kb = (bytes) => (bytes / 1024 / requests).toFixed(1);
   const lines = [
     `Vendor page (50 vendors, stats, 5 comments with authors), in process, ${requests} requests after ${warmup} of warm-up; ` +

@@ -320,8 +320,9 @@ describe.skipIf(missing)("two replicas behind HAProxy under load", () => {
     // which killed and restarted a replica. In one CI run (2026-12-04, PostgreSQL run, not reproduced
     // alone) the four clients' first reads all failed at the socket 800 ms before the stop, PostgreSQL
     // still up: all four, where a replica's fault would hit about half of them (leastconn), so
-    // connections of the test before. Those idle connections are used (or found closed) here first,
-    // outside the measured load; what they met is printed, for the next time it happens.
+    // connections of the test before (HAProxy then told clients the replicas' 65 s of keep-alive; it
+    // tells them 9 s now, below its own 10 s, the test above). Those idle connections are used (or
+    // found closed) here first, outside the measured load; what they met is printed, should it recur.
     const primed = await Promise.all(
       Array.from({ length: 8 }, () =>
         fetch(`${haproxy.url}/v1/tasks/${org.taskIds[0]}`, { headers: { "x-api-key": apiKey } })
