@@ -189,6 +189,28 @@ describe("the graph", () => {
     expect(five.count, five.statements.join("\n")).toBeLessThanOrEqual(8);
   });
 
+  it("reads comments by id with their authors in the comments' own statement, through nodes", async () => {
+    const vendorId = org.vendorIds[0] as string;
+    const ids: string[] = [];
+    for (const [i, userId] of [org.userIds[0], org.userIds[1], org.userIds[0], org.userIds[1], org.userIds[0]].entries())
+      ids.push((await comment(org.apiKey, "vendor", vendorId, userId as string, `by id ${i}`)).body.id);
+    const byId = `query($ids: [ID!]!) { nodes(ids: $ids) { ... on Comment { content author { id name } } } }`;
+    const run = (n: number) =>
+      t.countQueries(async () => {
+        const res = await t.gql(byId, { ids: ids.slice(0, n) }, { key: org.apiKey });
+        expect(res.body.errors).toBeUndefined();
+        expect(res.body.data.nodes.map((c: { author: { id: string } }) => c.author.id)).toEqual(
+          [org.userIds[0], org.userIds[1], org.userIds[0], org.userIds[1], org.userIds[0]].slice(0, n),
+        );
+      });
+    await run(1);
+    const one = await run(1);
+    const five = await run(5);
+    // One statement: the comments with their authors joined (Comment's `include`), not one more per comment.
+    expect(five.count, five.statements.join("\n")).toBe(one.count);
+    expect(five.count, five.statements.join("\n")).toBe(1);
+  });
+
   it("costs the same number of SQL statements for tasks(limit: 5) as for tasks(limit: 50), with comments", async () => {
     await t.db.task.createMany({
       data: Array.from({ length: 50 }, (_, i) => ({ id: newId("tsk"), organizationId: org.organizationId, title: `T${i}` })),

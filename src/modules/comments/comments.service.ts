@@ -105,7 +105,20 @@ function answerWithoutReadBack(query: CommentQuery, files: number): boolean {
   );
 }
 
-/** An active acting member as `Comment.author` selects it (the Author variant: user id, active, name, e-mail, picture). */
+/**
+ * What a comment's author is read as, with every comment (the GraphQL type Comment's `include`):
+ * the user id, whether the member is active, and the user's name, e-mail and picture.
+ */
+export const commentAuthorSelect = {
+  userId: true,
+  isActive: true,
+  user: { select: { name: true, email: true, image: true } },
+} as const satisfies Prisma.MemberSelect;
+
+/** A comment as the GraphQL type reads it: with its author. */
+export type CommentWithAuthor = Prisma.CommentGetPayload<{ include: { author: { select: typeof commentAuthorSelect } } }>;
+
+/** An active acting member as a comment's author is read (commentAuthorSelect). */
 const asAuthor = (member: ActingMember) => ({ userId: member.userId, isActive: true, user: member.user });
 
 /** Comments by these authors, named by user id as `Comment.author.id` answers. */
@@ -452,8 +465,12 @@ FROM (SELECT 1) AS one LEFT JOIN actor ON TRUE LEFT JOIN change ON TRUE`,
         actor.organizationId,
         commentList,
         { ...args, parent: [input.entityType, input.entityId], query },
+        // The query includes the author: the GraphQL type Comment includes it whatever is selected.
         (ids, q: RecordQuery) =>
-          db.comment.findMany({ ...(q as CommentQuery), where: { id: { in: ids }, organizationId: actor.organizationId } }),
+          db.comment.findMany({
+            ...(q as CommentQuery),
+            where: { id: { in: ids }, organizationId: actor.organizationId },
+          }) as Promise<CommentWithAuthor[]>,
       );
     },
 
