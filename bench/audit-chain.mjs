@@ -10,12 +10,12 @@
 // Run alone: `node bench/audit-chain.mjs` (PostgreSQL at BENCH_POSTGRES_URL or the local server).
 // BENCH_AUDIT_SECONDS (3) and BENCH_AUDIT_ROUNDS (2) set its length.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import pg from "pg";
-import { median, num, sleep } from "./settings.mjs";
+import { median, newResultsFile, num, sleep } from "./settings.mjs";
 import { replicaEnv, seedOrganization, startReplica, throwawayDatabase } from "./standalone.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -253,8 +253,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     "",
   ];
   process.stdout.write(`${lines.join("\n")}\n`);
-  const file = path.join(root, "bench/results", `${new Date().toISOString().slice(0, 10)}-audit-chain.md`);
-  mkdirSync(path.dirname(file), { recursive: true });
+  const file = newResultsFile("audit-chain");
   writeFileSync(file, `# Audit chain and a write's tail: create comment three ways\n\n${lines.join("\n")}`);
   process.stdout.write(`written to ${path.relative(root, file)}\n`);
 }

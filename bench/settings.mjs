@@ -1,6 +1,6 @@
 // The settings of `npm run bench` (bench/README.md lists them), read once from the environment,
 // and the small helpers every part of the harness shares.
-import { readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { GUARD_STEPS } from "./guards.mjs";
@@ -80,4 +80,18 @@ export const ratioX = (x) => (x === null || x === undefined ? "-" : `x${x.toFixe
 export function startFlagsOf(dir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")) {
   const start = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")).scripts.start;
   return /\bnode\s+((?:--?\S+\s+)*)(?:dist\/server\.js|scripts\/start\.mjs)/.exec(start)?.[1].split(/\s+/).filter(Boolean) ?? [];
+}
+
+/**
+ * Where a script run alone writes its reading: `bench/results/<today>-<name>.md`, or `-2`, `-3`...
+ * when that file exists. A results file is committed with its reading: a second run the same day
+ * adds a file instead of overwriting it.
+ */
+export function newResultsFile(name) {
+  const dir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "results");
+  mkdirSync(dir, { recursive: true });
+  const base = path.join(dir, `${new Date().toISOString().slice(0, 10)}-${name}`);
+  let file = `${base}.md`;
+  for (let n = 2; existsSync(file); n++) file = `${base}-${n}.md`;
+  return file;
 }

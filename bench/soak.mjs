@@ -12,6 +12,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { newResultsFile } from "./settings.mjs";
 import { replicaEnv, seedOrganization, startReplica, throwawayDatabase } from "./standalone.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -167,8 +168,7 @@ async function main() {
       "",
     ];
     console.log(`\n${lines.join("\n")}`);
-    const out =
-      process.env.SOAK_RESULTS ?? path.join(root, "bench", "results", `${new Date().toISOString().slice(0, 10)}-soak.md`);
+    const out = process.env.SOAK_RESULTS ?? newResultsFile("soak");
     mkdirSync(path.dirname(out), { recursive: true });
     writeFileSync(out, lines.join("\n"));
     console.log(`written to ${path.relative(root, out)}`);

@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { otherCoresDuring, systemBusyMs } from "./cpu.mjs";
 import { freePort } from "./free-port.mjs";
-import { QUIET_CORES, startFlagsOf } from "./settings.mjs";
+import { newResultsFile, QUIET_CORES, startFlagsOf } from "./settings.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const runs = Number(process.env.BENCH_START_RUNS ?? 5);
@@ -174,8 +174,7 @@ export async function benchStart() {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { header, lines } = await benchStart();
-  const file = path.join(root, "bench", "results", `${new Date().toISOString().slice(0, 10)}-start.md`);
-  mkdirSync(path.dirname(file), { recursive: true });
+  const file = newResultsFile("start");
   writeFileSync(file, `# Start-up time (bench/start.mjs)\n\n${header}\n\n${lines.join("\n")}\n`);
   log(`written to ${path.relative(root, file)}`);
 }

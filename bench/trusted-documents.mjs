@@ -7,12 +7,13 @@
 // Alone: `node bench/trusted-documents.mjs` (BENCH_DURATION seconds per round, default 3; BENCH_ROUNDS, default 2).
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import { postgresCpuMs, postgresCpuSince, processCpuMs } from "./cpu.mjs";
+import { newResultsFile } from "./settings.mjs";
 import { replicaEnv, startReplica, throwawayDatabase } from "./standalone.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -156,8 +157,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     postgresUrl: process.env.BENCH_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres",
   });
   console.log(text);
-  const out = path.join(root, "bench/results/2026-11-26-trusted-documents.md");
-  mkdirSync(path.dirname(out), { recursive: true });
+  const out = newResultsFile("trusted-documents");
   writeFileSync(
     out,
     `# Trusted documents: a stored document over GET against its text over POST (${new Date().toISOString()})\n\n` +

@@ -7,7 +7,7 @@
 //   2. deliveries per second one replica sends, and its CPU per delivery: a worker replica
 //      (WEBHOOK_WORKER on, no requests) started on the backlog the rounds left, timed while it drains.
 // Standalone: `node bench/webhooks.mjs` (BENCH_DURATION, BENCH_ROUNDS, BENCH_POSTGRES_URL); prints
-// its figures and writes them to bench/results/2026-11-26-webhooks.md.
+// its figures and writes them to bench/results/<date>-webhooks.md (-2, -3... when the day has one).
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -17,6 +17,7 @@ import autocannon from "autocannon";
 import pg from "pg";
 import { postgresCpuMs, postgresCpuSince, processCpuMs } from "./cpu.mjs";
 import { abbaMedians } from "./rounds.mjs";
+import { newResultsFile } from "./settings.mjs";
 import { replicaEnv, seedOrganization, startReplica, throwawayDatabase } from "./standalone.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -156,7 +157,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   console.log(text);
   const when = new Date().toISOString().slice(0, 16).replace("T", " ");
   writeFileSync(
-    path.join(root, "bench/results/2026-11-26-webhooks.md"),
+    newResultsFile("webhooks"),
     `# Webhooks bench, ${when} UTC\n\n\`node bench/webhooks.mjs\` (BENCH_DURATION=${process.env.BENCH_DURATION ?? 5}, BENCH_ROUNDS=${process.env.BENCH_ROUNDS ?? 2}), on the shared 2-core machine while other engineers ran tests: read the ratio, not the absolute figures.\n\n\`\`\`\n${text}\n\`\`\`\n`,
   );
   process.exit(0);
