@@ -8,7 +8,9 @@
 //   node bench/ab-inprocess.mjs [base revision, default HEAD]
 //
 // Settings (environment): AB_BLOCKS (200), AB_REQUESTS (10 per block), AB_SCENARIOS
-// (rest-task,graphql-task), AB_POSTGRES_URL (TEST_POSTGRES_URL, else the local server).
+// (rest-task,graphql-task; also rest-tasks, graphql-tasks: the list page's query over a page of 50,
+// stats, vendor-page, comments-page, rest-comments, rest-comment), AB_POSTGRES_URL
+// (TEST_POSTGRES_URL, else the local server).
 // Builds both into .exp/ab/ (git-ignored), makes a throwaway PostgreSQL database, seeds it with the
 // CLI, checks that both builds answer every scenario with the same status, headers and bytes, and
 // prints the median difference of CPU per request with its 95 % interval. It is started with the
@@ -120,6 +122,19 @@ try {
     vendorIds = await createVendorPage(`http://127.0.0.1:${server.address().port}`, seed);
     server.close();
   }
+  // The list page's query (bench/list-page.mjs) over a page of 50: 60 tasks of the organization,
+  // written by SQL (the list page's own bench fills 100,000 the same way).
+  if (scenarioIds.includes("graphql-tasks")) {
+    const db = new pg.Client({ connectionString: dbUrl.toString() });
+    await db.connect();
+    await db.query(
+      `INSERT INTO "Task" ("id", "organizationId", "title", "status", "dueDate", "updatedAt")
+       SELECT 'tsk_ab' || lpad(n::text, 28, '0'), $1, 'Task ' || n, 'todo', DATE '2027-01-01' + n, now()
+       FROM generate_series(1, 60) n`,
+      [seed.organizationId],
+    );
+    await db.end();
+  }
   const vendorPage = vendorPageRequest(seed, vendorIds);
   const COMMENTS_PAGE =
     "query($id: ID!) { vendor(id: $id) { comments(limit: 5) { totalCount items { id content createdAt author { name } attachments { id name } } } } }";
@@ -141,6 +156,15 @@ try {
     },
     "rest-comments": { method: "GET", path: `/v1/comments?entityId=${vendorIds[0]}&entityType=vendor`, headers: key },
     "rest-tasks": { method: "GET", path: "/v1/tasks?limit=20", headers: key },
+    "graphql-tasks": {
+      method: "POST",
+      path: "/graphql",
+      headers: { ...key, "content-type": "application/json" },
+      body: JSON.stringify({
+        query:
+          "{ tasks(filter: { status: [todo] }, orderBy: { field: dueDate, direction: asc }, limit: 50) { totalCount items { id title status dueDate } } }",
+      }),
+    },
     stats: { method: "GET", path: `/v1/task-management/stats?entityId=${seed.vendorIds[0]}&entityType=vendor`, headers: key },
     // A write (issue 47): each answer is a new comment, so answers are compared without their id and time.
     "rest-comment": {
