@@ -2,9 +2,7 @@ import { listLoader } from "../../graphql/lists.js";
 import { type RecordQuery, recordLoader } from "../../graphql/loaders.js";
 import type { Db } from "../../platform/db/database.js";
 import { recordsByKey } from "../../platform/db/graph-reader.js";
-import { type CommentWithAuthor, commentAuthorSelect, commentList } from "./comments.service.js";
-
-const withAuthor = { include: { author: { select: commentAuthorSelect } } };
+import { type CommentWithAuthor, commentList, withAuthor } from "./comments.service.js";
 
 /** Comments of many entities for one request of one organization. */
 export function createCommentLoaders(db: Db, organizationId: string) {

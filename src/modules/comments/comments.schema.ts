@@ -14,7 +14,14 @@ import {
   MAX_PENDING_UPLOADS,
   uploadLimits,
 } from "./attachments.service.js";
-import { attachmentLimits, commentAuthorSelect, commentLimits, commentList, type DeletedComment } from "./comments.service.js";
+import {
+  attachmentLimits,
+  commentAuthorSelect,
+  commentLimits,
+  commentList,
+  type DeletedComment,
+  withAuthor,
+} from "./comments.service.js";
 import { MAX_MENTIONS, mentionedIds } from "./mentions.js";
 
 export const CommentEntityType = builder.enumType(CommentEntityTypeValues, {
@@ -104,7 +111,7 @@ const Comment = builder.prismaObject("Comment", {
   // reads the comments), and `author` answers from it as a plain field: as a relation, plugin-prisma
   // looked up the field's loaded selection by its response path for every comment of a page (8 %
   // of a vendor page's CPU, bench/results/2026-12-04-tenth.md).
-  include: { author: { select: commentAuthorSelect } },
+  include: withAuthor.include,
   fields: (t) => ({
     id: t.exposeID("id", { description: "Comment id" }),
     content: t.exposeString("content", { description: "The comment text, as written (1 to 2000 characters)" }),

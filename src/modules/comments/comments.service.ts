@@ -115,8 +115,11 @@ export const commentAuthorSelect = {
   user: { select: { name: true, email: true, image: true } },
 } as const satisfies Prisma.MemberSelect;
 
+/** The query part that reads a comment with its author: the GraphQL type Comment's `include`, and its loaders' default. */
+export const withAuthor = { include: { author: { select: commentAuthorSelect } } } as const;
+
 /** A comment as the GraphQL type reads it: with its author. */
-export type CommentWithAuthor = Prisma.CommentGetPayload<{ include: { author: { select: typeof commentAuthorSelect } } }>;
+export type CommentWithAuthor = Prisma.CommentGetPayload<typeof withAuthor>;
 
 /** An active acting member as a comment's author is read (commentAuthorSelect). */
 const asAuthor = (member: ActingMember) => ({ userId: member.userId, isActive: true, user: member.user });
