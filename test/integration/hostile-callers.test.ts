@@ -172,6 +172,49 @@ describe("1b. a body of declared length, over real HTTP", () => {
   });
 });
 
+describe("1b. a body read whole, whichever way it arrives", () => {
+  it("answers the same for a body sent with its headers, in pieces with pauses, or byte by byte", async () => {
+    const server = createServer(t.app.yoga);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    const body = JSON.stringify({
+      query: "{ __typename alias: __typename }",
+      variables: { note: "é, a character of two bytes" },
+    });
+    const head = `POST /graphql HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nx-api-key: ${org.apiKey}\r\nconnection: close\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n`;
+    // Written as one buffer (body buffered before any handler reads: taken from the buffer at
+    // once), the body after a pause, and its bytes one at a time (read through the stream's events).
+    const ways: Buffer[][] = [
+      [Buffer.from(head + body)],
+      [Buffer.from(head), Buffer.from(body)],
+      [Buffer.from(head), ...[...Buffer.from(body)].map((byte) => Buffer.from([byte]))],
+    ];
+    try {
+      for (const pieces of ways) {
+        const socket = connect(port, "127.0.0.1");
+        await new Promise<void>((resolve) => socket.once("connect", resolve));
+        const answer = new Promise<string>((resolve) => {
+          let text = "";
+          socket.on("data", (chunk) => {
+            text += chunk;
+          });
+          socket.on("close", () => resolve(text));
+        });
+        for (const piece of pieces) {
+          socket.write(piece);
+          if (pieces.length > 1) await sleep(pieces.length > 2 ? 1 : 50);
+        }
+        const text = await answer;
+        expect(text.split("\r\n")[0]).toBe("HTTP/1.1 200 OK");
+        expect(JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4))).toEqual({ data: { __typename: "Query", alias: "Query" } });
+      }
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
+
 describe("2. CORS: off unless CORS_ORIGINS lists the origin", () => {
   it("gives no other origin (null included) access, on both transports and in preflight", async () => {
     for (const origin of ["https://evil.example", "null", "https://app.example.com.evil.example"]) {
