@@ -52,11 +52,32 @@ function parseDateTime(value: unknown): Date {
   return date;
 }
 
+const twoDigits = (n: number) => (n < 10 ? `0${n}` : `${n}`);
+const threeDigits = (n: number) => (n < 10 ? `00${n}` : n < 100 ? `0${n}` : `${n}`);
+
+/**
+ * A date's `toISOString()` (UTC, milliseconds) written here for years 1000 to 9999: V8's is a call
+ * into its runtime, about 4 times the cost of these few additions, paid for every date-time of a page
+ * (bench/results/2026-12-05.md). Other years, and an invalid date's error, are V8's.
+ */
+export function isoDateTime(date: Date): string {
+  const year = date.getUTCFullYear();
+  if (!(year >= 1000 && year <= 9999)) return date.toISOString();
+  return `${year}-${twoDigits(date.getUTCMonth() + 1)}-${twoDigits(date.getUTCDate())}T${twoDigits(date.getUTCHours())}:${twoDigits(date.getUTCMinutes())}:${twoDigits(date.getUTCSeconds())}.${threeDigits(date.getUTCMilliseconds())}Z`;
+}
+
+/** The calendar date of `isoDateTime`: `toISOString().slice(0, 10)`. */
+export function isoDate(date: Date): string {
+  const year = date.getUTCFullYear();
+  if (!(year >= 1000 && year <= 9999)) return date.toISOString().slice(0, 10);
+  return `${year}-${twoDigits(date.getUTCMonth() + 1)}-${twoDigits(date.getUTCDate())}`;
+}
+
 builder.scalarType("DateTime", {
   description: "An ISO 8601 date-time in UTC, years 0001 to 9999, e.g. 2026-11-22T10:15:00.000Z",
   // A REST body's date-time reaches serialize as its text (Sofa writes the body's values into the
   // operation as literals): it is checked as an input would be.
-  serialize: (value) => (value instanceof Date ? value : parseDateTime(value)).toISOString(),
+  serialize: (value) => isoDateTime(value instanceof Date ? value : parseDateTime(value)),
   parseValue: parseDateTime,
   parseLiteral: (ast) => parseDateTime(ast.kind === Kind.STRING ? ast.value : undefined),
 });
@@ -74,7 +95,7 @@ function parseCalendarDate(value: unknown): string {
 
 builder.scalarType("Date", {
   description: "A calendar date, YYYY-MM-DD (ISO 8601), with no time or time zone, e.g. 2026-12-31",
-  serialize: (value) => (value instanceof Date ? value.toISOString().slice(0, 10) : value),
+  serialize: (value) => (value instanceof Date ? isoDate(value) : value),
   parseValue: parseCalendarDate,
   parseLiteral: (ast) => parseCalendarDate(ast.kind === Kind.STRING ? ast.value : undefined),
 });
