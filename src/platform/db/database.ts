@@ -6,6 +6,7 @@ import type { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaClient } from "../../generated/prisma/client.js";
 import { lockDataDir } from "./data-dir-lock.js";
 import { applyMigrations, pgliteMigrationSession, pgMigrationSession, readMigrations } from "./migrate.js";
+import { copyQueryConfigsPlainly } from "./pg-query-config.js";
 import { renewStalePlans, statementNames } from "./prepared-statements.js";
 import { compiledOffThread, compileQueryCompiler } from "./query-compiler.js";
 import { openReadReplicas, type ReadReplicas } from "./read-replicas.js";
@@ -16,6 +17,8 @@ import { type SessionTimeouts, storeRoleTimeouts, timeoutMismatches, timeoutsInF
 import { DEFAULT_TRANSACTION_LIMITS, type TransactionLimits } from "./transaction-limits.js";
 
 export type Db = PrismaClient;
+
+copyQueryConfigsPlainly();
 
 export type DatabaseOptions =
   /** PostgreSQL server. */
