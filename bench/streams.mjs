@@ -16,10 +16,11 @@
 // limit allows (`ulimit -n`): 10,000 sockets need more than the usual 1,024.
 import { fork, spawnSync } from "node:child_process";
 import { createHmac, randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { newResultsFile } from "./settings.mjs";
 import { replicaEnv, seedOrganization, startReplica, throwawayDatabase } from "./standalone.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -381,12 +382,12 @@ if (process.argv.includes("--client")) {
     log: (line) => process.stdout.write(`${line}\n`),
   });
   process.stdout.write(`${text}\n`);
-  const file = path.join(root, "bench/results/2026-11-26-streams.md");
-  mkdirSync(path.dirname(file), { recursive: true });
-  const previous = existsSync(file) ? readFileSync(file, "utf8") : "# Streams (bench/streams.mjs)\n";
+  // A file of its own for each run (settings.mjs): the committed results of earlier runs stay as they are.
+  const file = newResultsFile("streams");
   writeFileSync(
     file,
-    `${previous}\n## ${new Date().toISOString()} (node bench/streams.mjs ${process.argv.slice(2).join(" ")})\n\n\`\`\`\n${text}\n\`\`\`\n`,
+    `# Streams (bench/streams.mjs)\n\n## ${new Date().toISOString()} (node bench/streams.mjs ${process.argv.slice(2).join(" ")})\n\n\`\`\`\n${text}\n\`\`\`\n`,
   );
+  process.stdout.write(`written to ${path.relative(root, file)}\n`);
   process.exit(0);
 }
