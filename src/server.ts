@@ -91,6 +91,7 @@ async function openPostgresAtStart(url: string): Promise<Database> {
         readUrls: config.databaseReadUrls,
         readMaxLagMs: config.databaseReadMaxLagMs,
         poolSize: config.databasePoolSize,
+        poolIdleTimeoutMs: config.databasePoolIdleTimeoutMs,
         preparedStatements: config.databasePreparedStatements,
         connectTimeoutMs: config.databaseConnectTimeoutMs,
         statementTimeoutMs: config.databaseStatementTimeoutMs,

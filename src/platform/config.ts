@@ -79,6 +79,7 @@ const schema = z.object({
   DATABASE_LOCK_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).optional(),
   DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(10_000),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  DATABASE_POOL_IDLE_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(10_000),
   DATABASE_PREPARED_STATEMENTS: z.enum(["true", "false"]).optional(),
   DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(3_000),
   DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000),
@@ -267,6 +268,11 @@ export type Config = {
   databaseIdleInTransactionTimeoutMs: number;
   databasePoolSize: number;
   /**
+   * How long a pooled connection may sit unused before it is closed (0: never): the next request
+   * after a quiet spell opens it again, a TLS handshake and a login away on a remote database.
+   */
+  databasePoolIdleTimeoutMs: number;
+  /**
    * Named (prepared) statements on the pooled connections: on by default, off by default when
    * DATABASE_DIRECT_URL is set (DATABASE_URL then goes through a pooler that may not keep them).
    */
@@ -431,6 +437,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseLockTimeoutMs: e.DATABASE_LOCK_TIMEOUT_MS ?? e.DATABASE_STATEMENT_TIMEOUT_MS,
     databaseIdleInTransactionTimeoutMs: e.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
     databasePoolSize: e.DATABASE_POOL_SIZE,
+    databasePoolIdleTimeoutMs: e.DATABASE_POOL_IDLE_TIMEOUT_MS,
     databasePreparedStatements: (e.DATABASE_PREPARED_STATEMENTS ?? (e.DATABASE_DIRECT_URL ? "false" : "true")) === "true",
     databaseConnectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
     databaseStatementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,

@@ -148,3 +148,25 @@ describe.runIf(usePostgres)("prepared statements on PostgreSQL", () => {
     }
   });
 });
+
+describe.runIf(usePostgres)("the pool's idle connections on PostgreSQL", () => {
+  it("closes a connection left unused for DATABASE_POOL_IDLE_TIMEOUT_MS, and keeps it with 0", async () => {
+    const { url, drop } = await migratedPostgresDatabase();
+    try {
+      for (const poolIdleTimeoutMs of [150, 0]) {
+        const database = await openDatabase({ kind: "postgres", url, poolSize: 2, poolIdleTimeoutMs });
+        try {
+          await database.db.organization.findMany({ where: { name: "a" } });
+          expect(database.poolStats?.().total).toBeGreaterThan(0);
+          await new Promise((resolve) => setTimeout(resolve, 600));
+          if (poolIdleTimeoutMs) expect(database.poolStats?.()).toMatchObject({ total: 0, idle: 0 });
+          else expect(database.poolStats?.().idle).toBeGreaterThan(0);
+        } finally {
+          await database.close();
+        }
+      }
+    } finally {
+      await drop();
+    }
+  });
+});

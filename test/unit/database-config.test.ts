@@ -40,6 +40,13 @@ describe("PgBouncer and read-replica configuration", () => {
     expect(loadConfig({ DATABASE_LOCK_TIMEOUT_MS: "700" }).databaseLockTimeoutMs).toBe(700);
   });
 
+  it("closes pooled connections idle for 10 s unless told another time (0: never), and refuses a negative one", () => {
+    expect(loadConfig({}).databasePoolIdleTimeoutMs).toBe(10_000);
+    expect(loadConfig({ DATABASE_POOL_IDLE_TIMEOUT_MS: "300000" }).databasePoolIdleTimeoutMs).toBe(300_000);
+    expect(loadConfig({ DATABASE_POOL_IDLE_TIMEOUT_MS: "0" }).databasePoolIdleTimeoutMs).toBe(0);
+    expect(() => loadConfig({ DATABASE_POOL_IDLE_TIMEOUT_MS: "-1" })).toThrow(/DATABASE_POOL_IDLE_TIMEOUT_MS/);
+  });
+
   it("refuses a direct or replica URL without DATABASE_URL, and a replica that is not PostgreSQL", () => {
     expect(() => loadConfig({ DATABASE_DIRECT_URL: primary })).toThrow(/set DATABASE_URL too/);
     expect(() => loadConfig({ DATABASE_READ_URLS: primary })).toThrow(/set DATABASE_URL too/);

@@ -34,6 +34,8 @@ export type DatabaseOptions =
         /** Replicas further behind than this are skipped; default 1 s. */
         readMaxLagMs?: number;
         poolSize?: number;
+        /** How long a connection may sit unused in the pool before it is closed; 0: never; default 10 s (pg's). */
+        poolIdleTimeoutMs?: number;
         onIdleError?: (error: Error) => void;
         /** Longest wait for a connection (a new one, or a free one of the pool); none when absent. */
         connectTimeoutMs?: number;
@@ -232,6 +234,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     const pool = new pg.Pool({
       connectionString: options.url,
       max: options.poolSize ?? 10,
+      idleTimeoutMillis: options.poolIdleTimeoutMs ?? 10_000,
       connectionTimeoutMillis: options.connectTimeoutMs,
       // No startup parameters (PgBouncer refuses them): the server-side timeouts are the role's
       // defaults (session-defaults.ts). The server cannot enforce its timeout while it is frozen or cut off: the client does.
@@ -261,6 +264,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
           primary: pool,
           maxLagMs: options.readMaxLagMs ?? 1_000,
           poolSize: options.poolSize ?? 10,
+          poolIdleTimeoutMs: options.poolIdleTimeoutMs ?? 10_000,
           connectTimeoutMs: options.connectTimeoutMs,
           statementTimeoutMs: options.statementTimeoutMs,
           createClient,

@@ -36,6 +36,7 @@ export type ReadReplicaOptions = {
   primary: pg.Pool;
   maxLagMs: number;
   poolSize: number;
+  poolIdleTimeoutMs?: number;
   connectTimeoutMs?: number;
   statementTimeoutMs?: number;
   createClient: (adapter: PrismaPg) => PrismaClient;
@@ -72,6 +73,7 @@ export function openReadReplicas(options: ReadReplicaOptions): ReadReplicas {
     const pool = new pg.Pool({
       connectionString: url,
       max: options.poolSize,
+      idleTimeoutMillis: options.poolIdleTimeoutMs ?? 10_000,
       connectionTimeoutMillis: options.connectTimeoutMs,
       query_timeout: options.statementTimeoutMs,
     });
