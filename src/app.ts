@@ -5,6 +5,7 @@ import type { Tracer } from "@opentelemetry/api";
 import { createYoga, type Plugin, useReadinessCheck } from "graphql-yoga";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
+import type { Registry } from "prom-client";
 import { createAuthenticator } from "./auth/authenticate.js";
 import type { AuthState } from "./auth/caller.js";
 import type { Context } from "./graphql/context.js";
@@ -32,6 +33,7 @@ import { useRequestLog } from "./http/request-log.js";
 import { useTracing } from "./http/tracing.js";
 import { useTrustedDocuments } from "./http/trusted-documents.js";
 import { useUnsubscribe } from "./http/unsubscribe.js";
+import { createWriteGate, writeGateMetrics } from "./http/write-gate.js";
 import type { AuditSigner } from "./modules/audit/audit.keys.js";
 import { auditRestHandlers } from "./modules/audit/audit.routes.js";
 import { attachmentDownload } from "./modules/comments/attachments.routes.js";
@@ -50,8 +52,10 @@ import { type AttachmentStores, openAttachmentStores } from "./platform/attachme
 import {
   type Config,
   DEFAULT_BODY_BUDGET_BYTES,
+  DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_LIVE_STREAM_LIMITS,
   DEFAULT_UNATTACHED_MAX_BYTES,
+  DEFAULT_WRITES_PER_ORGANIZATION,
   MAX_ATTACHMENT_BYTES,
   MAX_DATABASE_ATTACHMENT_BYTES,
 } from "./platform/config.js";
@@ -73,7 +77,7 @@ export type AppDeps = {
   config: Pick<Config, "production" | "bodyLimitBytes"> &
     Partial<Pick<Config, "bodyBudgetBytes" | "corsOrigins" | "trustProxyHops" | "redisTimeoutMs" | "appUrl">> &
     Partial<Pick<Config, "jwt" | "rateLimitPerMinute" | "authFailuresPerMinute" | "trustProxy" | "introspection" | "graphiql">> &
-    Partial<Pick<Config, "trustedDocuments">> & {
+    Partial<Pick<Config, "trustedDocuments" | "databaseWritesPerOrganization" | "databaseConnectTimeoutMs">> & {
       liveStreams?: Partial<Config["liveStreams"]>;
       attachments?: Partial<
         Pick<Config["attachments"], "maxBytes" | "uploadTtlSeconds" | "downloadTtlSeconds" | "timeoutMs" | "unattachedMaxBytes">
@@ -227,6 +231,10 @@ export function createApp(deps: AppDeps) {
     authenticate: authenticateOnce,
   });
 
+  const writeGate = createWriteGate({
+    perOrganization: config.databaseWritesPerOrganization ?? DEFAULT_WRITES_PER_ORGANIZATION,
+    maxWaitMs: config.databaseConnectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+  });
   const head = useHeadAsGet();
   const requestLog = useRequestLog(logger);
 
@@ -246,7 +254,10 @@ export function createApp(deps: AppDeps) {
     replicas: database.replicas?.statuses,
     mail: deps.mail?.mailer.counts,
     trustedDocuments: trustedDocuments.counts,
-    register: deps.webhooks?.worker ? [(registry) => deps.webhooks?.worker?.registerMetrics(registry)] : [],
+    register: [
+      (registry) => writeGateMetrics(registry, writeGate),
+      ...(deps.webhooks?.worker ? [(registry: Registry) => deps.webhooks?.worker?.registerMetrics(registry)] : []),
+    ],
     liveStreams: liveStreams.counts,
     nativeMemory: deps.nativeMemory,
   });
@@ -386,6 +397,8 @@ export function createApp(deps: AppDeps) {
           return openApi;
         },
       }),
+      // Before every plugin that wraps the execution: a mutation holds its organization's place only while it executes.
+      writeGate.plugin,
       useIdempotency({ db: database.db, authenticate: authenticateOnce, logger }),
       ...(database.replicas
         ? [

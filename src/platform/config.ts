@@ -10,6 +10,12 @@ import { DEFAULT_TRANSACTION_LIMITS, type TransactionLimits, transactionLimitsPr
  */
 export const DEFAULT_BODY_BUDGET_BYTES = 80 * 1024 * 1024;
 
+/** Longest wait for a PostgreSQL connection, and for a mutation's turn (DATABASE_CONNECT_TIMEOUT_MS). */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 3_000;
+
+/** Mutations of one organization executed at once on a replica (DATABASE_WRITES_PER_ORGANIZATION, write-gate.ts). */
+export const DEFAULT_WRITES_PER_ORGANIZATION = 4;
+
 /** scheme://host[:port] as a browser sends it in Origin: never "null", "*", a path or a pattern. */
 function isExactOrigin(value: string): boolean {
   try {
@@ -80,8 +86,9 @@ const schema = z.object({
   DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(10_000),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
   DATABASE_POOL_IDLE_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(10_000),
+  DATABASE_WRITES_PER_ORGANIZATION: z.coerce.number().int().min(0).max(200).default(DEFAULT_WRITES_PER_ORGANIZATION),
   DATABASE_PREPARED_STATEMENTS: z.enum(["true", "false"]).optional(),
-  DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(3_000),
+  DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(DEFAULT_CONNECT_TIMEOUT_MS),
   DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000),
   DATABASE_STARTUP_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
   DATABASE_TRANSACTION_WAIT_MS: z.coerce.number().int().min(100).max(120_000).default(DEFAULT_TRANSACTION_LIMITS.maxWaitMs),
@@ -273,6 +280,11 @@ export type Config = {
    */
   databasePoolIdleTimeoutMs: number;
   /**
+   * Mutations of one organization executed at once on this replica (write-gate.ts); the next wait
+   * their turn in the service, holding no connection. 0: no limit.
+   */
+  databaseWritesPerOrganization: number;
+  /**
    * Named (prepared) statements on the pooled connections: on by default, off by default when
    * DATABASE_DIRECT_URL is set (DATABASE_URL then goes through a pooler that may not keep them).
    */
@@ -438,6 +450,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseIdleInTransactionTimeoutMs: e.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
     databasePoolSize: e.DATABASE_POOL_SIZE,
     databasePoolIdleTimeoutMs: e.DATABASE_POOL_IDLE_TIMEOUT_MS,
+    databaseWritesPerOrganization: e.DATABASE_WRITES_PER_ORGANIZATION,
     databasePreparedStatements: (e.DATABASE_PREPARED_STATEMENTS ?? (e.DATABASE_DIRECT_URL ? "false" : "true")) === "true",
     databaseConnectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
     databaseStatementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,

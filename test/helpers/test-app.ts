@@ -186,6 +186,8 @@ export async function createTestApp(
     restDispatch?: boolean;
     /** Evidence requests' link tokens and PUBLIC_URL (a link secret of the app's own, and the request's origin, when absent). */
     evidenceRequests?: AppDeps["evidenceRequests"];
+    /** DATABASE_WRITES_PER_ORGANIZATION (4 when absent) and how long a mutation may wait its turn (DATABASE_CONNECT_TIMEOUT_MS). */
+    writes?: { perOrganization?: number; maxWaitMs?: number };
   } = {},
 ) {
   const { database, drop } = options.database
@@ -214,6 +216,8 @@ export async function createTestApp(
       // In process, a cancelled body's pending read ends with the next bytes: keep-alives bring them.
       liveStreams: { heartbeatMs: 250, ...options.liveStreams },
       attachments: options.attachments,
+      databaseWritesPerOrganization: options.writes?.perOrganization,
+      databaseConnectTimeoutMs: options.writes?.maxWaitMs,
     },
     redis: options.redis,
     events: options.events,
