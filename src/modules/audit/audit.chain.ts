@@ -65,10 +65,16 @@ export function auditEventStatement(data: AuditEventInput, chain = chained): { s
  * `param(value)` placeholders, and the statement's answer (a SELECT, which may read every CTE). The
  * event, its place in the chain and its deliveries are written only when "change" has a row: a
  * change that finds nothing to write (a missing record) writes no event, and its answer says why.
+ *
+ * `shape` names the text `change` writes when that text is always the same for it (a comment's:
+ * per kind of record): the statement's text is then one string kept for the process. Built afresh,
+ * its several kilobytes were joined and hashed again at every write to find the prepared
+ * statement's name (prepared-statements.ts), about 20 µs a write (bench/results/2026-12-05.md).
  */
 export function withAuditEvent(
   data: AuditEventInput,
   change: (param: (value: unknown) => string) => { ctes: string; answer: string },
+  shape?: string,
 ): { sql: string; values: unknown[] } {
   const { values: eventParams, withoutSequence, filters } = eventValues(data);
   const values = chained ? [...eventParams, withoutSequence, filters] : [...eventParams, filters];
@@ -84,8 +90,19 @@ export function withAuditEvent(
   RETURNING "id"
 )`;
   const deliveries = deliveriesOf("event", { organizationId: "$2", action: "$5", filters: chained ? "$12" : "$11" });
-  return { sql: `WITH ${ctes}, ${events}, deliveries AS (\n${deliveries}\n)\n${answer}`, values };
+  const built = `WITH ${ctes}, ${events}, deliveries AS (\n${deliveries}\n)\n${answer}`;
+  if (shape === undefined) return { sql: built, values };
+  const key = `${chained}|${shape}`;
+  let sql = textsByShape.get(key);
+  if (sql === undefined) {
+    sql = built;
+    textsByShape.set(key, sql);
+  }
+  return { sql, values };
 }
+
+/** withAuditEvent's texts by shape (and chain setting): a few, one per kind of change. */
+const textsByShape = new Map<string, string>();
 
 /** An event's values ($1 to $10), its line without the sequence ($11) and its delivery filters ($12). */
 function eventValues(data: AuditEventInput): { values: unknown[]; withoutSequence: string; filters: string[] } {

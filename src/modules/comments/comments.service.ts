@@ -232,6 +232,8 @@ export function createCommentService(db: Db, events: Events, notifier: Notifier,
         answer: `SELECT ${ACTING_MEMBER_ANSWER}, change.*
 FROM (SELECT 1) AS one LEFT JOIN actor ON TRUE LEFT JOIN change ON TRUE`,
       }),
+      // The text differs only by the kind of record commented on.
+      `comment on ${input.entityType}`,
     );
     const [row] = await writeText<Comment & ActingRow>(db, sql, values);
     if (!row) throw new Error("createComment: the statement answered no row");
