@@ -21,6 +21,8 @@ const env = process.env;
 // Processes
 
 export const children = new Set();
+/** Children stopped on purpose (stopProcess, the run's cleanup): their exit is not news. */
+export const stopped = new WeakSet();
 export const cleanups = [];
 
 export function databaseEnv(database) {
@@ -66,11 +68,27 @@ export async function startProcess({ name, args, env: processEnv, logFile, probe
   const firstRequestMs = performance.now() - started;
   if (response.status !== 200) throw new Error(`${name}: first authenticated request answered ${response.status}`);
   const rssAtStartMb = memoryMb(child.pid).rssMb;
-  return { name, child, pid: child.pid, base, port, exited, coldStart: { readyMs, firstRequestMs, rssAtStartMb } };
+  const proc = {
+    name,
+    child,
+    pid: child.pid,
+    base,
+    port,
+    exited,
+    coldStart: { readyMs, firstRequestMs, rssAtStartMb },
+  };
+  // A process that ends before it is stopped: said at once, with its log's end (the run's directory
+  // is removed when the run ends), so that its rounds' errors have a cause.
+  exited.then((r) => {
+    if (!stopped.has(child))
+      process.stdout.write(`\n${name} exited during the run (${JSON.stringify(r)}); the end of its log:\n${tail(logFile, 40)}\n`);
+  });
+  return proc;
 }
 
 export async function stopProcess(proc) {
   if (!proc || proc.child.exitCode !== null || proc.child.signalCode !== null) return;
+  stopped.add(proc.child);
   proc.child.kill("SIGTERM");
   const timer = setTimeout(() => proc.child.kill("SIGKILL"), 20_000);
   await proc.exited;

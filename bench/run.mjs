@@ -34,6 +34,7 @@ import {
   startFlags,
   startProcess,
   stopProcess,
+  stopped,
   withClient,
 } from "./harness.mjs";
 import {
@@ -641,7 +642,10 @@ async function profileRun(scenario, request, workDir, startService) {
 // Main
 
 async function cleanup() {
-  for (const child of children) child.kill("SIGKILL");
+  for (const child of children) {
+    stopped.add(child);
+    child.kill("SIGKILL");
+  }
   while (cleanups.length) await cleanups.pop()();
 }
 

@@ -154,8 +154,20 @@ const tracing = config.otlpEndpoint ? await startTracing(config.otlpEndpoint) : 
  * (startWebhooks). The queue is no dependency of /ready.
  */
 let shuttingDown = false;
-const startQueue = () =>
-  startJobQueue({ pglite: database.pglite, url: config.databaseUrl, logger }).catch((error: Error) => {
+/**
+ * pg-boss's start, again while the database is unavailable (a connection terminated under it, a
+ * restart, a failover: 1 s, then up to 5 s apart), for as long as it takes: a replica that already
+ * serves must not end for a database that comes back. Anything else (a refused schema migration)
+ * ends the process with one clear line.
+ */
+const startQueue = (attempt = 0): ReturnType<typeof startJobQueue> =>
+  startJobQueue({ pglite: database.pglite, url: config.databaseUrl, logger }).catch(async (error: Error) => {
+    if (!shuttingDown && isDatabaseUnavailable(error)) {
+      const delayMs = Math.min(5_000, 1_000 * 2 ** Math.min(attempt, 3));
+      logger.warn({ err: error, delayMs }, "the job queue did not start: the database is unavailable; trying again");
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      return startQueue(attempt + 1);
+    }
     logger.fatal({ err: error }, "cannot start the job queue");
     fail(`Cannot start: the job queue (pg-boss) did not start: ${error.message}`);
   });

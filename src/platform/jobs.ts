@@ -57,7 +57,13 @@ export async function startJobQueue(options: JobQueueOptions): Promise<JobQueue>
   // Unhandled, an "error" event would end the process; pg-boss retries what failed on its next cycle.
   boss.on("error", (error) => options.logger.error({ err: error }, "job queue error"));
   boss.on("warning", (warning) => options.logger.warn({ warning }, "job queue warning"));
-  await boss.start();
+  try {
+    await boss.start();
+  } catch (error) {
+    // A start that failed (the database went away under it) leaves no pool behind for a retry to add to.
+    await boss.stop({ graceful: false, close: true }).catch(() => {});
+    throw error;
+  }
   return {
     boss,
     async stop(timeoutMs = 10_000) {

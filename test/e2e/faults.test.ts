@@ -404,6 +404,38 @@ describe.skipIf(missing)("when PostgreSQL or Redis fails", () => {
       }
     });
 
+    it("keeps serving when the job queue's connections are cut while it starts, and starts it once they stay up", async () => {
+      const service = await startServer({ ...serviceEnv(postgres, redis), LOG_LEVEL: "info" }, { until: "listening" });
+      const admin = new pg.Client({ connectionString: postgres.url() });
+      await admin.connect();
+      try {
+        // For 3 s after the server listens, every other connection to the database is cut as soon
+        // as it is made: the job queue starts 1 s after listening (server.ts), and its start meets it.
+        for (const until = Date.now() + 3_000; Date.now() < until; ) {
+          await admin.query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'",
+          );
+        }
+        expect(service.output()).toContain("the job queue did not start: the database is unavailable; trying again");
+        await service.ready();
+        await service.waitFor(
+          async () =>
+            (
+              await admin.query<{ n: number }>(
+                "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'compliance-gateway-jobs'",
+              )
+            ).rows[0]!.n > 0,
+          "the job queue to start",
+          20_000,
+        );
+        expect(service.child.exitCode).toBeNull();
+        expect(service.output()).not.toContain("Cannot start");
+      } finally {
+        await admin.end();
+        service.child.kill("SIGKILL");
+      }
+    });
+
     it("starts once a database that was down comes up within the start-up time", async () => {
       postgres.stop();
       const late = await startServer(serviceEnv(postgres, redis), { until: "spawned" });
