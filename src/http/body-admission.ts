@@ -200,7 +200,7 @@ export function createBodyReader(budget: BodyBudget, limit: number) {
     let bytes: Buffer;
     try {
       const req = (owner as { req?: IncomingMessage }).req;
-      if (req && typeof req.on === "function" && !req.readableDidRead) bytes = arrivedWhole(req) ?? (await bodyOf(req));
+      if (req && typeof req.on === "function" && !req.readableDidRead) bytes = arrivedWhole(req, length) ?? (await bodyOf(req));
       else {
         const read = await request.arrayBuffer();
         bytes = Buffer.isBuffer(read) ? read : Buffer.from(read);
@@ -228,12 +228,13 @@ export function createBodyReader(budget: BodyBudget, limit: number) {
 export type BodyReader = ReturnType<typeof createBodyReader>;
 
 /**
- * A Node request's body when all of it has arrived already (the usual small body, in the packet of
- * its headers: Node's parser has buffered it and its end before any handler reads), taken from the
- * stream's buffer at once instead of through its events. Undefined otherwise.
+ * A Node request's body of `length` declared bytes when all of them have arrived already (the usual
+ * small body, in the packet of its headers: Node's parser has buffered it before any handler reads,
+ * though it marks the message complete only later), taken from the stream's buffer at once instead
+ * of through its events. The parser never buffers more than the declared length. Undefined otherwise.
  */
-function arrivedWhole(req: IncomingMessage): Buffer | undefined {
-  if (!req.complete || req.readableFlowing || req.readableLength === 0) return undefined;
+export function arrivedWhole(req: IncomingMessage, length: number): Buffer | undefined {
+  if (req.readableFlowing || length <= 0 || req.readableLength !== length) return undefined;
   // Paused, read() without a size hands over everything buffered: here the whole body.
   return (req.read() as Buffer | null) ?? undefined;
 }
