@@ -25,9 +25,10 @@ type Queue = { running: number; waiting: (() => void)[] };
  */
 export function createWriteGate(options: WriteGateOptions) {
   const queues = new Map<string, Queue>();
-  let waitingNow = 0;
 
-  const release = (organizationId: string, queue: Queue) => {
+  /** The place of a mutation that finished: to the next waiting one, else given back. */
+  const release = (organizationId: string) => {
+    const queue = queues.get(organizationId) as Queue;
     const next = queue.waiting.shift();
     if (next) return next();
     queue.running--;
@@ -46,18 +47,15 @@ export function createWriteGate(options: WriteGateOptions) {
       return true;
     }
     const waiting = queue.waiting;
-    waitingNow++;
     return new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => {
         const index = waiting.indexOf(admit);
         if (index >= 0) waiting.splice(index, 1);
-        waitingNow--;
         resolve(false);
       }, options.maxWaitMs);
       // Handed the place of the mutation that finished (running stays as it was).
       function admit() {
         clearTimeout(timer);
-        waitingNow--;
         resolve(true);
       }
       waiting.push(admit);
@@ -79,11 +77,10 @@ export function createWriteGate(options: WriteGateOptions) {
           );
           return { errors: [busy] } as ExecutionResult;
         }
-        const queue = queues.get(organizationId) as Queue;
         try {
           return await executeFn(execution);
         } finally {
-          release(organizationId, queue);
+          release(organizationId);
         }
       });
     },
@@ -92,7 +89,11 @@ export function createWriteGate(options: WriteGateOptions) {
   return {
     plugin,
     /** Mutations waiting for their organization's turn now (for /metrics and the tests). */
-    waiting: () => waitingNow,
+    waiting: () => {
+      let n = 0;
+      for (const queue of queues.values()) n += queue.waiting.length;
+      return n;
+    },
   };
 }
 

@@ -36,7 +36,8 @@ export type ReadReplicaOptions = {
   primary: pg.Pool;
   maxLagMs: number;
   poolSize: number;
-  poolIdleTimeoutMs?: number;
+  /** The primary's: how long a connection may sit unused before it is closed (0: never). */
+  poolIdleTimeoutMs: number;
   connectTimeoutMs?: number;
   statementTimeoutMs?: number;
   createClient: (adapter: PrismaPg) => PrismaClient;
@@ -73,7 +74,7 @@ export function openReadReplicas(options: ReadReplicaOptions): ReadReplicas {
     const pool = new pg.Pool({
       connectionString: url,
       max: options.poolSize,
-      idleTimeoutMillis: options.poolIdleTimeoutMs ?? 10_000,
+      idleTimeoutMillis: options.poolIdleTimeoutMs,
       connectionTimeoutMillis: options.connectTimeoutMs,
       query_timeout: options.statementTimeoutMs,
     });
