@@ -1,27 +1,66 @@
-// What holds the service's RSS after a load (issue 59, item 5): the built server (dist/server.js,
-// the Node flags of `npm start`, or MEMORY_NODE_FLAGS) on a throwaway PostgreSQL database, its
-// /metrics memory figures (RSS, the V8 heap's capacity and use, each heap space's capacity, memory
-// outside the heap) at start, right after MEMORY_SECONDS (10) of load at 32 connections, and after
-// 5 and 15 s idle. MEMORY_SCENARIO: `rest-task` (GET /v1/tasks/{id}, the default) or
-// `create-comment` (POST /v1/comments). Run alone: `npm run build && npx node bench/memory-after-load.mjs`.
+// What holds the service's RSS (issue 59, item 5), at the moments `npm run bench` reads it: the
+// built server (dist/server.js, the Node flags of `npm start`, or MEMORY_NODE_FLAGS) on a throwaway
+// PostgreSQL database seeded by the CLI; at start, after the bench's scenario setups (their data
+// made through the API), after MEMORY_SECONDS (10) of each scenario's load at MEMORY_CONNECTIONS (32), and
+// after 5 and 15 s idle. Each line: RSS split into the Node binary's pages, malloc's main heap and
+// the other anonymous memory (/proc/<pid>/smaps), then the V8 heap's use and capacity per space and
+// the external memory (/metrics).
+//   npm run build && npx node bench/memory-after-load.mjs
+//   MEMORY_SCENARIOS=rest-task,vendor-page MEMORY_ENV="NAME=value ..." npx node bench/memory-after-load.mjs
+import { readFileSync } from "node:fs";
 import autocannon from "autocannon";
+import pg from "pg";
+import { scenarioList } from "./scenarios/index.mjs";
 import { startFlagsOf } from "./settings.mjs";
 import { replicaEnv, seedOrganization, startReplica, throwawayDatabase } from "./standalone.mjs";
 
 const env = process.env;
 const postgresUrl = env.BENCH_POSTGRES_URL ?? env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 const seconds = Number(env.MEMORY_SECONDS ?? 10);
+const connections = Number(env.MEMORY_CONNECTIONS ?? 32);
 const flags = env.MEMORY_NODE_FLAGS ? env.MEMORY_NODE_FLAGS.split(" ").filter(Boolean) : startFlagsOf();
+const extraEnv = Object.fromEntries(
+  (env.MEMORY_ENV ?? "")
+    .split(" ")
+    .filter(Boolean)
+    .map((kv) => kv.split(/=(.*)/s, 2)),
+);
+const wanted = env.MEMORY_SCENARIOS?.split(",");
+const scenarios = scenarioList.filter((s) => !wanted || wanted.includes(s.id));
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const mb = (bytes) => (Number(bytes) / 1048576).toFixed(1);
 
-/** The memory lines of a Prometheus text: one figure, or one per heap space. */
-function memoryOf(text) {
+/** RSS by kind of mapping: the node binary's pages, malloc's main heap ([heap]), other anonymous memory. */
+function rssOf(pid) {
+  let binary = 0;
+  let brk = 0;
+  let anonymous = 0;
+  let other = 0;
+  let name = "";
+  for (const line of readFileSync(`/proc/${pid}/smaps`, "utf8").split("\n")) {
+    const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (head) {
+      name = head[1];
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (!rss) continue;
+    const bytes = Number(rss[1]) * 1024;
+    if (name === process.execPath || name.endsWith("/node")) binary += bytes;
+    else if (name === "[heap]") brk += bytes;
+    else if (name === "") anonymous += bytes;
+    else other += bytes;
+  }
+  return `RSS ${mb(binary + brk + anonymous + other)} MB (node ${mb(binary)}, malloc heap ${mb(brk)}, anonymous ${mb(anonymous)}, other ${mb(other)})`;
+}
+
+/** The V8 heap's figures of a Prometheus text. */
+function heapOf(text) {
   const one = (name) => mb(new RegExp(`^${name}\\s+(\\S+)`, "m").exec(text)?.[1] ?? Number.NaN);
   const spaces = [...text.matchAll(/^nodejs_heap_space_size_total_bytes\{space="(\w+)"\}\s+(\S+)/gm)]
-    .filter((m) => Number(m[2]) > 0)
+    .filter((m) => Number(m[2]) > 1048576)
     .map((m) => `${m[1]} ${mb(m[2])}`);
-  return `RSS ${one("process_resident_memory_bytes")} MB; heap ${one("nodejs_heap_size_used_bytes")} used of ${one("nodejs_heap_size_total_bytes")} (${spaces.join(", ")}); external ${one("nodejs_external_memory_bytes")}`;
+  return `heap ${one("nodejs_heap_size_used_bytes")} used of ${one("nodejs_heap_size_total_bytes")} (${spaces.join(", ")}); external ${one("nodejs_external_memory_bytes")}`;
 }
 
 const cleanups = [];
@@ -29,26 +68,36 @@ try {
   const databaseUrl = await throwawayDatabase(postgresUrl, "memory", cleanups);
   const serviceEnv = replicaEnv(databaseUrl);
   const seed = seedOrganization(serviceEnv);
-  const server = await startReplica({ env: serviceEnv, cleanups, args: [...flags, "dist/server.js"] });
+  const server = await startReplica({ env: serviceEnv, settings: extraEnv, cleanups, args: [...flags, "dist/server.js"] });
   const show = async (label) => {
     const text = await (await fetch(`${server.base}/metrics`)).text();
-    process.stdout.write(`${label.padEnd(12)} ${memoryOf(text)}\n`);
+    process.stdout.write(`${label.padEnd(26)} ${rssOf(server.pid)}\n${"".padEnd(26)} ${heapOf(text)}\n`);
   };
-  const key = { "x-api-key": seed.apiKey };
-  const load =
-    env.MEMORY_SCENARIO === "create-comment"
-      ? {
-          url: `${server.base}/v1/comments`,
-          method: "POST",
-          headers: { ...key, "content-type": "application/json" },
-          body: JSON.stringify({ content: "Memory", entityId: seed.taskIds[1], entityType: "task", userId: seed.userIds[0] }),
-        }
-      : { url: `${server.base}/v1/tasks/${seed.taskIds[0]}`, headers: key };
-  process.stdout.write(`Node ${process.version}, flags ${flags.join(" ")}, ${env.MEMORY_SCENARIO ?? "rest-task"}\n`);
+  process.stdout.write(`Node ${process.version}, flags ${flags.join(" ")}, ${JSON.stringify(extraEnv)}\n`);
   await show("start");
-  const result = await autocannon({ ...load, connections: 32, duration: seconds });
-  process.stdout.write(`load: ${Math.round(result.requests.average)} req/s for ${seconds} s, non-2xx ${result.non2xx}\n`);
-  await show("after load");
+  const data = { seed, data: {} };
+  const analyze = async () => {
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    await client.query("ANALYZE");
+    await client.end();
+  };
+  for (const s of scenarios) {
+    if (s.setup) await s.setup({ base: server.base, seed, data: data.data, log: () => {}, analyze });
+  }
+  await show("after the setups");
+  for (const s of scenarios) {
+    const request = s.request(data);
+    const result = await autocannon({
+      url: server.base + request.path,
+      method: request.method,
+      headers: request.headers,
+      body: request.body,
+      connections,
+      duration: seconds,
+    });
+    await show(`${s.id} (${Math.round(result.requests.average)}/s)`);
+  }
   await sleep(5_000);
   await show("idle 5 s");
   await sleep(10_000);
