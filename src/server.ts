@@ -155,19 +155,26 @@ const tracing = config.otlpEndpoint ? await startTracing(config.otlpEndpoint) : 
  */
 let shuttingDown = false;
 /**
- * pg-boss's start, again while the database is unavailable (a connection terminated under it, a
- * restart, a failover: 1 s, then up to 5 s apart), for as long as it takes: a replica that already
- * serves must not end for a database that comes back. Anything else (a refused schema migration)
- * ends the process with one clear line.
+ * A start that needs the database (pg-boss's, a worker's), again while the database is unavailable
+ * (a connection terminated under it, a restart, a failover: 1 s, then up to 5 s apart), for as
+ * long as it takes: a replica that already serves must not end for a database that comes back.
+ * Anything else (a refused schema migration) is thrown, for its caller to end the process with.
  */
-const startQueue = (attempt = 0): ReturnType<typeof startJobQueue> =>
-  startJobQueue({ pglite: database.pglite, url: config.databaseUrl, logger }).catch(async (error: Error) => {
-    if (!shuttingDown && isDatabaseUnavailable(error)) {
-      const delayMs = Math.min(5_000, 1_000 * 2 ** Math.min(attempt, 3));
-      logger.warn({ err: error, delayMs }, "the job queue did not start: the database is unavailable; trying again");
-      await new Promise((resolve) => setTimeout(resolve, delayMs));
-      return startQueue(attempt + 1);
-    }
+async function whileDatabaseUnavailable<T>(what: string, start: () => Promise<T>, attempt = 0): Promise<T> {
+  try {
+    return await start();
+  } catch (error) {
+    if (shuttingDown || !isDatabaseUnavailable(error)) throw error;
+    const delayMs = Math.min(5_000, 1_000 * 2 ** Math.min(attempt, 3));
+    logger.warn({ err: error, delayMs }, `${what} did not start: the database is unavailable; trying again`);
+    await new Promise((resolve) => setTimeout(resolve, delayMs));
+    return whileDatabaseUnavailable(what, start, attempt + 1);
+  }
+}
+const startQueue = (): ReturnType<typeof startJobQueue> =>
+  whileDatabaseUnavailable("the job queue", () =>
+    startJobQueue({ pglite: database.pglite, url: config.databaseUrl, logger }),
+  ).catch((error: Error) => {
     logger.fatal({ err: error }, "cannot start the job queue");
     fail(`Cannot start: the job queue (pg-boss) did not start: ${error.message}`);
   });
@@ -202,8 +209,10 @@ const mail =
     ? await (async (mailConfig) => {
         try {
           const { boss } = await jobQueue;
-          const mailer = await createNotificationMailer({ db: database.db, boss, config: mailConfig, logger, links });
-          if (mailConfig.worker) await mailer.start();
+          const mailer = await whileDatabaseUnavailable("the mail queue", () =>
+            createNotificationMailer({ db: database.db, boss, config: mailConfig, logger, links }),
+          );
+          if (mailConfig.worker) await whileDatabaseUnavailable("the mail worker", () => mailer.start());
           else logger.info("MAIL_WORKER=false: this replica enqueues e-mail and leaves the sending to replicas with it on");
           return { mailer, unsubscribe: createUnsubscribe(database.db, mailConfig.unsubscribeSecret) };
         } catch (error) {
@@ -320,7 +329,11 @@ function startWebhooks() {
   if (shuttingDown) return;
   jobQueue ??= startQueue();
   webhooksStarting = jobQueue
-    .then(({ boss }) => (shuttingDown ? undefined : webhookWorker.start(boss)))
+    .then(async ({ boss }) => {
+      if (shuttingDown) return;
+      await whileDatabaseUnavailable("the webhook worker", () => webhookWorker.start(boss));
+      logger.info("the webhook worker started");
+    })
     .catch((error: Error) => {
       // Stopping already: the shutdown's own steps end the process.
       if (shuttingDown) return logger.warn({ err: error }, "the webhook worker did not start before shutdown");

@@ -436,6 +436,57 @@ describe.skipIf(missing)("when PostgreSQL or Redis fails", () => {
       }
     });
 
+    it("keeps serving when the webhook worker's start loses its connections, and starts it once they stay up", async () => {
+      // The webhook queue's row, made by a first start when no test before made it. Held FOR UPDATE
+      // here, the worker's next start (which updates it: webhooks.worker.ts) waits on it, and each
+      // backend waiting so is cut, as a database restart would cut it.
+      const admin = new pg.Client({ connectionString: postgres.url() });
+      await admin.connect();
+      const exists = await admin
+        .query("SELECT 1 FROM pgboss.queue WHERE name = 'webhook-delivery'")
+        .catch(() => ({ rowCount: 0 }));
+      if (!exists.rowCount) {
+        const first = await startServer({ ...serviceEnv(postgres, redis), LOG_LEVEL: "info" }, { until: "listening" });
+        await first.waitFor(async () => first.output().includes("the webhook worker started"), "a first start", 20_000);
+        first.child.kill("SIGKILL");
+      }
+      await admin.query("BEGIN");
+      const held = await admin.query("SELECT 1 FROM pgboss.queue WHERE name = 'webhook-delivery' FOR UPDATE");
+      expect(held.rowCount).toBe(1);
+      const service = await startServer({ ...serviceEnv(postgres, redis), LOG_LEVEL: "info" }, { until: "listening" });
+      try {
+        const cut = async () => {
+          // Inside its transaction, this session would see the activity as it first read it.
+          await admin.query("SELECT pg_stat_clear_snapshot()");
+          return (
+            await admin.query<{ n: number }>(
+              "SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%UPDATE%queue%'",
+            )
+          ).rows[0]!.n;
+        };
+        let cuts = 0;
+        for (const until = Date.now() + 10_000; Date.now() < until && cuts < 2; ) {
+          cuts += await cut();
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        expect(cuts).toBeGreaterThanOrEqual(2);
+        await service.waitFor(
+          async () => service.output().includes("the webhook worker did not start: the database is unavailable; trying again"),
+          "the worker's start to be tried again",
+          10_000,
+        );
+        await admin.query("COMMIT");
+        await service.ready();
+        await service.waitFor(async () => service.output().includes("the webhook worker started"), "the worker to start", 15_000);
+        expect(service.child.exitCode).toBeNull();
+        expect(service.output()).not.toContain("Cannot start");
+      } finally {
+        await admin.query("ROLLBACK").catch(() => {});
+        await admin.end();
+        service.child.kill("SIGKILL");
+      }
+    });
+
     it("starts once a database that was down comes up within the start-up time", async () => {
       postgres.stop();
       const late = await startServer(serviceEnv(postgres, redis), { until: "spawned" });
