@@ -168,6 +168,7 @@ async function whileDatabaseUnavailable<T>(what: string, start: () => Promise<T>
     const delayMs = Math.min(5_000, 1_000 * 2 ** Math.min(attempt, 3));
     logger.warn({ err: error, delayMs }, `${what} did not start: the database is unavailable; trying again`);
     await new Promise((resolve) => setTimeout(resolve, delayMs));
+    if (shuttingDown) throw error;
     return whileDatabaseUnavailable(what, start, attempt + 1);
   }
 }
