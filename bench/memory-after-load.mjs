@@ -8,10 +8,9 @@
 //   npm run build && npx node bench/memory-after-load.mjs
 //   MEMORY_SCENARIOS=rest-task,vendor-page MEMORY_ENV="NAME=value ..." npx node bench/memory-after-load.mjs
 import { readFileSync } from "node:fs";
-import autocannon from "autocannon";
-import pg from "pg";
+import { load, withClient } from "./harness.mjs";
 import { scenarioList } from "./scenarios/index.mjs";
-import { startFlagsOf } from "./settings.mjs";
+import { sleep, startFlagsOf } from "./settings.mjs";
 import { replicaEnv, seedOrganization, startReplica, throwawayDatabase } from "./standalone.mjs";
 
 const env = process.env;
@@ -27,7 +26,6 @@ const extraEnv = Object.fromEntries(
 );
 const wanted = env.MEMORY_SCENARIOS?.split(",");
 const scenarios = scenarioList.filter((s) => !wanted || wanted.includes(s.id));
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const mb = (bytes) => (Number(bytes) / 1048576).toFixed(1);
 
 /** RSS by kind of mapping: the node binary's pages, malloc's main heap ([heap]), other anonymous memory. */
@@ -76,27 +74,14 @@ try {
   process.stdout.write(`Node ${process.version}, flags ${flags.join(" ")}, ${JSON.stringify(extraEnv)}\n`);
   await show("start");
   const data = { seed, data: {} };
-  const analyze = async () => {
-    const client = new pg.Client({ connectionString: databaseUrl });
-    await client.connect();
-    await client.query("ANALYZE");
-    await client.end();
-  };
+  const analyze = () => withClient({ url: databaseUrl }, (client) => client.query("ANALYZE"));
   for (const s of scenarios) {
     if (s.setup) await s.setup({ base: server.base, seed, data: data.data, log: () => {}, analyze });
   }
   await show("after the setups");
   for (const s of scenarios) {
-    const request = s.request(data);
-    const result = await autocannon({
-      url: server.base + request.path,
-      method: request.method,
-      headers: request.headers,
-      body: request.body,
-      connections,
-      duration: seconds,
-    });
-    await show(`${s.id} (${Math.round(result.requests.average)}/s)`);
+    const result = await load(server, s.request(data), connections, seconds);
+    await show(`${s.id} (${Math.round(result.rps)}/s)`);
   }
   await sleep(5_000);
   await show("idle 5 s");
