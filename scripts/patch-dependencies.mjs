@@ -19,7 +19,8 @@ export const patches = [
     // Prisma's query plan cache reads a graph of the schema's inputs at start (3,146 nodes here),
     // keeping each node's edges in an object keyed by string-table index (up to 949). V8 gives such
     // an object a backing array as long as its largest key: 15 MB of mostly holes, alive for the
-    // process's life. A Map per node holds the same 21,891 edges in about 1 MB.
+    // process's life. With a Map per node, constructing the client grows the heap by about 3 MB
+    // instead of 17.7 (the test measures it).
     files: ["runtime/client.js", "runtime/client.mjs"],
     replacements: [
       [
@@ -60,10 +61,11 @@ export function patchDependencies({ apply, modules = path.join(root, "node_modul
   const results = [];
   for (const patch of patches) {
     const packageDir = path.join(modules, patch.package);
+    const version = versionOf(packageDir);
     for (const file of patch.files) {
       const full = path.join(packageDir, file);
       if (!existsSync(full)) {
-        results.push({ patch: patch.name, file: full, state: "missing", version: versionOf(packageDir) });
+        results.push({ patch: patch.name, file: full, state: "missing", version });
         continue;
       }
       let text = readFileSync(full, "utf8");
@@ -73,7 +75,7 @@ export function patchDependencies({ apply, modules = path.join(root, "node_modul
         writeFileSync(full, text);
         state = fileState(text, patch.replacements);
       }
-      results.push({ patch: patch.name, file: full, state, version: versionOf(packageDir) });
+      results.push({ patch: patch.name, file: full, state, version });
     }
   }
   return results;
