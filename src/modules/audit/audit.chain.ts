@@ -83,6 +83,18 @@ export function withAuditEvent(
     return `$${values.length}`;
   };
   const { ctes, answer } = change(param);
+  if (shape === undefined) return { sql: statementText(ctes, answer), values };
+  const key = `${chained}|${shape}`;
+  let sql = textsByShape.get(key);
+  if (sql === undefined) {
+    sql = statementText(ctes, answer);
+    textsByShape.set(key, sql);
+  }
+  return { sql, values };
+}
+
+/** The whole statement: the change's CTEs, the event (chained or not), its deliveries, the answer. */
+function statementText(ctes: string, answer: string): string {
   const events = chained
     ? chainedCtes(true)
     : `event AS (
@@ -90,15 +102,7 @@ export function withAuditEvent(
   RETURNING "id"
 )`;
   const deliveries = deliveriesOf("event", { organizationId: "$2", action: "$5", filters: chained ? "$12" : "$11" });
-  const built = `WITH ${ctes}, ${events}, deliveries AS (\n${deliveries}\n)\n${answer}`;
-  if (shape === undefined) return { sql: built, values };
-  const key = `${chained}|${shape}`;
-  let sql = textsByShape.get(key);
-  if (sql === undefined) {
-    sql = built;
-    textsByShape.set(key, sql);
-  }
-  return { sql, values };
+  return `WITH ${ctes}, ${events}, deliveries AS (\n${deliveries}\n)\n${answer}`;
 }
 
 /** withAuditEvent's texts by shape (and chain setting): a few, one per kind of change. */
