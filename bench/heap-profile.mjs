@@ -6,7 +6,9 @@
 //   npx node bench/heap-profile.mjs                    # this tree
 //   HEAP_ENV=GRAPHQL_JIT=true npx node bench/heap-profile.mjs   # with a setting
 // HEAP_REQUESTS (300) requests are profiled after HEAP_WARMUP (100); the raw profile is written to
-// .exp/heap/vendor-page.heapprofile (open it in Chrome DevTools > Memory).
+// .exp/heap/<scenario>.heapprofile (open it in Chrome DevTools > Memory). HEAP_SCENARIO=list-page
+// profiles the list page's query instead (bench/list-page.mjs: 50 tasks and their totalCount, of 60
+// written by SQL as bench/ab-inprocess.mjs writes them).
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -79,8 +81,30 @@ try {
   server = createServer((req, res) => app.yoga(req, res));
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
   const base = `http://127.0.0.1:${server.address().port}`;
-  const vendorIds = await createVendorPage(base, seed);
-  const request = vendorPageRequest(seed, vendorIds);
+  const scenario = env.HEAP_SCENARIO ?? "vendor-page";
+  let request;
+  if (scenario === "list-page") {
+    const db = new pg.Client({ connectionString: url.toString() });
+    await db.connect();
+    await db.query(
+      `INSERT INTO "Task" ("id", "organizationId", "title", "status", "dueDate", "updatedAt")
+       SELECT 'tsk_heap' || lpad(n::text, 26, '0'), $1, 'Task ' || n, 'todo', DATE '2027-01-01' + n, now()
+       FROM generate_series(1, 60) n`,
+      [seed.organizationId],
+    );
+    await db.end();
+    request = {
+      method: "POST",
+      path: "/graphql",
+      headers: { "x-api-key": seed.apiKey, "content-type": "application/json" },
+      body: JSON.stringify({
+        query:
+          "{ tasks(filter: { status: [todo] }, orderBy: { field: dueDate, direction: asc }, limit: 50) { totalCount items { id title status dueDate } } }",
+      }),
+    };
+  } else {
+    request = vendorPageRequest(seed, await createVendorPage(base, seed));
+  }
   const { Request } = app.yoga.fetchAPI;
   const once = async () => {
     const response = await app.yoga.fetch(
@@ -89,7 +113,7 @@ try {
     );
     const text = await response.text();
     if (response.status !== 200 || text.includes('"errors"'))
-      throw new Error(`vendor page: ${response.status} ${text.slice(0, 300)}`);
+      throw new Error(`${scenario}: ${response.status} ${text.slice(0, 300)}`);
     return text.length;
   };
   for (let i = 0; i < warmup; i++) await once();
@@ -101,7 +125,7 @@ try {
     for (let i = 0; i < requests; i++) bytesOut += await once();
   });
   const ms = performance.now() - t;
-  writeFileSync(path.join(outDir, "vendor-page.heapprofile"), JSON.stringify(profile));
+  writeFileSync(path.join(outDir, `${scenario}.heapprofile`), JSON.stringify(profile));
 
   // Sum the samples' sizes by package / source file and by function.
   const byArea = new Map();
@@ -121,7 +145,7 @@ try {
   }
   const kb = (bytes) => (bytes / 1024 / requests).toFixed(1);
   const lines = [
-    `Vendor page (50 vendors, stats, 5 comments with authors), in process, ${requests} requests after ${warmup} of warm-up; ` +
+    `${scenario === "list-page" ? "List page (50 tasks and totalCount)" : "Vendor page (50 vendors, stats, 5 comments with authors)"}, in process, ${requests} requests after ${warmup} of warm-up; ` +
       `Node ${process.version}, flags ${startFlags.join(" ")}${env.HEAP_ENV ? `, ${env.HEAP_ENV}` : ""}`,
     `allocated: ${(total / 1024 / 1024).toFixed(0)} MB in all, ${kb(total)} KB per page (the answer itself: ${(bytesOut / requests / 1024).toFixed(1)} KB of JSON); ` +
       `${(ms / requests).toFixed(1)} ms per page (wall, one at a time); heap used ${((process.memoryUsage().heapUsed - heapBefore) / 1024 / 1024).toFixed(0)} MB higher after`,
@@ -143,7 +167,7 @@ try {
   const text = lines.join("\n");
   process.stdout.write(`${text}\n`);
   writeFileSync(
-    path.join(outDir, `vendor-page${env.HEAP_ENV ? `-${env.HEAP_ENV.replace(/[^A-Za-z0-9]+/g, "-")}` : ""}.md`),
+    path.join(outDir, `${scenario}${env.HEAP_ENV ? `-${env.HEAP_ENV.replace(/[^A-Za-z0-9]+/g, "-")}` : ""}.md`),
     `${text}\n`,
   );
   await app.yoga.dispose?.();

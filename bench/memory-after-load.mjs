@@ -35,10 +35,15 @@ function rssOf(pid) {
   let anonymous = 0;
   let other = 0;
   let name = "";
+  let size = 0;
+  // MEMORY_MAPS=1: anonymous memory by the size of its mapping (a glibc thread arena reserves 64 MB,
+  // V8 maps its pages 256 KB at a time, a WebAssembly memory reserves gigabytes).
+  const bySize = new Map();
   for (const line of readFileSync(`/proc/${pid}/smaps`, "utf8").split("\n")) {
-    const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    const head = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
     if (head) {
-      name = head[1];
+      name = head[3];
+      size = Number.parseInt(head[2], 16) - Number.parseInt(head[1], 16);
       continue;
     }
     const rss = /^Rss:\s+(\d+) kB/.exec(line);
@@ -46,10 +51,14 @@ function rssOf(pid) {
     const bytes = Number(rss[1]) * 1024;
     if (name === process.execPath || name.endsWith("/node")) binary += bytes;
     else if (name === "[heap]") brk += bytes;
-    else if (name === "") anonymous += bytes;
-    else other += bytes;
+    else if (name === "") {
+      anonymous += bytes;
+      const kind = size >= 2 ** 30 ? ">= 1 GB" : size >= 2 ** 26 ? "64 MB to 1 GB" : size >= 2 ** 20 ? "1 to 64 MB" : "< 1 MB";
+      bySize.set(kind, (bySize.get(kind) ?? 0) + bytes);
+    } else other += bytes;
   }
-  return `RSS ${mb(binary + brk + anonymous + other)} MB (node ${mb(binary)}, malloc heap ${mb(brk)}, anonymous ${mb(anonymous)}, other ${mb(other)})`;
+  const maps = env.MEMORY_MAPS ? `; anonymous by mapping size: ${[...bySize].map(([k, v]) => `${k} ${mb(v)}`).join(", ")}` : "";
+  return `RSS ${mb(binary + brk + anonymous + other)} MB (node ${mb(binary)}, malloc heap ${mb(brk)}, anonymous ${mb(anonymous)}, other ${mb(other)})${maps}`;
 }
 
 /** The V8 heap's figures of a Prometheus text. */

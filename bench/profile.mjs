@@ -3,6 +3,7 @@
 // (dist/service.js) are mapped back to src/ files through its source map.
 //
 //   node bench/profile.mjs path/to/file.cpuprofile [windowStartUs windowEndUs]
+//   PROFILE_TOP=100 node bench/profile.mjs ...   # keep the top 100 functions (40 by default)
 import { existsSync, readFileSync } from "node:fs";
 import { SourceMap } from "node:module";
 import path from "node:path";
@@ -194,7 +195,7 @@ export function summarizeProfile(profile, window) {
       })),
     functions: sorted(fnSelf)
       .filter(([key]) => !key.startsWith("(idle)|"))
-      .slice(0, 40)
+      .slice(0, Number(process.env.PROFILE_TOP ?? 40))
       .map(([key, us]) => {
         const [name, where, pkg] = key.split("|");
         return { name, where, pkg, selfMs: us / 1000, selfPctOfBusy: (100 * us) / busy };
