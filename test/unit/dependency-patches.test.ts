@@ -1,5 +1,7 @@
 import { spawnSync } from "node:child_process";
 import path from "node:path";
+import { execute } from "@graphql-tools/executor";
+import { buildSchema, type GraphQLResolveInfo, parse } from "graphql";
 import { describe, expect, it } from "vitest";
 
 type PatchResult = { patch: string; file: string; state: "applied" | "unpatched" | "changed" | "missing" };
@@ -55,5 +57,80 @@ describe("patched packages", () => {
     expect(alive).toBe("function");
     // Unpatched: 16 to 17 MB here. Patched: the graph's Maps and the rest of the client, 2 to 3 MB.
     expect(grewMb).toBeLessThan(8);
+  });
+
+  it("the executor's shared resolve info: each item's info is whole, with its own path; argumentless fields get their own empty object", async () => {
+    const schema = buildSchema(`
+      type Query { items(n: Int!): [Item!]! }
+      type Item { name: String! label(prefix: String = "#"): String! }
+    `);
+    const seen: { info: GraphQLResolveInfo; args: Record<string, unknown> }[] = [];
+    const labels: unknown[] = [];
+    const root = {
+      items: ({ n }: { n: number }) => Array.from({ length: n }, (_, i) => ({ i })),
+    };
+    const resolvers = schema.getType("Item") as unknown as {
+      getFields(): Record<string, { resolve?: (...args: unknown[]) => unknown }>;
+    };
+    const fields = resolvers.getFields();
+    (fields.name as { resolve?: unknown }).resolve = (
+      item: { i: number },
+      args: Record<string, unknown>,
+      _ctx: unknown,
+      info: GraphQLResolveInfo,
+    ) => {
+      seen.push({ info, args });
+      return `item ${item.i}`;
+    };
+    (fields.label as { resolve?: unknown }).resolve = (item: { i: number }, args: { prefix: string }) => {
+      labels.push(args);
+      return `${args.prefix}${item.i}`;
+    };
+    const document = parse("query Q($n: Int!) { items(n: $n) { ...F label } } fragment F on Item { name }");
+    const signal = new AbortController().signal;
+    const result = await execute({ schema, document, rootValue: root, variableValues: { n: 3 }, contextValue: {}, signal });
+    expect(result).toEqual({
+      data: { items: [0, 1, 2].map((i) => ({ name: `item ${i}`, label: `#${i}` })) },
+    });
+    expect(seen).toHaveLength(3);
+    seen.forEach(({ info, args }, i) => {
+      expect(info.fieldName).toBe("name");
+      expect(info.fieldNodes[0]?.name.value).toBe("name");
+      expect(String(info.returnType)).toBe("String!");
+      expect(info.parentType.name).toBe("Item");
+      expect(info.path).toEqual({
+        prev: { prev: { prev: undefined, key: "items", typename: "Query" }, key: i, typename: undefined },
+        key: "name",
+        typename: "Item",
+      });
+      expect(info.schema).toBe(schema);
+      expect(Object.keys(info.fragments)).toEqual(["F"]);
+      expect(info.rootValue).toBe(root);
+      expect(info.operation.name?.value).toBe("Q");
+      expect(info.variableValues).toEqual({ n: 3 });
+      expect((info as unknown as { getAbortSignal(): AbortSignal }).getAbortSignal()).toBe(signal);
+      expect(typeof (info as unknown as { getAsyncHelpers(): { promiseAll: unknown } }).getAsyncHelpers().promiseAll).toBe(
+        "function",
+      );
+      // A resolver may keep or change its arguments: every execution of a field gets an object of its own.
+      expect(args).toEqual({});
+      if (i > 0) expect(args).not.toBe(seen[i - 1]?.args);
+    });
+    // A field that defines arguments still gets its default.
+    expect(labels).toEqual([{ prefix: "#" }, { prefix: "#" }, { prefix: "#" }]);
+  });
+
+  it("the executor's result objects inherit no key: aliases such as __proto__ and constructor are the answer's own, in order", async () => {
+    const schema = buildSchema("type Query { item: Item } type Item { name: String }");
+    const document = parse("{ item { __proto__: name constructor: name toString: name hasOwnProperty: name name } }");
+    const result = (await execute({ schema, document, rootValue: { item: { name: "n" } } })) as { data: { item: object } };
+    const item = result.data.item;
+    expect(Object.keys(item)).toEqual(["__proto__", "constructor", "toString", "hasOwnProperty", "name"]);
+    expect(JSON.stringify(result)).toBe(
+      '{"data":{"item":{"__proto__":"n","constructor":"n","toString":"n","hasOwnProperty":"n","name":"n"}}}',
+    );
+    // Nothing up the prototype chain: Object.prototype's keys are not there to be read by mistake.
+    expect("valueOf" in item).toBe(false);
+    expect("isPrototypeOf" in item).toBe(false);
   });
 });
