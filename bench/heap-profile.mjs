@@ -8,7 +8,8 @@
 // HEAP_REQUESTS (300) requests are profiled after HEAP_WARMUP (100); the raw profile is written to
 // .exp/heap/<scenario>.heapprofile (open it in Chrome DevTools > Memory). HEAP_SCENARIO=list-page
 // profiles the list page's query instead (bench/list-page.mjs: 50 tasks and their totalCount, of 60
-// written by SQL as bench/ab-inprocess.mjs writes them).
+// written by SQL as bench/ab-inprocess.mjs writes them); HEAP_SCENARIO=graphql-task, GraphQL get task
+// (what a request costs besides its data).
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -102,6 +103,16 @@ try {
           "{ tasks(filter: { status: [todo] }, orderBy: { field: dueDate, direction: asc }, limit: 50) { totalCount items { id title status dueDate } } }",
       }),
     };
+  } else if (scenario === "graphql-task") {
+    request = {
+      method: "POST",
+      path: "/graphql",
+      headers: { "x-api-key": seed.apiKey, "content-type": "application/json" },
+      body: JSON.stringify({
+        query: "query($id: ID!) { task(taskId: $id) { id title status description taskTemplateId createdAt updatedAt } }",
+        variables: { id: seed.taskIds[0] },
+      }),
+    };
   } else {
     request = vendorPageRequest(seed, await createVendorPage(base, seed));
   }
@@ -145,7 +156,7 @@ try {
   }
   const kb = (bytes) => (bytes / 1024 / requests).toFixed(1);
   const lines = [
-    `${scenario === "list-page" ? "List page (50 tasks and totalCount)" : "Vendor page (50 vendors, stats, 5 comments with authors)"}, in process, ${requests} requests after ${warmup} of warm-up; ` +
+    `${{ "list-page": "List page (50 tasks and totalCount)", "graphql-task": "GraphQL get task" }[scenario] ?? "Vendor page (50 vendors, stats, 5 comments with authors)"}, in process, ${requests} requests after ${warmup} of warm-up; ` +
       `Node ${process.version}, flags ${startFlags.join(" ")}${env.HEAP_ENV ? `, ${env.HEAP_ENV}` : ""}`,
     `allocated: ${(total / 1024 / 1024).toFixed(0)} MB in all, ${kb(total)} KB per page (the answer itself: ${(bytesOut / requests / 1024).toFixed(1)} KB of JSON); ` +
       `${(ms / requests).toFixed(1)} ms per page (wall, one at a time); heap used ${((process.memoryUsage().heapUsed - heapBefore) / 1024 / 1024).toFixed(0)} MB higher after`,

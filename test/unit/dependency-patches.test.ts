@@ -1,6 +1,7 @@
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { execute } from "@graphql-tools/executor";
+import { fakePromise, handleMaybePromise, iterateAsync } from "@whatwg-node/promise-helpers";
 import { buildSchema, type GraphQLResolveInfo, parse } from "graphql";
 import { describe, expect, it } from "vitest";
 
@@ -132,5 +133,129 @@ describe("patched packages", () => {
     // Nothing up the prototype chain: Object.prototype's keys are not there to be read by mistake.
     expect("valueOf" in item).toBe(false);
     expect("isPrototypeOf" in item).toBe(false);
+  });
+
+  describe("promise-helpers: values at hand go straight through, everything else as before", () => {
+    const boom = new Error("boom");
+    const thrower = () => {
+      throw boom;
+    };
+    // Called as the packages call it, also in the ways its typings leave out (no success step).
+    const handle = handleMaybePromise as unknown as (...steps: (((value?: unknown) => unknown) | undefined)[]) => unknown;
+
+    it("handleMaybePromise answers a value at hand at once, and throws at once", () => {
+      expect(
+        handleMaybePromise(
+          () => 2,
+          (v) => v * 10,
+        ),
+      ).toBe(20);
+      expect(handle(() => 2)).toBe(2);
+      expect(
+        handleMaybePromise(
+          () => 0,
+          (v) => v,
+        ),
+      ).toBe(0);
+      expect(() => handleMaybePromise(thrower, (v) => v)).toThrow(boom);
+      expect(
+        handleMaybePromise(
+          thrower,
+          (v) => v,
+          (e) => `caught ${(e as Error).message}`,
+        ),
+      ).toBe("caught boom");
+      expect(() => handleMaybePromise(() => 1, thrower)).toThrow(boom);
+      expect(() => handle(thrower, undefined, thrower)).toThrow(boom);
+      // A fake promise (what other helpers hand on) is a value at hand too.
+      expect(
+        handleMaybePromise(
+          () => fakePromise(3),
+          (v) => v + 1,
+        ),
+      ).toBe(4);
+      const order: string[] = [];
+      expect(
+        handle(
+          () => order.push("input"),
+          () => order.push("output"),
+          undefined,
+          () => order.push("finally"),
+        ),
+      ).toBe(2);
+      expect(order).toEqual(["input", "output", "finally"]);
+    });
+
+    it("handleMaybePromise answers a promise for a promise, and settles it as before", async () => {
+      const doubled = handleMaybePromise(
+        () => Promise.resolve(2),
+        (v) => v * 2,
+      );
+      expect(doubled).toBeInstanceOf(Promise);
+      await expect(doubled).resolves.toBe(4);
+      await expect(
+        handleMaybePromise(
+          () => 1,
+          (v) => Promise.resolve(v + 1),
+        ),
+      ).resolves.toBe(2);
+      await expect(
+        handleMaybePromise(
+          () => Promise.reject(boom),
+          (v) => v,
+        ),
+      ).rejects.toBe(boom);
+      await expect(
+        handleMaybePromise(
+          () => Promise.reject(boom),
+          (v) => v,
+          () => "recovered",
+        ),
+      ).resolves.toBe("recovered");
+      await expect(handleMaybePromise(() => Promise.resolve(1), thrower)).rejects.toBe(boom);
+    });
+
+    it("iterateAsync loops over callbacks that answer at once, waits for one that answers a promise, stops early when asked", async () => {
+      const seen: [string, number][] = [];
+      const results: string[] = [];
+      expect(
+        iterateAsync(
+          ["a", "b", "c"],
+          (v, _endEarly, i) => {
+            seen.push([v, i]);
+            return v.toUpperCase();
+          },
+          results,
+        ),
+      ).toBeUndefined();
+      expect(seen).toEqual([
+        ["a", 0],
+        ["b", 1],
+        ["c", 2],
+      ]);
+      expect(results).toEqual(["A", "B", "C"]);
+
+      const stopped: string[] = [];
+      iterateAsync(["a", "b", "c"], (v, endEarly) => {
+        stopped.push(v);
+        if (v === "b") endEarly();
+      });
+      expect(stopped).toEqual(["a", "b"]);
+
+      const mixed: string[] = [];
+      const pending = iterateAsync(
+        ["a", "b", "c"],
+        (v) => (v === "b" ? new Promise<string>((resolve) => setTimeout(() => resolve("B"), 5)) : v.toUpperCase()),
+        mixed,
+      );
+      expect(pending).toBeInstanceOf(Promise);
+      expect(mixed).toEqual(["A"]);
+      await pending;
+      expect(mixed).toEqual(["A", "B", "C"]);
+
+      expect(() => iterateAsync(["a"], thrower)).toThrow(boom);
+      await expect(iterateAsync(["a", "b"], (v) => (v === "b" ? Promise.reject(boom) : undefined))).rejects.toBe(boom);
+      expect(iterateAsync([], thrower)).toBeUndefined();
+    });
   });
 });
