@@ -24,6 +24,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import pg from "pg";
 import { baseAndHeadBundles } from "./app-bundle.mjs";
 import { systemBusyMs } from "./cpu.mjs";
+import { addListPageTasks, listPageRequest } from "./scenarios/list-page-tasks.mjs";
 import { createVendorPage, vendorPageRequest } from "./scenarios/vendor-page.mjs";
 import { startFlagsOf } from "./settings.mjs";
 
@@ -127,12 +128,7 @@ try {
   if (scenarioIds.includes("graphql-tasks")) {
     const db = new pg.Client({ connectionString: dbUrl.toString() });
     await db.connect();
-    await db.query(
-      `INSERT INTO "Task" ("id", "organizationId", "title", "status", "dueDate", "updatedAt")
-       SELECT 'tsk_ab' || lpad(n::text, 28, '0'), $1, 'Task ' || n, 'todo', DATE '2027-01-01' + n, now()
-       FROM generate_series(1, 60) n`,
-      [seed.organizationId],
-    );
+    await addListPageTasks(db, seed.organizationId, "ab");
     await db.end();
   }
   const vendorPage = vendorPageRequest(seed, vendorIds);
@@ -156,15 +152,7 @@ try {
     },
     "rest-comments": { method: "GET", path: `/v1/comments?entityId=${vendorIds[0]}&entityType=vendor`, headers: key },
     "rest-tasks": { method: "GET", path: "/v1/tasks?limit=20", headers: key },
-    "graphql-tasks": {
-      method: "POST",
-      path: "/graphql",
-      headers: { ...key, "content-type": "application/json" },
-      body: JSON.stringify({
-        query:
-          "{ tasks(filter: { status: [todo] }, orderBy: { field: dueDate, direction: asc }, limit: 50) { totalCount items { id title status dueDate } } }",
-      }),
-    },
+    "graphql-tasks": listPageRequest(seed),
     stats: { method: "GET", path: `/v1/task-management/stats?entityId=${seed.vendorIds[0]}&entityType=vendor`, headers: key },
     // A write (issue 47): each answer is a new comment, so answers are compared without their id and time.
     "rest-comment": {

@@ -19,6 +19,8 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import pg from "pg";
 import { appBundle } from "./app-bundle.mjs";
 import { allocationProfile, samplesOf } from "./heap-sampling.mjs";
+import graphqlTask from "./scenarios/graphql-task.mjs";
+import { addListPageTasks, listPageRequest } from "./scenarios/list-page-tasks.mjs";
 import { createVendorPage, vendorPageRequest } from "./scenarios/vendor-page.mjs";
 import { startFlagsOf } from "./settings.mjs";
 
@@ -87,32 +89,11 @@ try {
   if (scenario === "list-page") {
     const db = new pg.Client({ connectionString: url.toString() });
     await db.connect();
-    await db.query(
-      `INSERT INTO "Task" ("id", "organizationId", "title", "status", "dueDate", "updatedAt")
-       SELECT 'tsk_heap' || lpad(n::text, 26, '0'), $1, 'Task ' || n, 'todo', DATE '2027-01-01' + n, now()
-       FROM generate_series(1, 60) n`,
-      [seed.organizationId],
-    );
+    await addListPageTasks(db, seed.organizationId, "heap");
     await db.end();
-    request = {
-      method: "POST",
-      path: "/graphql",
-      headers: { "x-api-key": seed.apiKey, "content-type": "application/json" },
-      body: JSON.stringify({
-        query:
-          "{ tasks(filter: { status: [todo] }, orderBy: { field: dueDate, direction: asc }, limit: 50) { totalCount items { id title status dueDate } } }",
-      }),
-    };
+    request = listPageRequest(seed);
   } else if (scenario === "graphql-task") {
-    request = {
-      method: "POST",
-      path: "/graphql",
-      headers: { "x-api-key": seed.apiKey, "content-type": "application/json" },
-      body: JSON.stringify({
-        query: "query($id: ID!) { task(taskId: $id) { id title status description taskTemplateId createdAt updatedAt } }",
-        variables: { id: seed.taskIds[0] },
-      }),
-    };
+    request = graphqlTask.request({ seed });
   } else {
     request = vendorPageRequest(seed, await createVendorPage(base, seed));
   }
