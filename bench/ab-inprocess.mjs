@@ -24,6 +24,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import pg from "pg";
 import { baseAndHeadBundles } from "./app-bundle.mjs";
 import { systemBusyMs } from "./cpu.mjs";
+import { withClient } from "./harness.mjs";
 import { addListPageTasks, listPageRequest } from "./scenarios/list-page-tasks.mjs";
 import { createVendorPage, vendorPageRequest } from "./scenarios/vendor-page.mjs";
 import { startFlagsOf } from "./settings.mjs";
@@ -126,10 +127,7 @@ try {
   // The list page's query (bench/list-page.mjs) over a page of 50: 60 tasks of the organization,
   // written by SQL (the list page's own bench fills 100,000 the same way).
   if (scenarioIds.includes("graphql-tasks")) {
-    const db = new pg.Client({ connectionString: dbUrl.toString() });
-    await db.connect();
-    await addListPageTasks(db, seed.organizationId, "ab");
-    await db.end();
+    await withClient({ url: dbUrl.toString() }, (db) => addListPageTasks(db, seed.organizationId, "ab"));
   }
   const vendorPage = vendorPageRequest(seed, vendorIds);
   const COMMENTS_PAGE =

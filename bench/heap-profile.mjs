@@ -8,7 +8,7 @@
 // HEAP_REQUESTS (300) requests are profiled after HEAP_WARMUP (100); the raw profile is written to
 // .exp/heap/<scenario>.heapprofile (open it in Chrome DevTools > Memory). HEAP_SCENARIO=list-page
 // profiles the list page's query instead (bench/list-page.mjs: 50 tasks and their totalCount, of 60
-// written by SQL as bench/ab-inprocess.mjs writes them); HEAP_SCENARIO=graphql-task, GraphQL get task
+// written by SQL: bench/scenarios/list-page-tasks.mjs); HEAP_SCENARIO=graphql-task, GraphQL get task
 // (what a request costs besides its data).
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -18,6 +18,7 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import pg from "pg";
 import { appBundle } from "./app-bundle.mjs";
+import { withClient } from "./harness.mjs";
 import { allocationProfile, samplesOf } from "./heap-sampling.mjs";
 import graphqlTask from "./scenarios/graphql-task.mjs";
 import { addListPageTasks, listPageRequest } from "./scenarios/list-page-tasks.mjs";
@@ -87,10 +88,7 @@ try {
   const scenario = env.HEAP_SCENARIO ?? "vendor-page";
   let request;
   if (scenario === "list-page") {
-    const db = new pg.Client({ connectionString: url.toString() });
-    await db.connect();
-    await addListPageTasks(db, seed.organizationId, "heap");
-    await db.end();
+    await withClient({ url: url.toString() }, (db) => addListPageTasks(db, seed.organizationId, "heap"));
     request = listPageRequest(seed);
   } else if (scenario === "graphql-task") {
     request = graphqlTask.request({ seed });
